@@ -1,0 +1,216 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Defaults match the field (KCL): a 10 s lease renewed every 3 s, shard
+// sync every 10 s.
+const (
+	DefaultLeaseDuration     = 10 * time.Second
+	DefaultRenewInterval     = 3 * time.Second
+	DefaultShardSyncInterval = 10 * time.Second
+	DefaultMaxClockDrift     = 0.01
+	DefaultGetRecordsLimit   = 10000
+	DefaultIdleTimeBetween   = time.Second
+	DefaultMaxStealAtOnce    = 1
+)
+
+// StreamConfig names one stream a worker consumes.
+type StreamConfig struct {
+	Name string
+	// InitialPosition is where leases of the shards that exist when the
+	// application first starts begin: TrimHorizon, Latest (default) or
+	// AtTimestamp. Children of splits and merges always begin at their
+	// first record.
+	InitialPosition string
+	// Timestamp is the AT_TIMESTAMP position.
+	Timestamp time.Time
+}
+
+// Config configures one worker. The zero value of every duration and limit
+// means its default; Owner and Streams are required. NewWorker rejects an
+// invalid configuration with an error naming the broken rule.
+type Config struct {
+	// Owner is the worker's id, written into leaseOwner. A process
+	// restarted under the same id resumes its leases at once; two live
+	// processes must never share an id.
+	Owner string
+	// Streams are the streams consumed. More than one requires
+	// MultiStream.
+	Streams []StreamConfig
+	// MultiStream keys rows "stream:shardId". LegacyStream names the
+	// stream that rows keyed by shard id alone belong to (a KCL or
+	// single-stream table being adopted); in single-stream mode it defaults
+	// to the one stream.
+	MultiStream  bool
+	LegacyStream string
+
+	// LeaseDuration is how long a lease stays valid after a renew is sent,
+	// and how long a taker must see a lease's counter stand still before
+	// taking it.
+	LeaseDuration time.Duration
+	// RenewInterval is the time between renewals of held leases.
+	RenewInterval time.Duration
+	// SafetyMargin is how long before its own view of expiry a holder
+	// stops acting (no delivery, no checkpoint). Default: LeaseDuration/10,
+	// or the minimum MaxClockDrift demands if larger.
+	SafetyMargin time.Duration
+	// MaxClockDrift bounds the rate drift between any two workers' clocks
+	// (0.01 = 1%).
+	MaxClockDrift float64
+	// TakeInterval is the time between table scans that look for leases to
+	// take. Default: LeaseDuration.
+	TakeInterval time.Duration
+	// ShardSyncInterval is the time between shard syncs (ListShards,
+	// lease creation, cleanup of finished leases).
+	ShardSyncInterval time.Duration
+	// MaxLeasesForWorker caps the leases held; 0 means no cap.
+	MaxLeasesForWorker int
+	// MaxLeasesToStealAtOnce bounds how many leases one balancing round
+	// steals (from the most-loaded worker). Negative disables stealing.
+	MaxLeasesToStealAtOnce int
+	// GetRecordsLimit is the most records one GetRecords asks for.
+	GetRecordsLimit int
+	// IdleTimeBetweenReads is the pause after an empty GetRecords.
+	IdleTimeBetweenReads time.Duration
+	// ConsistentTakeScans makes the take scans strongly consistent. They
+	// need not be: every take is a compare-and-swap on the row version, so
+	// a stale scan can delay a take but never make a wrong one.
+	ConsistentTakeScans bool
+	// Seed seeds the worker's jitter. Two workers should have different
+	// seeds; the same seed gives the same decisions.
+	Seed uint64
+	// Trace, if set, receives every trace event.
+	Trace Tracer
+}
+
+// withDefaults returns c with zero fields set to their defaults.
+func (c Config) withDefaults() Config {
+	if c.LeaseDuration == 0 {
+		c.LeaseDuration = DefaultLeaseDuration
+	}
+	if c.RenewInterval == 0 {
+		c.RenewInterval = DefaultRenewInterval
+	}
+	if c.MaxClockDrift == 0 {
+		c.MaxClockDrift = DefaultMaxClockDrift
+	}
+	if c.SafetyMargin == 0 {
+		c.SafetyMargin = c.LeaseDuration / 10
+		if m := MinSafetyMargin(c.LeaseDuration, c.MaxClockDrift); m > c.SafetyMargin {
+			c.SafetyMargin = m
+		}
+	}
+	if c.TakeInterval == 0 {
+		c.TakeInterval = c.LeaseDuration
+	}
+	if c.ShardSyncInterval == 0 {
+		c.ShardSyncInterval = DefaultShardSyncInterval
+	}
+	if c.MaxLeasesToStealAtOnce == 0 {
+		c.MaxLeasesToStealAtOnce = DefaultMaxStealAtOnce
+	}
+	if c.GetRecordsLimit == 0 {
+		c.GetRecordsLimit = DefaultGetRecordsLimit
+	}
+	if c.IdleTimeBetweenReads == 0 {
+		c.IdleTimeBetweenReads = DefaultIdleTimeBetween
+	}
+	if !c.MultiStream && c.LegacyStream == "" && len(c.Streams) == 1 {
+		c.LegacyStream = c.Streams[0].Name
+	}
+	for i := range c.Streams {
+		if c.Streams[i].InitialPosition == "" {
+			c.Streams[i].InitialPosition = Latest
+		}
+	}
+	return c
+}
+
+// MinSafetyMargin is the smallest safety margin that keeps a holder from
+// acting after a taker, whose clock may run faster by up to drift, has seen
+// the lease stand still for leaseDuration: leaseDuration·2·drift/(1+drift).
+func MinSafetyMargin(leaseDuration time.Duration, drift float64) time.Duration {
+	return time.Duration(float64(leaseDuration)*2*drift/(1+drift)) + time.Millisecond
+}
+
+// Validate returns c with defaults applied, or an error naming every rule
+// it breaks.
+func (c Config) Validate() (Config, error) {
+	c = c.withDefaults()
+	var errs []error
+	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
+	if c.Owner == "" {
+		bad("Owner is required: every worker needs an id unique among live processes")
+	}
+	if len(c.Streams) == 0 {
+		bad("Streams is required: name at least one stream")
+	}
+	if len(c.Streams) > 1 && !c.MultiStream {
+		bad("MultiStream is required to consume %d streams from one lease table", len(c.Streams))
+	}
+	seen := map[string]bool{}
+	for _, s := range c.Streams {
+		if err := validStreamName(s.Name); err != nil {
+			bad("stream %q: %v", s.Name, err)
+		}
+		if seen[s.Name] {
+			bad("stream %q is named twice", s.Name)
+		}
+		seen[s.Name] = true
+		switch s.InitialPosition {
+		case TrimHorizon, Latest:
+		case AtTimestamp:
+			if s.Timestamp.IsZero() {
+				bad("stream %q: InitialPosition AT_TIMESTAMP needs a Timestamp", s.Name)
+			}
+		default:
+			bad("stream %q: InitialPosition %q is not TRIM_HORIZON, LATEST or AT_TIMESTAMP", s.Name, s.InitialPosition)
+		}
+	}
+	if c.LegacyStream != "" && !seen[c.LegacyStream] {
+		bad("LegacyStream %q is not one of the consumed streams", c.LegacyStream)
+	}
+	if c.LeaseDuration < 0 || c.RenewInterval < 0 || c.SafetyMargin < 0 || c.TakeInterval < 0 ||
+		c.ShardSyncInterval < 0 || c.IdleTimeBetweenReads < 0 {
+		bad("durations must not be negative")
+	}
+	if c.LeaseDuration < 3*c.RenewInterval {
+		bad("LeaseDuration (%v) must be at least 3 x RenewInterval (%v), so that two renewals can fail before a lease expires", c.LeaseDuration, c.RenewInterval)
+	}
+	if c.MaxClockDrift < 0 || c.MaxClockDrift >= 0.5 {
+		bad("MaxClockDrift (%v) must be in [0, 0.5)", c.MaxClockDrift)
+	}
+	if min := MinSafetyMargin(c.LeaseDuration, c.MaxClockDrift); c.SafetyMargin < min {
+		bad("SafetyMargin (%v) must be at least LeaseDuration·2·MaxClockDrift/(1+MaxClockDrift) = %v for a drift bound of %v", c.SafetyMargin, min, c.MaxClockDrift)
+	}
+	if c.SafetyMargin >= c.LeaseDuration-c.RenewInterval {
+		bad("SafetyMargin (%v) must be less than LeaseDuration - RenewInterval (%v), or the holder stops acting before its next renewal", c.SafetyMargin, c.LeaseDuration-c.RenewInterval)
+	}
+	if c.MaxLeasesForWorker < 0 {
+		bad("MaxLeasesForWorker (%d) must not be negative (0 means no cap)", c.MaxLeasesForWorker)
+	}
+	if c.GetRecordsLimit < 1 || c.GetRecordsLimit > 10000 {
+		bad("GetRecordsLimit (%d) must be in [1, 10000]", c.GetRecordsLimit)
+	}
+	if len(errs) > 0 {
+		return c, fmt.Errorf("invalid engine configuration: %w", errors.Join(errs...))
+	}
+	return c, nil
+}
+
+func validStreamName(name string) error {
+	if name == "" || len(name) > 128 {
+		return fmt.Errorf("a stream name has 1 to 128 characters")
+	}
+	if strings.IndexFunc(name, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '.' || r == '-')
+	}) >= 0 {
+		return fmt.Errorf("a stream name has only letters, digits, '_', '.' and '-'")
+	}
+	return nil
+}

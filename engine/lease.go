@@ -1,0 +1,136 @@
+package engine
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Lease is one row of the lease table. Its fields map one to one to the
+// attribute names KCL uses, so KCL tooling can read a shardlease table and
+// shardlease can adopt a KCL table:
+//
+//	leaseKey                      Key
+//	leaseOwner                    Owner (absent or empty: unowned)
+//	leaseCounter                  Counter
+//	checkpoint                    Checkpoint.Sequence
+//	checkpointSubSequenceNumber   Checkpoint.SubSequence
+//	ownerSwitchesSinceCheckpoint  OwnerSwitches
+//	parentShardId                 Parents (string set)
+//	childShardIds                 Children (string set)
+//	startingHashKey               StartingHashKey
+//	endingHashKey                 EndingHashKey
+//
+// Every write shardlease makes to a row increments Counter and is
+// conditional on the Counter (and Owner) it read, so (Key, Counter) names
+// one version of a row and every write is a compare-and-swap.
+type Lease struct {
+	Key             string
+	Owner           string
+	Counter         int64
+	Checkpoint      Checkpoint
+	OwnerSwitches   int64
+	Parents         []string
+	Children        []string
+	StartingHashKey string
+	EndingHashKey   string
+}
+
+// Clone returns a deep copy of l.
+func (l Lease) Clone() Lease {
+	l.Parents = slices.Clone(l.Parents)
+	l.Children = slices.Clone(l.Children)
+	return l
+}
+
+// Equal reports whether l and m are the same row version with the same
+// contents.
+func (l Lease) Equal(m Lease) bool {
+	return l.Key == m.Key && l.Owner == m.Owner && l.Counter == m.Counter &&
+		l.Checkpoint == m.Checkpoint && l.OwnerSwitches == m.OwnerSwitches &&
+		slices.Equal(l.Parents, m.Parents) && slices.Equal(l.Children, m.Children) &&
+		l.StartingHashKey == m.StartingHashKey && l.EndingHashKey == m.EndingHashKey
+}
+
+// Validate reports a malformed row: an empty key, a negative counter or an
+// invalid checkpoint.
+func (l Lease) Validate() error {
+	if l.Key == "" {
+		return fmt.Errorf("lease row without leaseKey")
+	}
+	if l.Counter < 0 {
+		return fmt.Errorf("lease %s: negative leaseCounter %d", l.Key, l.Counter)
+	}
+	if err := l.Checkpoint.Validate(); err != nil {
+		return fmt.Errorf("lease %s: %w", l.Key, err)
+	}
+	return nil
+}
+
+// String returns a short human form of the row.
+func (l Lease) String() string {
+	owner := l.Owner
+	if owner == "" {
+		owner = "-"
+	}
+	return fmt.Sprintf("%s{owner=%s counter=%d checkpoint=%s}", l.Key, owner, l.Counter, l.Checkpoint)
+}
+
+// Expect is the condition of a conditional write: the row must exist with
+// this Owner ("" means unowned) and Counter.
+type Expect struct {
+	Owner   string
+	Counter int64
+}
+
+// ExpectOf returns the condition that matches row l exactly.
+func ExpectOf(l Lease) Expect { return Expect{Owner: l.Owner, Counter: l.Counter} }
+
+// ShardRef names one shard of one stream.
+type ShardRef struct {
+	Stream string
+	Shard  string
+}
+
+func (r ShardRef) String() string { return r.Stream + "/" + r.Shard }
+
+// KeyFormat maps shards to lease keys and back.
+//
+// A multi-stream table keys rows "stream:shardId". A single-stream table
+// keys rows by shard id alone, as KCL does; such rows belong to
+// LegacyStream, which is how a table written by KCL or by a single-stream
+// deployment is adopted when the application moves to several streams.
+type KeyFormat struct {
+	// MultiStream makes new rows use "stream:shardId" keys.
+	MultiStream bool
+	// LegacyStream is the stream that rows keyed by shard id alone belong
+	// to. In single-stream mode it is the one stream.
+	LegacyStream string
+}
+
+// Key returns the lease key of a new row for ref. Rows of the legacy
+// stream keep bare shard-id keys even in a multi-stream table, so that
+// workers of a single-stream deployment still running during a migration
+// and the new ones agree on one row per shard.
+func (f KeyFormat) Key(ref ShardRef) string {
+	if !f.MultiStream || ref.Stream == f.LegacyStream {
+		return ref.Shard
+	}
+	return ref.Stream + ":" + ref.Shard
+}
+
+// Parse returns the shard a lease key names. ok is false for keys that
+// belong to no stream this format knows (a row of a "stream:shard" form in a
+// single-stream table, or a bare shard id without a LegacyStream).
+func (f KeyFormat) Parse(key string) (ref ShardRef, ok bool) {
+	if i := strings.LastIndexByte(key, ':'); i >= 0 {
+		if !f.MultiStream {
+			return ShardRef{}, false
+		}
+		return ShardRef{Stream: key[:i], Shard: key[i+1:]}, key[:i] != "" && key[i+1:] != ""
+	}
+	if f.LegacyStream == "" {
+		return ShardRef{}, false
+	}
+	return ShardRef{Stream: f.LegacyStream, Shard: key}, true
+}

@@ -1,0 +1,63 @@
+package engine
+
+import (
+	"context"
+	"errors"
+)
+
+// Errors a LeaseStore or Stream returns, wrapped or as they are; the engine
+// tests for them with errors.Is. Any other error is taken as an unknown
+// outcome: a write that returned it may or may not have applied.
+var (
+	// ErrConditionFailed: a conditional write found the row in another
+	// state than the one it expected (or, for a create, found the row).
+	// Note that an SDK retry of a write that had already applied also ends
+	// in this error; the engine resolves it by re-reading the row.
+	ErrConditionFailed = errors.New("condition failed")
+	// ErrThrottled: the call was rejected before it applied (DynamoDB
+	// ProvisionedThroughputExceeded, Kinesis throughput exceeded).
+	ErrThrottled = errors.New("throttled")
+	// ErrNotFound: the row, table, stream or shard does not exist.
+	ErrNotFound = errors.New("not found")
+	// ErrExpiredIterator: a shard iterator is older than the stream allows.
+	ErrExpiredIterator = errors.New("shard iterator expired")
+)
+
+// LeaseStore is the lease table. Implementations: engine.MemStore (one
+// process), fakes.LeaseTable (simulation), dynamostore.Store (DynamoDB).
+//
+// Every write is conditional. A store must apply each call atomically and
+// report ErrConditionFailed when the condition does not hold.
+type LeaseStore interface {
+	// ListLeases returns every row of the table, all pages. With consistent
+	// false the store may return rows that are stale by a bounded lag.
+	// Rows that cannot be decoded are returned in Listing.Malformed, not as
+	// an error.
+	ListLeases(ctx context.Context, consistent bool) (Listing, error)
+	// GetLease returns the row with the given key by a strongly consistent
+	// read, or an error wrapping ErrNotFound.
+	GetLease(ctx context.Context, key string) (Lease, error)
+	// CreateLease writes l if no row with its key exists, else fails with
+	// ErrConditionFailed.
+	CreateLease(ctx context.Context, l Lease) error
+	// UpdateLease replaces the row with key l.Key by l if the stored row
+	// has the owner and counter of expect, else fails with
+	// ErrConditionFailed (also when the row does not exist).
+	UpdateLease(ctx context.Context, expect Expect, l Lease) error
+	// DeleteLease removes the row if it has the owner and counter of
+	// expect, else fails with ErrConditionFailed.
+	DeleteLease(ctx context.Context, key string, expect Expect) error
+}
+
+// Listing is the result of a table scan.
+type Listing struct {
+	Leases    []Lease
+	Malformed []MalformedRow
+}
+
+// MalformedRow is a row that could not be read as a lease: a missing or
+// wrongly typed attribute. It is reported and skipped, never fatal.
+type MalformedRow struct {
+	Key    string // the leaseKey, if it could be read
+	Reason string
+}

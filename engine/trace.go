@@ -1,0 +1,111 @@
+package engine
+
+import (
+	"fmt"
+	"time"
+)
+
+// TraceKind is the kind of a TraceEvent.
+type TraceKind uint8
+
+// The events a worker reports to its Tracer. Together they say, for every
+// shard, who acted on it and when, which is what the simulator's checkers
+// and `live check` read.
+const (
+	// TraceLeaseCreated: this worker created the row Key with Checkpoint.
+	TraceLeaseCreated TraceKind = iota + 1
+	// TraceLeaseAcquired: a take of Key at Counter succeeded. Reason is
+	// "unowned", "expired", "stolen" or "resumed"; Previous the former owner.
+	TraceLeaseAcquired
+	// TraceActing: the worker starts acting on Key (delivering records and
+	// checkpointing) from Checkpoint.
+	TraceActing
+	// TraceLeaseRenewed: a renew of Key to Counter succeeded.
+	TraceLeaseRenewed
+	// TraceStoppedActing: the worker stopped acting on Key because its own
+	// view of the lease reached the safety margin before expiry.
+	TraceStoppedActing
+	// TraceLeaseLost: the worker no longer holds Key (Reason says why).
+	TraceLeaseLost
+	// TraceLeaseReleased: the worker gave up Key on purpose (shutdown,
+	// shard end).
+	TraceLeaseReleased
+	// TraceLeaseDeleted: the worker deleted the finished row Key.
+	TraceLeaseDeleted
+	// TraceDelivered: Count records of Key, sequence numbers First to
+	// Last, were handed to the processor.
+	TraceDelivered
+	// TraceCheckpointRequested: the processor asked for Checkpoint.
+	TraceCheckpointRequested
+	// TraceCheckpointWritten: the checkpoint write landed; Counter is the
+	// row version it wrote.
+	TraceCheckpointWritten
+	// TraceCheckpointRejected: the checkpoint was refused (Reason).
+	TraceCheckpointRejected
+	// TraceShardEnded: SHARD_END was written for Key.
+	TraceShardEnded
+	// TraceChildStarted: every parent of Key was seen at SHARD_END (or
+	// gone) by a strongly consistent read, and processing of Key begins.
+	TraceChildStarted
+	// TraceMalformedRow: a row of the table could not be read (Reason).
+	TraceMalformedRow
+	// TraceResolved: a write of unknown outcome was resolved by a re-read;
+	// Reason is "applied" or "not applied".
+	TraceResolved
+	// TraceCallSent: a write of Key was sent (Reason names the write:
+	// take, renew, checkpoint, release, create, delete). Counter is the
+	// version the write would produce.
+	TraceCallSent
+)
+
+var traceNames = [...]string{"", "lease-created", "lease-acquired", "acting", "lease-renewed",
+	"stopped-acting", "lease-lost", "lease-released", "lease-deleted", "delivered",
+	"checkpoint-requested", "checkpoint-written", "checkpoint-rejected", "shard-ended",
+	"child-started", "malformed-row", "resolved", "write-sent"}
+
+func (k TraceKind) String() string {
+	if int(k) < len(traceNames) && k != 0 {
+		return traceNames[k]
+	}
+	return fmt.Sprintf("trace(%d)", uint8(k))
+}
+
+// TraceEvent is one event that matters to correctness.
+type TraceEvent struct {
+	Kind       TraceKind
+	Mono       time.Duration // the worker's monotonic reading
+	Owner      string        // the worker
+	Key        string
+	Shard      ShardRef
+	Counter    int64
+	Checkpoint Checkpoint
+	First      string // TraceDelivered: first sequence number
+	Last       string // TraceDelivered: last sequence number
+	Count      int
+	Reason     string
+	Previous   string // TraceLeaseAcquired: the former owner
+}
+
+func (e TraceEvent) String() string {
+	s := fmt.Sprintf("%v %s %s %s", e.Mono, e.Owner, e.Kind, e.Key)
+	switch e.Kind {
+	case TraceDelivered:
+		s += fmt.Sprintf(" %d records %s..%s", e.Count, e.First, e.Last)
+	case TraceCheckpointRequested, TraceCheckpointWritten, TraceCheckpointRejected, TraceActing, TraceLeaseCreated:
+		s += " " + e.Checkpoint.String()
+	}
+	if e.Counter != 0 {
+		s += fmt.Sprintf(" counter=%d", e.Counter)
+	}
+	if e.Previous != "" {
+		s += " from " + e.Previous
+	}
+	if e.Reason != "" {
+		s += " (" + e.Reason + ")"
+	}
+	return s
+}
+
+// Tracer receives trace events. It is called synchronously from Step and
+// must not call back into the worker. A nil Tracer costs nothing.
+type Tracer func(TraceEvent)
