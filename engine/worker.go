@@ -1,12 +1,72 @@
 package engine
 
+import (
+	"math/rand/v2"
+	"slices"
+	"time"
+)
+
 // Worker is the decision core of one worker: deterministic, no I/O. Feed it
-// inputs with Step; it answers with the effects to carry out (calls,
-// notices) and when to wake it next. It is not safe for concurrent use.
+// inputs with Step; it answers with the effects to carry out (calls to the
+// lease store and the stream, notices for record processors) and the time
+// at which it wants to be stepped next. Its decisions are a function of its
+// configuration, the inputs and the times they carry: it reads no clock,
+// starts no goroutine and draws randomness only from Config.Seed.
+//
+// It is not safe for concurrent use: a driver steps it from one goroutine.
 type Worker struct {
-	cfg Config
-	rd  Ready
+	cfg   Config
+	keys  KeyFormat
+	rng   *rand.Rand
+	now   Now
+	rd    Ready
+	trace Tracer
+
+	streams map[string]*StreamConfig
+
+	nextID    uint64
+	nextBatch uint64
+	pending   map[uint64]pendingCall
+
+	// The table as this worker has seen it: one observation per key.
+	obs map[string]*observation
+
+	// Leases held, by key; heldKeys is kept sorted for deterministic
+	// iteration.
+	held     map[string]*holding
+	heldKeys []string
+	// Writes in flight for keys not held (takes, creates, deletes).
+	writes map[string]*write
+	// Keys of malformed rows already reported.
+	malformed map[string]bool
+
+	started      bool
+	shutdown     bool
+	stopped      bool
+	scanInFlight bool
+	nextScan     time.Duration
+	sync         syncState
 }
+
+// pendingCall remembers what a call in flight was for.
+type pendingCall struct {
+	purpose purpose
+	key     string
+	gen     uint64 // the holding's generation, for consumer calls
+}
+
+type purpose uint8
+
+const (
+	forScan purpose = iota + 1
+	forWrite
+	forResolve
+	forParentCheck
+	forIterator
+	forRecords
+	forSyncShards
+	forSyncScan
+)
 
 // NewWorker returns a worker for cfg, or an error naming every broken
 // configuration rule.
@@ -15,7 +75,21 @@ func NewWorker(cfg Config) (*Worker, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Worker{cfg: c}, nil
+	w := &Worker{
+		cfg:     c,
+		keys:    KeyFormat{MultiStream: c.MultiStream, LegacyStream: c.LegacyStream},
+		rng:     rand.New(rand.NewPCG(c.Seed, 0x5eed5ea5e)),
+		trace:   c.Trace,
+		streams: make(map[string]*StreamConfig, len(c.Streams)),
+		pending: make(map[uint64]pendingCall),
+		obs:     make(map[string]*observation),
+		held:    make(map[string]*holding),
+		writes:  make(map[string]*write),
+	}
+	for i := range c.Streams {
+		w.streams[c.Streams[i].Name] = &c.Streams[i]
+	}
+	return w, nil
 }
 
 // Owner returns the worker's owner id.
@@ -24,10 +98,203 @@ func (w *Worker) Owner() string { return w.cfg.Owner }
 // Config returns the worker's configuration with defaults applied.
 func (w *Worker) Config() Config { return w.cfg }
 
+// Held returns the keys of the leases the worker holds, sorted.
+func (w *Worker) Held() []string { return slices.Clone(w.heldKeys) }
+
+// Acting reports whether the worker may act on lease key at its current
+// time: it holds the lease, has waited out any previous holder, and is
+// before the safety margin of its own view of expiry.
+func (w *Worker) Acting(key string) bool {
+	h := w.held[key]
+	return h != nil && w.isActing(h)
+}
+
 // Step feeds one input at time now and returns what the worker asks for.
-// The returned Ready is valid until the next Step.
+// now.Mono must never decrease from one Step to the next. The returned
+// Ready is valid until the next Step.
 func (w *Worker) Step(now Now, in Input) Ready {
-	_ = now
-	_ = in
+	if now.Mono < w.now.Mono {
+		now.Mono = w.now.Mono // never let time run backwards
+	}
+	w.now = now
+	w.rd.Calls = w.rd.Calls[:0]
+	w.rd.Notices = w.rd.Notices[:0]
+	if w.stopped {
+		w.rd.Stopped = true
+		w.rd.WakeAt = 0
+		return w.rd
+	}
+	if !w.started {
+		w.started = true
+		w.nextScan = now.Mono
+		w.sync.next = now.Mono
+	}
+	switch in.Kind {
+	case InputResult:
+		w.onResult(in.Result)
+	case InputDone:
+		w.onDone(in.Key, in.Batch, in.Failed)
+	case InputCheckpoint:
+		w.onCheckpointRequest(in.Key, in.Checkpoint, in.Token)
+	case InputShutdown:
+		w.beginShutdown()
+	}
+	w.advance()
+	w.rd.WakeAt = w.wake()
+	w.rd.Stopped = w.stopped
 	return w.rd
+}
+
+func (w *Worker) onResult(r Result) {
+	pc, ok := w.pending[r.ID]
+	if !ok {
+		return // a duplicate or unknown reply
+	}
+	delete(w.pending, r.ID)
+	switch pc.purpose {
+	case forScan:
+		w.scanInFlight = false
+		w.onScan(r)
+	case forWrite:
+		w.onWriteResult(pc.key, r)
+	case forResolve:
+		w.onResolveResult(pc.key, r)
+	case forParentCheck:
+		w.onParentCheck(pc, r)
+	case forIterator:
+		w.onIterator(pc, r)
+	case forRecords:
+		w.onRecords(pc, r)
+	case forSyncShards:
+		w.onSyncShards(pc.key, r)
+	case forSyncScan:
+		w.onSyncScan(r)
+	}
+}
+
+// advance takes every action that time allows.
+func (w *Worker) advance() {
+	now := w.now.Mono
+	for _, k := range w.heldKeys {
+		if h := w.held[k]; h != nil {
+			w.tickHolding(h)
+		}
+	}
+	w.dropReleased()
+	w.retryWrites()
+	if w.shutdown {
+		if len(w.held) == 0 && len(w.writes) == 0 {
+			w.stopped = true
+		}
+		return
+	}
+	if !w.sync.inFlight() && now >= w.sync.next {
+		w.startSync()
+	}
+	if !w.scanInFlight && !w.sync.inFlight() && now >= w.nextScan {
+		w.startScan()
+	}
+}
+
+// retryWrites re-sends the resolving reads of takes, creates and deletes
+// whose earlier read failed.
+func (w *Worker) retryWrites() {
+	var due []string
+	for k, wr := range w.writes {
+		if wr.resolving && wr.id == 0 && w.now.Mono >= wr.retryAt {
+			due = append(due, k)
+		}
+	}
+	slices.Sort(due)
+	for _, k := range due {
+		w.resolve(w.writes[k])
+	}
+}
+
+// wake returns the earliest time at which time alone will make the worker
+// act.
+func (w *Worker) wake() time.Duration {
+	if w.stopped {
+		return 0
+	}
+	t := time.Duration(1<<63 - 1)
+	min := func(d time.Duration) {
+		if d > w.now.Mono && d < t {
+			t = d
+		}
+	}
+	if !w.shutdown {
+		if !w.scanInFlight {
+			min(w.nextScan)
+		}
+		if !w.sync.inFlight() {
+			min(w.sync.next)
+		}
+	}
+	for _, k := range w.heldKeys {
+		w.held[k].wakeTimes(w, min)
+	}
+	for _, wr := range w.writes {
+		if wr.resolving && wr.id == 0 {
+			min(wr.retryAt)
+		}
+	}
+	if t == time.Duration(1<<63-1) {
+		// Nothing is due: wake at the next renew interval anyway, so a
+		// driver that lost a result still makes progress.
+		t = w.now.Mono + w.cfg.RenewInterval
+	}
+	return t
+}
+
+// call queues a call and remembers its purpose.
+func (w *Worker) call(c Call, pc pendingCall) uint64 {
+	w.nextID++
+	c.ID = w.nextID
+	w.pending[c.ID] = pc
+	w.rd.Calls = append(w.rd.Calls, c)
+	return c.ID
+}
+
+func (w *Worker) notice(n Notice) {
+	w.rd.Notices = append(w.rd.Notices, n)
+}
+
+func (w *Worker) batchID() uint64 {
+	w.nextBatch++
+	return w.nextBatch
+}
+
+func (w *Worker) emit(e TraceEvent) {
+	if w.trace == nil {
+		return
+	}
+	e.Mono = w.now.Mono
+	e.Owner = w.cfg.Owner
+	w.trace(e)
+}
+
+// jitter returns d plus or minus up to a tenth of it.
+func (w *Worker) jitter(d time.Duration) time.Duration {
+	if d <= 0 {
+		return 0
+	}
+	span := int64(d / 5)
+	if span <= 0 {
+		return d
+	}
+	return d - d/10 + time.Duration(w.rng.Int64N(span))
+}
+
+func (w *Worker) addHeld(h *holding) {
+	w.held[h.key] = h
+	i, _ := slices.BinarySearch(w.heldKeys, h.key)
+	w.heldKeys = slices.Insert(w.heldKeys, i, h.key)
+}
+
+func (w *Worker) removeHeld(key string) {
+	delete(w.held, key)
+	if i, ok := slices.BinarySearch(w.heldKeys, key); ok {
+		w.heldKeys = slices.Delete(w.heldKeys, i, i+1)
+	}
 }

@@ -1,0 +1,116 @@
+package dynamostore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go"
+	"github.com/shardlease/shardlease/engine"
+)
+
+// TableAPI is the subset of *dynamodb.Client that CreateTable uses.
+type TableAPI interface {
+	CreateTable(ctx context.Context, in *dynamodb.CreateTableInput, opts ...func(*dynamodb.Options)) (*dynamodb.CreateTableOutput, error)
+	DescribeTable(ctx context.Context, in *dynamodb.DescribeTableInput, opts ...func(*dynamodb.Options)) (*dynamodb.DescribeTableOutput, error)
+}
+
+var _ TableAPI = (*dynamodb.Client)(nil)
+
+// CreateTable creates a lease table named name (one string hash key,
+// leaseKey; on-demand billing) and waits until it is ACTIVE. A table that
+// already exists is not an error if its key schema is a lease table's;
+// CreateTable then only waits for it. The wait polls DescribeTable and ends
+// with ctx: give ctx a deadline.
+func CreateTable(ctx context.Context, api TableAPI, name string) error {
+	_, err := api.CreateTable(ctx, &dynamodb.CreateTableInput{
+		TableName:            aws.String(name),
+		AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String(AttrKey), AttributeType: types.ScalarAttributeTypeS}},
+		KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String(AttrKey), KeyType: types.KeyTypeHash}},
+		BillingMode:          types.BillingModePayPerRequest,
+	})
+	var inUse *types.ResourceInUseException
+	if err != nil && !errors.As(err, &inUse) {
+		return fmt.Errorf("dynamostore: create lease table %q: %w", name, err)
+	}
+	return waitActive(ctx, api, name)
+}
+
+// waitActive polls DescribeTable until the table is ACTIVE, backing off
+// from 50 ms to 2 s between polls, until ctx ends.
+func waitActive(ctx context.Context, api TableAPI, name string) error {
+	delay := 50 * time.Millisecond
+	for {
+		out, err := api.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(name)})
+		var notFound *types.ResourceNotFoundException
+		switch {
+		case errors.As(err, &notFound):
+			// Eventually consistent right after CreateTable: poll again.
+		case err != nil:
+			return fmt.Errorf("dynamostore: wait for lease table %q: %w", name, err)
+		case out.Table.TableStatus == types.TableStatusActive:
+			return checkSchema(name, out.Table)
+		}
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("dynamostore: wait for lease table %q to become ACTIVE: %w", name, ctx.Err())
+		case <-t.C:
+		}
+		delay = min(2*delay, 2*time.Second)
+	}
+}
+
+// CheckTable describes the store's table and reports, in plain words, a
+// missing table (wrapping engine.ErrNotFound) or a key schema other than a
+// single string hash key named leaseKey.
+func (s *Store) CheckTable(ctx context.Context) error {
+	out, err := s.api.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(s.table)})
+	if err != nil {
+		var api smithy.APIError
+		if errors.As(err, &api) && api.ErrorCode() == "ResourceNotFoundException" {
+			return fmt.Errorf("dynamostore: lease table %q does not exist in %s (create it with dynamostore.CreateTable): %w: %w",
+				s.table, s.where, engine.ErrNotFound, err)
+		}
+		return s.mapError(fmt.Sprintf("describe lease table %q", s.table), err)
+	}
+	return checkSchema(s.table, out.Table)
+}
+
+// checkSchema verifies that a table's key is one S hash key named leaseKey.
+func checkSchema(name string, t *types.TableDescription) error {
+	if t == nil {
+		return fmt.Errorf("dynamostore: lease table %q: DescribeTable returned no description", name)
+	}
+	ks := t.KeySchema
+	if len(ks) != 1 || aws.ToString(ks[0].AttributeName) != AttrKey || ks[0].KeyType != types.KeyTypeHash {
+		return fmt.Errorf("dynamostore: table %q is not a lease table: its key schema is %s, want one hash key %s of type S",
+			name, describeKeys(ks), AttrKey)
+	}
+	for _, a := range t.AttributeDefinitions {
+		if aws.ToString(a.AttributeName) == AttrKey && a.AttributeType != types.ScalarAttributeTypeS {
+			return fmt.Errorf("dynamostore: table %q is not a lease table: hash key %s has type %s, want S",
+				name, AttrKey, a.AttributeType)
+		}
+	}
+	return nil
+}
+
+func describeKeys(ks []types.KeySchemaElement) string {
+	if len(ks) == 0 {
+		return "empty"
+	}
+	s := ""
+	for i, k := range ks {
+		if i > 0 {
+			s += ", "
+		}
+		s += fmt.Sprintf("%s (%s)", aws.ToString(k.AttributeName), k.KeyType)
+	}
+	return s
+}

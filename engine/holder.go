@@ -1,0 +1,272 @@
+package engine
+
+import (
+	"errors"
+	"time"
+)
+
+// holding is a lease this worker holds.
+//
+// Validity: the lease is valid until validFrom + LeaseDuration, where
+// validFrom is the send time of the last write of the row that is known to
+// have applied (take, renew, checkpoint). The worker acts (delivers records,
+// writes checkpoints) only in [actFrom, validFrom + LeaseDuration -
+// SafetyMargin) and not while a write's failed condition is being resolved.
+// At most one conditional write per lease is in flight, so the row version
+// (Counter) the next write expects is always known.
+type holding struct {
+	key string
+	ref ShardRef
+	gen uint64
+
+	row       Lease // the row as last written by this worker
+	validFrom time.Duration
+	actFrom   time.Duration
+	suspect   bool
+
+	write        *write
+	retryWriteAt time.Duration
+	writeBackoff time.Duration
+
+	actingTraced  bool
+	stoppedTraced bool
+
+	cps []cpRequest // checkpoint requests waiting for the write slot
+
+	// release is set once the lease should be given up: after a shutdown
+	// notice was answered (wRelease) or after the shard end was handled
+	// (wShardEnd, with the shard's children).
+	release  writeKind
+	children []string
+	gone     bool // released or lost: remove at the end of the step
+
+	c consumer
+}
+
+type cpRequest struct {
+	cp    Checkpoint
+	token uint64
+}
+
+func (w *Worker) validUntil(h *holding) time.Duration { return h.validFrom + w.cfg.LeaseDuration }
+func (w *Worker) actUntil(h *holding) time.Duration {
+	return h.validFrom + w.cfg.LeaseDuration - w.cfg.SafetyMargin
+}
+
+func (w *Worker) isActing(h *holding) bool {
+	now := w.now.Mono
+	return !h.suspect && !h.gone && now >= h.actFrom && now < w.actUntil(h)
+}
+
+// acquired turns a successful take into a holding.
+func (w *Worker) acquired(wr *write) {
+	w.nextBatch++
+	h := &holding{
+		key:       wr.key,
+		ref:       w.refOf(wr.key),
+		gen:       w.nextBatch,
+		row:       wr.row,
+		validFrom: wr.sentAt,
+		actFrom:   wr.actFrom,
+	}
+	w.addHeld(h)
+	w.emit(TraceEvent{Kind: TraceLeaseAcquired, Key: h.key, Shard: h.ref, Counter: h.row.Counter, Reason: wr.reason, Previous: wr.previous})
+	if w.shutdown {
+		h.c.shutdown = true
+	}
+}
+
+// tickHolding does what time demands of one held lease.
+func (w *Worker) tickHolding(h *holding) {
+	now := w.now.Mono
+	if now >= w.validUntil(h) {
+		w.loseLease(h, "expired: no renewal applied within the lease duration")
+		return
+	}
+	if h.actingTraced && !h.stoppedTraced && now >= w.actUntil(h) {
+		h.stoppedTraced = true
+		w.emit(TraceEvent{Kind: TraceStoppedActing, Key: h.key, Shard: h.ref, Counter: h.row.Counter, Reason: "safety margin before own-view expiry"})
+	}
+	if h.write != nil {
+		w.retryResolve(h.write)
+	} else if now >= h.retryWriteAt {
+		w.nextWrite(h)
+	}
+	if !h.gone {
+		w.tickConsumer(h)
+	}
+	if h.write == nil && !h.gone && h.release != 0 && now >= h.retryWriteAt {
+		w.nextWrite(h)
+	}
+}
+
+// nextWrite sends the write the lease needs most, if any: pending
+// checkpoints first, then the release or shard end, then a renewal.
+func (w *Worker) nextWrite(h *holding) {
+	now := w.now.Mono
+	switch {
+	case len(h.cps) > 0 && w.isActing(h):
+		target := h.cps[0].cp
+		for _, r := range h.cps[1:] {
+			if r.cp.Compare(target) > 0 {
+				target = r.cp
+			}
+		}
+		row := h.row.Clone()
+		row.Checkpoint = target
+		row.OwnerSwitches = 0
+		row.Counter++
+		h.write = &write{kind: wCheckpoint, key: h.key, expect: ExpectOf(h.row), row: row, target: target}
+	case h.release == wShardEnd && len(h.cps) == 0 && w.isActing(h):
+		row := h.row.Clone()
+		row.Checkpoint = SentinelCheckpoint(ShardEnd)
+		row.OwnerSwitches = 0
+		row.Owner = ""
+		row.Children = h.children
+		row.Counter++
+		h.write = &write{kind: wShardEnd, key: h.key, expect: ExpectOf(h.row), row: row}
+	case h.release == wRelease && len(h.cps) == 0:
+		row := h.row.Clone()
+		row.Owner = ""
+		row.Counter++
+		h.write = &write{kind: wRelease, key: h.key, expect: ExpectOf(h.row), row: row}
+	case now >= h.validFrom+w.cfg.RenewInterval:
+		row := h.row.Clone()
+		row.Counter++
+		h.write = &write{kind: wRenew, key: h.key, expect: ExpectOf(h.row), row: row}
+	default:
+		return
+	}
+	w.sendWrite(h.write)
+}
+
+func (w *Worker) holderWriteApplied(h *holding, wr *write) {
+	h.write = nil
+	h.suspect = false
+	h.writeBackoff = 0
+	h.row = wr.row
+	w.observeRow(wr.row)
+	if wr.kind != wRelease && wr.kind != wShardEnd {
+		h.validFrom = wr.sentAt
+		if w.now.Mono < w.actUntil(h) {
+			h.stoppedTraced = false
+		}
+	}
+	switch wr.kind {
+	case wRenew:
+		w.emit(TraceEvent{Kind: TraceLeaseRenewed, Key: h.key, Shard: h.ref, Counter: h.row.Counter})
+	case wCheckpoint:
+		w.emit(TraceEvent{Kind: TraceCheckpointWritten, Key: h.key, Shard: h.ref, Counter: h.row.Counter, Checkpoint: wr.target})
+		kept := h.cps[:0]
+		for _, r := range h.cps {
+			if r.cp.Compare(wr.target) <= 0 {
+				w.notice(Notice{Kind: NoticeCheckpointDone, Key: h.key, Shard: h.ref, Token: r.token, Checkpoint: r.cp})
+			} else {
+				kept = append(kept, r)
+			}
+		}
+		h.cps = kept
+	case wShardEnd:
+		w.emit(TraceEvent{Kind: TraceShardEnded, Key: h.key, Shard: h.ref, Counter: h.row.Counter, Checkpoint: h.row.Checkpoint})
+		w.emit(TraceEvent{Kind: TraceLeaseReleased, Key: h.key, Shard: h.ref, Counter: h.row.Counter, Reason: "shard end"})
+		h.gone = true
+		// The children's leases are created by shard sync: run it soon.
+		w.sync.soon(w.now.Mono)
+	case wRelease:
+		w.emit(TraceEvent{Kind: TraceLeaseReleased, Key: h.key, Shard: h.ref, Counter: h.row.Counter, Reason: "shutdown"})
+		h.gone = true
+	}
+}
+
+// ErrLeaseLost is the error of a checkpoint refused because the lease was
+// lost, expired, or is not held by this worker.
+var ErrLeaseLost = errors.New("lease not held")
+
+// ErrCheckpointRejected is the error of a checkpoint that is invalid: lower
+// than the stored one, beyond the records delivered, or malformed.
+var ErrCheckpointRejected = errors.New("checkpoint rejected")
+
+// loseLease drops h: the processor is told, pending checkpoints are
+// refused, and every reply still in flight for it is ignored.
+func (w *Worker) loseLease(h *holding, reason string) {
+	if h.gone {
+		return
+	}
+	h.gone = true
+	w.emit(TraceEvent{Kind: TraceLeaseLost, Key: h.key, Shard: h.ref, Counter: h.row.Counter, Reason: reason})
+	for _, r := range h.cps {
+		w.notice(Notice{Kind: NoticeCheckpointDone, Key: h.key, Shard: h.ref, Token: r.token, Checkpoint: r.cp, Err: ErrLeaseLost})
+	}
+	h.cps = nil
+	if h.c.initialized {
+		w.notice(Notice{Kind: NoticeLeaseLost, Key: h.key, Shard: h.ref})
+	}
+}
+
+// dropReleased removes holdings that were released or lost this step.
+func (w *Worker) dropReleased() {
+	for i := 0; i < len(w.heldKeys); {
+		k := w.heldKeys[i]
+		if h := w.held[k]; h != nil && h.gone {
+			w.removeHeld(k)
+			continue
+		}
+		i++
+	}
+}
+
+func (w *Worker) beginShutdown() {
+	if w.shutdown {
+		return
+	}
+	w.shutdown = true
+	for _, k := range w.heldKeys {
+		w.held[k].c.shutdown = true
+	}
+}
+
+func (w *Worker) onCheckpointRequest(key string, cp Checkpoint, token uint64) {
+	h := w.held[key]
+	ref := w.refOf(key)
+	w.emit(TraceEvent{Kind: TraceCheckpointRequested, Key: key, Shard: ref, Checkpoint: cp})
+	reject := func(err error, why string) {
+		w.emit(TraceEvent{Kind: TraceCheckpointRejected, Key: key, Shard: ref, Checkpoint: cp, Reason: why})
+		w.notice(Notice{Kind: NoticeCheckpointDone, Key: key, Shard: ref, Token: token, Checkpoint: cp, Err: err})
+	}
+	switch {
+	case h == nil || h.gone:
+		reject(ErrLeaseLost, "lease not held")
+	case !w.isActing(h):
+		reject(ErrLeaseLost, "not acting: the lease is near its own-view expiry or not yet safe to use")
+	case cp.Validate() != nil:
+		reject(ErrCheckpointRejected, cp.Validate().Error())
+	case cp.IsSentinel():
+		reject(ErrCheckpointRejected, "only sequence numbers can be checkpointed; the engine writes SHARD_END itself")
+	case cp.Compare(h.c.position) > 0:
+		reject(ErrCheckpointRejected, "beyond the last record delivered")
+	case cp.Compare(h.row.Checkpoint) < 0:
+		reject(ErrCheckpointRejected, "lower than the stored checkpoint "+h.row.Checkpoint.String())
+	case cp.Compare(h.row.Checkpoint) == 0 && len(h.cps) == 0:
+		w.notice(Notice{Kind: NoticeCheckpointDone, Key: key, Shard: ref, Token: token, Checkpoint: cp})
+	default:
+		h.cps = append(h.cps, cpRequest{cp: cp, token: token})
+	}
+}
+
+// wakeTimes reports to min every time at which h needs the worker.
+func (h *holding) wakeTimes(w *Worker, min func(time.Duration)) {
+	min(w.validUntil(h))
+	if h.actingTraced && !h.stoppedTraced {
+		min(w.actUntil(h))
+	}
+	min(h.actFrom)
+	if h.write == nil {
+		min(h.validFrom + w.cfg.RenewInterval)
+		min(h.retryWriteAt)
+	} else if h.write.resolving && h.write.id == 0 {
+		min(h.write.retryAt)
+	}
+	if h.c.waitingForTime() {
+		min(h.c.nextAt)
+	}
+}

@@ -1,0 +1,242 @@
+package engine
+
+import (
+	"slices"
+	"time"
+)
+
+// syncState is the shard sync: ListShards of every stream plus a strongly
+// consistent scan, then lease creation for new shards and deletion of
+// finished leases whose children have all started.
+type syncState struct {
+	next    time.Duration
+	waiting int
+	failed  bool
+	scanned bool
+	scans   uint64
+	shards  map[string][]Shard // the latest listing of each stream
+	fresh   map[string]bool    // streams listed in this round
+}
+
+func (s *syncState) inFlight() bool { return s.waiting > 0 }
+
+// soon asks for a sync within a short time.
+func (s *syncState) soon(now time.Duration) {
+	if s.next > now+200*time.Millisecond {
+		s.next = now + 200*time.Millisecond
+	}
+}
+
+func (w *Worker) startSync() {
+	s := &w.sync
+	s.next = w.now.Mono + w.jitter(w.cfg.ShardSyncInterval)
+	s.failed = false
+	s.scanned = false
+	if s.shards == nil {
+		s.shards = make(map[string][]Shard)
+		s.fresh = make(map[string]bool)
+	}
+	for _, sc := range w.cfg.Streams {
+		s.fresh[sc.Name] = false
+		s.waiting++
+		w.call(Call{Op: OpListShards, Stream: sc.Name}, pendingCall{purpose: forSyncShards, key: sc.Name})
+	}
+	s.waiting++
+	w.call(Call{Op: OpListLeases, Consistent: true}, pendingCall{purpose: forSyncScan})
+}
+
+func (w *Worker) onSyncShards(stream string, r Result) {
+	s := &w.sync
+	s.waiting--
+	if r.Err != nil {
+		s.failed = true
+	} else {
+		s.shards[stream] = r.Shards
+		s.fresh[stream] = true
+	}
+	if s.waiting == 0 {
+		w.finishSync()
+	}
+}
+
+func (w *Worker) onSyncScan(r Result) {
+	s := &w.sync
+	s.waiting--
+	if r.Err != nil {
+		s.failed = true
+	} else {
+		s.scanned = true
+		// A consistent scan is as good as a take scan.
+		w.nextScan = w.now.Mono + w.jitter(w.cfg.TakeInterval)
+		w.observeListing(r.Listing)
+		w.takeLeases(r.Listing.Leases)
+	}
+	if s.waiting == 0 {
+		w.finishSync()
+	}
+}
+
+func (w *Worker) finishSync() {
+	s := &w.sync
+	if s.failed {
+		s.next = min(s.next, w.now.Mono+w.jitter(w.cfg.ShardSyncInterval/4))
+	}
+	if !s.scanned || w.shutdown {
+		return
+	}
+	deferred := false
+	for _, sc := range w.cfg.Streams {
+		if s.fresh[sc.Name] {
+			if w.syncStream(&sc) {
+				deferred = true
+			}
+		}
+	}
+	if deferred {
+		s.next = min(s.next, w.now.Mono+w.jitter(w.cfg.RenewInterval/3))
+	}
+}
+
+// syncStream creates the leases the stream's shards lack and deletes the
+// finished ones no longer needed. It reports whether some shard waits for
+// its parents' leases to be created first.
+//
+// The rules, which keep concurrent workers from creating a lease twice or
+// re-creating a finished parent:
+//   - a shard with a row, or with a descendant that has a row, gets none;
+//   - a shard whose parent will get a row in this round waits for the next
+//     round, so that a child's row never exists before its parents';
+//   - a shard with a parent that has a row starts at TRIM_HORIZON (it is
+//     a child of a split or merge: nothing written to it may be skipped);
+//   - otherwise the shard existed when the application first started: it
+//     gets the stream's initial position, except that a closed shard is
+//     skipped under LATEST (its records are all before "latest").
+func (w *Worker) syncStream(sc *StreamConfig) (deferred bool) {
+	shards := w.sync.shards[sc.Name]
+	byID := make(map[string]int, len(shards))
+	for i, sh := range shards {
+		byID[sh.ID] = i
+	}
+	children := make(map[string][]string, len(shards))
+	for _, sh := range shards {
+		for _, p := range sh.ParentIDs() {
+			children[p] = append(children[p], sh.ID)
+		}
+	}
+	hasRow := func(id string) bool {
+		return w.obs[w.keys.Key(ShardRef{Stream: sc.Name, Shard: id})] != nil
+	}
+	// covered: the shard or a descendant has a row.
+	covered := make(map[string]bool, len(shards))
+	var cover func(id string, depth int) bool
+	cover = func(id string, depth int) bool {
+		if v, ok := covered[id]; ok {
+			return v
+		}
+		v := hasRow(id)
+		if !v && depth < 64 {
+			for _, c := range children[id] {
+				if cover(c, depth+1) {
+					v = true
+					break
+				}
+			}
+		}
+		covered[id] = v
+		return v
+	}
+	// state of each shard this round: 0 unknown, 1 has or gets no row
+	// (settled), 2 gets a row this round or waits (pending).
+	const settled, pending = 1, 2
+	state := make(map[string]uint8, len(shards))
+	var decide func(sh Shard, depth int) uint8
+	decide = func(sh Shard, depth int) uint8 {
+		if st := state[sh.ID]; st != 0 {
+			return st
+		}
+		if cover(sh.ID, 0) || depth > 64 {
+			state[sh.ID] = settled
+			return settled
+		}
+		parentHasRow := false
+		for _, p := range sh.ParentIDs() {
+			if hasRow(p) {
+				parentHasRow = true
+				continue
+			}
+			if i, ok := byID[p]; ok && decide(shards[i], depth+1) == pending {
+				state[sh.ID] = pending
+				deferred = true
+				return pending
+			}
+		}
+		start := sc.InitialPosition
+		if parentHasRow {
+			start = TrimHorizon
+		} else if sh.Closed() && sc.InitialPosition == Latest {
+			state[sh.ID] = settled
+			return settled
+		}
+		state[sh.ID] = pending
+		w.create(sc.Name, sh, start)
+		return pending
+	}
+	for _, sh := range shards {
+		decide(sh, 0)
+	}
+	w.cleanup(sc, children)
+	return deferred
+}
+
+func (w *Worker) create(stream string, sh Shard, start string) {
+	key := w.keys.Key(ShardRef{Stream: stream, Shard: sh.ID})
+	if w.writes[key] != nil {
+		return
+	}
+	parents := sh.ParentIDs()
+	slices.Sort(parents)
+	row := Lease{
+		Key:             key,
+		Checkpoint:      SentinelCheckpoint(start),
+		Parents:         parents,
+		StartingHashKey: sh.StartingHashKey,
+		EndingHashKey:   sh.EndingHashKey,
+	}
+	wr := &write{kind: wCreate, key: key, row: row}
+	w.writes[key] = wr
+	w.sendWrite(wr)
+}
+
+// cleanup deletes finished rows (SHARD_END) once every child has a row that
+// has started (been taken, or moved past its start): from then on no sync
+// can mistake the parent for a shard without a lease.
+func (w *Worker) cleanup(sc *StreamConfig, children map[string][]string) {
+	var keys []string
+	for k, o := range w.obs {
+		if o.ok && o.ref.Stream == sc.Name && o.row.Checkpoint.IsShardEnd() && w.writes[k] == nil && w.held[k] == nil {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		o := w.obs[k]
+		kids := append(slices.Clone(o.row.Children), children[o.ref.Shard]...)
+		if len(kids) == 0 {
+			continue
+		}
+		started := true
+		for _, c := range kids {
+			co := w.obs[w.keys.Key(ShardRef{Stream: sc.Name, Shard: c})]
+			if co == nil || (co.row.Owner == "" && co.row.Checkpoint.IsStart()) {
+				started = false
+				break
+			}
+		}
+		if !started {
+			continue
+		}
+		wr := &write{kind: wDelete, key: k, expect: ExpectOf(o.row)}
+		w.writes[k] = wr
+		w.sendWrite(wr)
+	}
+}

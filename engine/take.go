@@ -1,0 +1,238 @@
+package engine
+
+import (
+	"cmp"
+	"slices"
+	"time"
+)
+
+// observation is what this worker knows of one row of the table.
+//
+// seenAt is the monotonic time at which this worker first saw the row's
+// current version (owner and counter). It survives re-reads of an unchanged
+// row and is reset only when the version changes: a lease is expired for
+// this worker when its version has stood still for LeaseDuration on this
+// worker's own clock. No timestamp written by another worker is ever used.
+type observation struct {
+	row    Lease
+	seenAt time.Duration
+	ref    ShardRef
+	ok     bool // the key names a shard of a consumed stream
+	scan   uint64
+}
+
+func (w *Worker) refOf(key string) ShardRef {
+	if o := w.obs[key]; o != nil {
+		return o.ref
+	}
+	ref, _ := w.keys.Parse(key)
+	return ref
+}
+
+// observeRow records row as seen now. Rows older than the one already seen
+// (a stale read) are ignored.
+func (w *Worker) observeRow(row Lease) *observation {
+	o := w.obs[row.Key]
+	if o == nil {
+		ref, ok := w.keys.Parse(row.Key)
+		if ok {
+			_, ok = w.streams[ref.Stream]
+		}
+		o = &observation{row: row, seenAt: w.now.Mono, ref: ref, ok: ok}
+		w.obs[row.Key] = o
+		return o
+	}
+	switch {
+	case row.Counter < o.row.Counter:
+		// stale
+	case row.Counter != o.row.Counter || row.Owner != o.row.Owner:
+		o.row = row
+		o.seenAt = w.now.Mono
+	default:
+		o.row = row
+	}
+	return o
+}
+
+func (w *Worker) startScan() {
+	w.scanInFlight = true
+	w.nextScan = w.now.Mono + w.jitter(w.cfg.TakeInterval)
+	w.call(Call{Op: OpListLeases, Consistent: w.cfg.ConsistentTakeScans}, pendingCall{purpose: forScan})
+}
+
+func (w *Worker) onScan(r Result) {
+	if r.Err != nil {
+		// Try again soon; leases held are unaffected.
+		w.nextScan = w.now.Mono + w.jitter(w.cfg.RenewInterval)
+		return
+	}
+	w.observeListing(r.Listing)
+	w.takeLeases(r.Listing.Leases)
+}
+
+// observeListing records a full scan of the table.
+func (w *Worker) observeListing(l Listing) {
+	w.sync.scans++
+	gen := w.sync.scans
+	for _, m := range l.Malformed {
+		if w.malformed == nil {
+			w.malformed = make(map[string]bool)
+		}
+		if !w.malformed[m.Key] {
+			w.malformed[m.Key] = true
+			w.emit(TraceEvent{Kind: TraceMalformedRow, Key: m.Key, Reason: m.Reason})
+		}
+	}
+	if !slices.IsSortedFunc(l.Leases, byKey) {
+		slices.SortFunc(l.Leases, byKey)
+	}
+	for i := range l.Leases {
+		o := w.observeRow(l.Leases[i])
+		o.scan = gen
+	}
+	for k, o := range w.obs {
+		if o.scan != gen {
+			if w.writes[k] == nil && w.held[k] == nil {
+				delete(w.obs, k)
+			}
+		}
+	}
+}
+
+func byKey(a, b Lease) int { return cmp.Compare(a.Key, b.Key) }
+
+// gated reports whether some parent of row has a row that is not finished:
+// such a lease waits for its parents.
+func (w *Worker) gated(o *observation) bool {
+	for _, p := range o.row.Parents {
+		po := w.obs[w.keys.Key(ShardRef{Stream: o.ref.Stream, Shard: p})]
+		if po != nil && !po.row.Checkpoint.IsShardEnd() {
+			return true
+		}
+	}
+	return false
+}
+
+type candidate struct {
+	row     Lease
+	actFrom time.Duration
+	reason  string
+}
+
+// takeLeases decides, from a sorted scan, which leases to take: its own
+// rows (a restart under the same owner id) at once, then unowned and
+// expired ones up to the balance target ceil(leases / live workers), then,
+// if none is free, at most MaxLeasesToStealAtOnce from the most-loaded
+// worker, only while that worker holds at least two more than this one (so
+// stealing never oscillates).
+func (w *Worker) takeLeases(rows []Lease) {
+	if w.shutdown {
+		return
+	}
+	now := w.now.Mono
+	me := w.cfg.Owner
+	var (
+		total, mine      int
+		resume, free     []candidate
+		counts           = map[string]int{}
+		byOwner          = map[string][]candidate{}
+		owners           []string
+		inflight         int
+	)
+	for _, wr := range w.writes {
+		if wr.kind == wTake {
+			inflight++
+		}
+	}
+	for i := range rows {
+		key := rows[i].Key
+		o := w.obs[key]
+		if o == nil || !o.ok || o.row.Checkpoint.IsShardEnd() || w.gated(o) {
+			continue
+		}
+		total++
+		if w.held[key] != nil {
+			mine++
+			continue
+		}
+		if w.writes[key] != nil {
+			continue
+		}
+		row := o.row
+		switch {
+		case row.Owner == me:
+			resume = append(resume, candidate{row: row, actFrom: now, reason: "resumed"})
+		case row.Owner == "":
+			free = append(free, candidate{row: row, actFrom: now, reason: "unowned"})
+		case now-o.seenAt >= w.cfg.LeaseDuration:
+			free = append(free, candidate{row: row, actFrom: o.seenAt + w.cfg.LeaseDuration, reason: "expired"})
+		default:
+			if counts[row.Owner] == 0 {
+				owners = append(owners, row.Owner)
+			}
+			counts[row.Owner]++
+			byOwner[row.Owner] = append(byOwner[row.Owner], candidate{row: row, actFrom: o.seenAt + w.cfg.LeaseDuration, reason: "stolen"})
+		}
+	}
+	workers := len(owners) + 1
+	target := (total + workers - 1) / workers
+	limit := w.cfg.MaxLeasesForWorker
+	if limit > 0 && target > limit {
+		target = limit
+	}
+	have := mine + inflight
+	for _, c := range resume {
+		if limit > 0 && have >= limit {
+			break
+		}
+		w.take(c)
+		have++
+	}
+	if have >= target {
+		return
+	}
+	if len(free) > 0 {
+		w.rng.Shuffle(len(free), func(i, j int) { free[i], free[j] = free[j], free[i] })
+		for _, c := range free {
+			if have >= target {
+				break
+			}
+			w.take(c)
+			have++
+		}
+		return
+	}
+	if w.cfg.MaxLeasesToStealAtOnce <= 0 || len(owners) == 0 {
+		return
+	}
+	slices.Sort(owners)
+	victim := owners[0]
+	for _, o := range owners[1:] {
+		if counts[o] > counts[victim] {
+			victim = o
+		}
+	}
+	n := min(target-have, w.cfg.MaxLeasesToStealAtOnce, (counts[victim]-have)/2)
+	if n <= 0 {
+		return
+	}
+	cands := byOwner[victim]
+	w.rng.Shuffle(len(cands), func(i, j int) { cands[i], cands[j] = cands[j], cands[i] })
+	for _, c := range cands[:n] {
+		w.take(c)
+	}
+}
+
+// take sends a conditional take of c.row.
+func (w *Worker) take(c candidate) {
+	row := c.row.Clone()
+	prev := row.Owner
+	if row.Owner != w.cfg.Owner {
+		row.OwnerSwitches++
+	}
+	row.Owner = w.cfg.Owner
+	row.Counter++
+	wr := &write{kind: wTake, key: row.Key, expect: ExpectOf(c.row), row: row, actFrom: c.actFrom, reason: c.reason, previous: prev}
+	w.writes[row.Key] = wr
+	w.sendWrite(wr)
+}

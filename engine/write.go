@@ -1,0 +1,227 @@
+package engine
+
+import (
+	"errors"
+	"time"
+)
+
+// writeKind names a conditional write.
+type writeKind uint8
+
+const (
+	wTake writeKind = iota + 1
+	wRenew
+	wCheckpoint
+	wShardEnd
+	wRelease
+	wCreate
+	wDelete
+)
+
+var writeNames = [...]string{"", "take", "renew", "checkpoint", "shard-end", "release", "create", "delete"}
+
+func (k writeKind) String() string { return writeNames[k] }
+
+// write is a conditional write in flight, and what to do with its outcome.
+//
+// A write whose outcome is unknown (a timeout, a lost reply) or whose
+// condition failed (which is also what an SDK retry of an applied write
+// returns) is resolved by a strongly consistent re-read: the row equal to
+// the one written means it applied; the row still at the expected version
+// means it did not; anything else means another writer got there first.
+type write struct {
+	kind   writeKind
+	key    string
+	id     uint64
+	expect Expect
+	row    Lease // the row written (zero for deletes)
+	sentAt time.Duration
+
+	resolving  bool
+	condFailed bool
+	retryAt    time.Duration // when to re-send the resolving read
+	backoff    time.Duration
+
+	// take
+	actFrom  time.Duration
+	reason   string
+	previous string
+	// checkpoint
+	target Checkpoint
+}
+
+// sendWrite sends wr now.
+func (w *Worker) sendWrite(wr *write) {
+	wr.sentAt = w.now.Mono
+	wr.resolving = false
+	c := Call{Key: wr.key}
+	switch wr.kind {
+	case wCreate:
+		c.Op = OpCreateLease
+		c.Lease = wr.row
+	case wDelete:
+		c.Op = OpDeleteLease
+		c.Expect = wr.expect
+	default:
+		c.Op = OpUpdateLease
+		c.Lease = wr.row
+		c.Expect = wr.expect
+	}
+	wr.id = w.call(c, pendingCall{purpose: forWrite, key: wr.key})
+	if w.trace != nil {
+		w.emit(TraceEvent{Kind: TraceCallSent, Key: wr.key, Shard: w.refOf(wr.key), Counter: wr.row.Counter, Checkpoint: wr.row.Checkpoint, Reason: wr.kind.String()})
+	}
+}
+
+// findWrite returns the write of key with call id, if it is still wanted.
+func (w *Worker) findWrite(key string, id uint64) *write {
+	if h := w.held[key]; h != nil && h.write != nil && h.write.id == id {
+		return h.write
+	}
+	if wr := w.writes[key]; wr != nil && wr.id == id {
+		return wr
+	}
+	return nil
+}
+
+func (w *Worker) onWriteResult(key string, r Result) {
+	wr := w.findWrite(key, r.ID)
+	if wr == nil {
+		return
+	}
+	switch {
+	case r.Err == nil:
+		w.writeApplied(wr)
+	case errors.Is(r.Err, ErrThrottled):
+		w.writeNotApplied(wr, true)
+	case wr.kind == wCreate:
+		// A create that failed its condition found the row; one of
+		// unknown outcome is settled by the next sync either way.
+		w.writeNotApplied(wr, false)
+	default:
+		wr.condFailed = errors.Is(r.Err, ErrConditionFailed)
+		if h := w.held[key]; h != nil && wr.condFailed {
+			h.suspect = true // stop acting at once until resolved
+		}
+		w.resolve(wr)
+	}
+}
+
+func (w *Worker) resolve(wr *write) {
+	wr.resolving = true
+	wr.retryAt = 0
+	wr.id = w.call(Call{Op: OpGetLease, Key: wr.key}, pendingCall{purpose: forResolve, key: wr.key})
+}
+
+func (w *Worker) onResolveResult(key string, r Result) {
+	wr := w.findWrite(key, r.ID)
+	if wr == nil || !wr.resolving {
+		return
+	}
+	switch {
+	case r.Err == nil:
+		switch {
+		case wr.kind == wDelete:
+			w.writeNotApplied(wr, false)
+		case r.Lease.Equal(wr.row):
+			w.emitResolved(wr, "applied")
+			w.writeApplied(wr)
+		case !wr.condFailed && r.Lease.Owner == wr.expect.Owner && r.Lease.Counter == wr.expect.Counter:
+			w.emitResolved(wr, "not applied")
+			w.writeNotApplied(wr, false)
+		default:
+			w.emitResolved(wr, "superseded")
+			w.observeRow(r.Lease)
+			w.writeSuperseded(wr)
+		}
+	case errors.Is(r.Err, ErrNotFound):
+		if wr.kind == wDelete {
+			w.writeApplied(wr)
+		} else {
+			w.emitResolved(wr, "superseded")
+			w.writeSuperseded(wr)
+		}
+	default:
+		// The re-read failed too: try again shortly. A held lease is still
+		// dropped at its own-view expiry meanwhile.
+		wr.backoff = w.nextBackoff(wr.backoff)
+		wr.retryAt = w.now.Mono + wr.backoff
+		wr.id = 0
+	}
+}
+
+func (w *Worker) emitResolved(wr *write, how string) {
+	if w.trace != nil {
+		w.emit(TraceEvent{Kind: TraceResolved, Key: wr.key, Shard: w.refOf(wr.key), Counter: wr.row.Counter, Reason: wr.kind.String() + " " + how})
+	}
+}
+
+// retryResolve re-sends a resolving read whose earlier attempt failed.
+func (w *Worker) retryResolve(wr *write) {
+	if wr.resolving && wr.id == 0 && w.now.Mono >= wr.retryAt {
+		w.resolve(wr)
+	}
+}
+
+func (w *Worker) writeApplied(wr *write) {
+	switch wr.kind {
+	case wTake:
+		delete(w.writes, wr.key)
+		w.observeRow(wr.row)
+		w.acquired(wr)
+	case wCreate:
+		delete(w.writes, wr.key)
+		w.emit(TraceEvent{Kind: TraceLeaseCreated, Key: wr.key, Shard: w.refOf(wr.key), Checkpoint: wr.row.Checkpoint})
+		// A new lease is free: look for it soon rather than at the next
+		// take interval.
+		w.nextScan = min(w.nextScan, w.now.Mono+200*time.Millisecond)
+	case wDelete:
+		delete(w.writes, wr.key)
+		delete(w.obs, wr.key)
+		w.emit(TraceEvent{Kind: TraceLeaseDeleted, Key: wr.key, Shard: w.refOf(wr.key)})
+	default:
+		if h := w.held[wr.key]; h != nil {
+			w.holderWriteApplied(h, wr)
+		}
+	}
+}
+
+func (w *Worker) writeNotApplied(wr *write, throttled bool) {
+	switch wr.kind {
+	case wTake, wCreate, wDelete:
+		delete(w.writes, wr.key)
+	default:
+		if h := w.held[wr.key]; h != nil {
+			h.write = nil
+			h.suspect = false
+			if throttled {
+				h.writeBackoff = w.nextBackoff(h.writeBackoff)
+				h.retryWriteAt = w.now.Mono + h.writeBackoff
+			}
+		}
+	}
+}
+
+func (w *Worker) writeSuperseded(wr *write) {
+	switch wr.kind {
+	case wTake, wCreate, wDelete:
+		delete(w.writes, wr.key)
+	default:
+		if h := w.held[wr.key]; h != nil {
+			h.write = nil
+			w.loseLease(h, "condition failed: the row changed under "+wr.kind.String())
+		}
+	}
+}
+
+// nextBackoff doubles prev within [100ms, 5s], with jitter.
+func (w *Worker) nextBackoff(prev time.Duration) time.Duration {
+	d := 2 * prev
+	if d < 100*time.Millisecond {
+		d = 100 * time.Millisecond
+	}
+	if d > 5*time.Second {
+		d = 5 * time.Second
+	}
+	return w.jitter(d)
+}
