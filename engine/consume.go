@@ -9,22 +9,22 @@ import (
 type phase uint8
 
 const (
-	cStart       phase = iota // waiting to act (a previous holder may still be acting)
-	cParents                  // strongly consistent reads of the parents in flight
-	cParentsWait              // a parent is not finished: check again at nextAt
-	cInit                     // send Initialize when acting
-	cInitWait                 // Initialize sent, waiting for Done
-	cIter                     // get an iterator at nextAt
-	cIterWait                 // GetShardIterator in flight
-	cFetch                    // GetRecords at nextAt
-	cFetchWait                // GetRecords in flight
-	cDeliver                  // records to hand over when acting (at nextAt after a failure)
-	cDeliverWait              // records handed over, waiting for Done
-	cShardEnd                 // tell the processor the shard ended
-	cShardEndWait             // waiting for Done of ShardEnded
-	cChildren                 // learn the children before writing SHARD_END
-	cShutdownWait             // ShutdownRequested sent, waiting for Done
-	cFinished                 // nothing more to read: release or shard end pending
+	cStart        phase = iota // waiting to act (a previous holder may still be acting)
+	cParents                   // strongly consistent reads of the parents in flight
+	cParentsWait               // a parent is not finished: check again at nextAt
+	cInit                      // send Initialize when acting
+	cInitWait                  // Initialize sent, waiting for Done
+	cIter                      // get an iterator at nextAt
+	cIterWait                  // GetShardIterator in flight
+	cFetch                     // GetRecords at nextAt
+	cFetchWait                 // GetRecords in flight
+	cDeliver                   // records to hand over when acting (at nextAt after a failure)
+	cDeliverWait               // records handed over, waiting for Done
+	cShardEnd                  // tell the processor the shard ended
+	cShardEndWait              // waiting for Done of ShardEnded
+	cChildren                  // learn the children before writing SHARD_END
+	cShutdownWait              // ShutdownRequested sent, waiting for Done
+	cFinished                  // nothing more to read: release or shard end pending
 )
 
 // consumer reads one held shard and feeds its processor, in sequence order,

@@ -132,12 +132,12 @@ func (w *Worker) takeLeases(rows []Lease) {
 	now := w.now.Mono
 	me := w.cfg.Owner
 	var (
-		total, mine      int
-		resume, free     []candidate
-		counts           = map[string]int{}
-		byOwner          = map[string][]candidate{}
-		owners           []string
-		inflight         int
+		total, mine  int
+		resume, free []candidate
+		counts       = map[string]int{}
+		byOwner      = map[string][]candidate{}
+		owners       []string
+		inflight     int
 	)
 	for _, wr := range w.writes {
 		if wr.kind == wTake {
