@@ -1,0 +1,235 @@
+package check
+
+import (
+	"sort"
+	"time"
+
+	"github.com/shardlease/shardlease/sim/trace"
+)
+
+// CheckL1 checks liveness after healing: at the end every open shard has a
+// live process acting on it, records put between Heal+Bound and End-Bound
+// reach a processor within Bound, and (with o.Balance) live workers hold
+// their fair share of unfinished leases within ±BalanceSlack.
+func CheckL1(h History, o Options) []Violation {
+	if o.Heal <= 0 || o.Bound <= 0 || o.End-o.Heal < 2*o.Bound {
+		return nil
+	}
+	recs := h.Records
+	var out []Violation
+	add := func(v Violation) {
+		if len(out) < o.max() {
+			v.Invariant = L1
+			out = append(out, v)
+		}
+	}
+	open := map[string]bool{}
+	var order []string
+	live := map[int32]string{}
+	for i := range recs {
+		r := &recs[i]
+		switch r.Kind {
+		case trace.KindShardCreated:
+			if !open[r.Key] {
+				order = append(order, r.Key)
+			}
+			open[r.Key] = true
+		case trace.KindShardClosed:
+			open[r.Key] = false
+		case trace.KindProcStart:
+			live[r.Proc] = r.Owner
+		case trace.KindProcStop:
+			delete(live, r.Proc)
+		}
+	}
+	if len(live) == 0 {
+		return nil
+	}
+	acting := map[string]bool{}
+	for _, t := range Tenures(recs) {
+		if t.Open {
+			if _, ok := live[t.Proc]; ok {
+				acting[t.Key] = true
+			}
+		}
+	}
+	for _, key := range order {
+		if open[key] && !acting[key] {
+			add(Violation{Key: key, From: o.Heal + o.Bound, To: o.End,
+				Detail: "open shard has no live process acting on it at the end, " + (o.End - o.Heal).String() + " after healing (bound " + o.Bound.String() + ")"})
+		}
+	}
+	// progress
+	puts := collectPuts(recs)
+	for i := range recs {
+		r := &recs[i]
+		if r.Kind != trace.KindReceived {
+			continue
+		}
+		p := puts[r.Key]
+		if p == nil {
+			continue
+		}
+		lo, hi := p.index(r.First), p.after(r.Last)
+		for j := lo; j < hi; j++ {
+			if p.puts[j].received < 0 {
+				p.puts[j].received = r.T
+			}
+		}
+	}
+	keys := make([]string, 0, len(puts))
+	for k := range puts {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	from, to := o.Heal+o.Bound, o.End-o.Bound
+	for _, key := range keys {
+		for _, x := range puts[key].puts {
+			if x.t < from || x.t > to {
+				continue
+			}
+			if x.received < 0 || x.received-x.t > o.Bound {
+				d := "record " + x.seq + " put at " + x.t.String() + " after healing "
+				if x.received < 0 {
+					d += "was never delivered"
+				} else {
+					d += "took " + (x.received - x.t).String() + " to reach a processor"
+				}
+				add(Violation{Key: key, From: x.t, To: x.t + o.Bound, Seqs: []uint64{x.seqNo}, Detail: d + " (bound " + o.Bound.String() + ")"})
+				break
+			}
+		}
+	}
+	if o.Balance && h.FinalKnown {
+		counts := map[string]int{}
+		for _, owner := range live {
+			counts[owner] = 0
+		}
+		n := 0
+		for _, l := range h.Final {
+			if l.Checkpoint.IsShardEnd() || l.Owner == "" {
+				continue
+			}
+			if _, ok := counts[l.Owner]; ok {
+				counts[l.Owner]++
+				n++
+			}
+		}
+		w := len(counts)
+		lo, hi := n/w-o.BalanceSlack, (n+w-1)/w+o.BalanceSlack
+		owners := make([]string, 0, w)
+		for k := range counts {
+			owners = append(owners, k)
+		}
+		sort.Strings(owners)
+		for _, ow := range owners {
+			if c := counts[ow]; c < lo || c > hi {
+				add(Violation{Workers: []string{ow}, From: o.Heal + o.Bound, To: o.End,
+					Detail: "unbalanced at the end: " + ow + " holds " + itoa(c) + " of " + itoa(n) + " leases across " + itoa(w) + " live workers (allowed " + itoa(lo) + ".." + itoa(hi) + ")"})
+			}
+		}
+	}
+	return out
+}
+
+// Figures are the measurements of one history.
+type Figures struct {
+	// Failovers are the times a shard had no acting owner after its owner
+	// ended involuntarily (crash, cut off, lost lease): from the old
+	// owner's last act to the new owner's first.
+	Failovers []time.Duration
+	// Handoffs counts changes of acting process on a key; Redelivered the
+	// records that the new process received although the old one had
+	// received them already.
+	Handoffs, Redelivered int
+	// StoreCalls and StreamCalls count the calls answered.
+	StoreCalls, StreamCalls int
+	// ShardHours is the time shards were open, summed, in hours.
+	ShardHours float64
+}
+
+// Percentile returns the p-th percentile (0..100) of ds.
+func Percentile(ds []time.Duration, p float64) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := append([]time.Duration(nil), ds...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	i := int(p / 100 * float64(len(s)-1))
+	return s[i]
+}
+
+// Measure computes the figures of a history that ended at end.
+func Measure(recs []trace.Record, end time.Duration) Figures {
+	var f Figures
+	created := map[string]time.Duration{}
+	var shardNs time.Duration
+	// records received per (proc,key): the highest sequence
+	type receipt struct {
+		seq   uint64
+		first string
+	}
+	highs := map[pk]string{}
+	receipts := map[pk][]receipt{}
+	for i := range recs {
+		r := &recs[i]
+		switch r.Kind {
+		case trace.KindReply:
+			if r.Op.IsStore() {
+				f.StoreCalls++
+			} else {
+				f.StreamCalls++
+			}
+		case trace.KindShardCreated:
+			created[r.Key] = r.T
+		case trace.KindShardClosed:
+			if t, ok := created[r.Key]; ok {
+				shardNs += r.T - t
+				delete(created, r.Key)
+			}
+		case trace.KindReceived:
+			if r.Count > 0 {
+				k := pk{r.Proc, r.Key}
+				receipts[k] = append(receipts[k], receipt{r.Seq, r.First})
+				if cmpSeq(r.Last, highs[k]) > 0 {
+					highs[k] = r.Last
+				}
+			}
+		}
+	}
+	for _, t := range created {
+		shardNs += end - t
+	}
+	f.ShardHours = shardNs.Hours()
+	puts := collectPuts(recs)
+	ts := Tenures(recs)
+	for i := 1; i < len(ts); i++ {
+		a, b := ts[i-1], ts[i]
+		if a.Key != b.Key || a.Proc == b.Proc {
+			continue
+		}
+		f.Handoffs++
+		if !a.Graceful && b.Start > a.End {
+			f.Failovers = append(f.Failovers, b.Start-a.End)
+		}
+		// re-deliveries: records b received at or below a's high water mark
+		ha := highs[pk{a.Proc, a.Key}]
+		p := puts[a.Key]
+		if ha == "" || p == nil {
+			continue
+		}
+		lo := -1
+		rs := receipts[pk{b.Proc, b.Key}]
+		j := sort.Search(len(rs), func(j int) bool { return rs[j].seq >= b.FirstSeq })
+		if j < len(rs) {
+			lo = p.index(rs[j].first)
+		}
+		if lo >= 0 {
+			hi := p.after(ha)
+			if hi > lo {
+				f.Redelivered += hi - lo
+			}
+		}
+	}
+	return f
+}

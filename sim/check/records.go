@@ -1,0 +1,329 @@
+package check
+
+import (
+	"sort"
+	"time"
+
+	"github.com/shardlease/shardlease/engine"
+	"github.com/shardlease/shardlease/sim/trace"
+)
+
+type put struct {
+	seq      string
+	t        time.Duration
+	trimmed  time.Duration // -1: never
+	received time.Duration // -1: never
+	seqNo    uint64
+}
+
+type shardPuts struct {
+	puts []put
+}
+
+// index returns the first put with seq >= s.
+func (p *shardPuts) index(s string) int {
+	return sort.Search(len(p.puts), func(i int) bool { return cmpSeq(p.puts[i].seq, s) >= 0 })
+}
+
+// after returns the first put with seq > s.
+func (p *shardPuts) after(s string) int {
+	return sort.Search(len(p.puts), func(i int) bool { return cmpSeq(p.puts[i].seq, s) > 0 })
+}
+
+func collectPuts(recs []trace.Record) map[string]*shardPuts {
+	m := map[string]*shardPuts{}
+	for i := range recs {
+		r := &recs[i]
+		if r.Kind != trace.KindPut {
+			continue
+		}
+		p := m[r.Key]
+		if p == nil {
+			p = &shardPuts{}
+			m[r.Key] = p
+		}
+		p.puts = append(p.puts, put{seq: r.First, t: r.T, trimmed: -1, received: -1, seqNo: r.Seq})
+	}
+	for _, p := range m {
+		if !sort.SliceIsSorted(p.puts, func(i, j int) bool { return cmpSeq(p.puts[i].seq, p.puts[j].seq) < 0 }) {
+			sort.SliceStable(p.puts, func(i, j int) bool { return cmpSeq(p.puts[i].seq, p.puts[j].seq) < 0 })
+		}
+	}
+	return m
+}
+
+type readState struct {
+	next     int // index of the next record the processor should get; -1 unknown
+	failedAt int // index of the first record of a failed batch; -1 none
+	lastLast string
+	failedF  string
+}
+
+// CheckS4 reports records that were never delivered although retention
+// kept them, batches that skip records, a processor that resumes past a
+// record that nobody checkpointed, and a final table whose checkpoints do
+// not cover what was delivered. It returns the number of records lost to
+// retention too (trimmed before any processor received them).
+//
+// The end-of-run checks apply to records put at or before o.DeliverBy()
+// (End-Bound when Heal is set; none otherwise).
+func CheckS4(h History, o Options) ([]Violation, int) {
+	recs := h.Records
+	puts := collectPuts(recs)
+	var out []Violation
+	add := func(v Violation) {
+		if len(out) < o.max() {
+			v.Invariant = S4
+			out = append(out, v)
+		}
+	}
+	states := map[pk]*readState{}
+	lost := 0
+	shardEndStored := map[string]bool{}
+	expired := map[string]bool{}
+	for i := range recs {
+		r := &recs[i]
+		switch r.Kind {
+		case trace.KindApply:
+			if r.Outcome == trace.OutcomeOK && r.Checkpoint.IsShardEnd() {
+				shardEndStored[r.Key] = true
+			}
+		case trace.KindShardExpired:
+			expired[r.Key] = true
+		case trace.KindTrim:
+			p := puts[r.Key]
+			if p == nil {
+				continue
+			}
+			lo, hi := p.index(r.First), p.after(r.Last)
+			for j := lo; j < hi; j++ {
+				if p.puts[j].trimmed < 0 {
+					p.puts[j].trimmed = r.T
+					if p.puts[j].received < 0 {
+						lost++
+					}
+				}
+			}
+		case trace.KindInitialized:
+			st := &readState{next: -1, failedAt: -1}
+			states[pk{r.Proc, r.Key}] = st
+			p := puts[r.Key]
+			if p == nil {
+				continue
+			}
+			switch {
+			case r.Checkpoint.Sequence == engine.TrimHorizon:
+				st.next = 0
+			case r.Checkpoint.IsShardEnd() || r.Checkpoint.IsSentinel() || r.Checkpoint.Sequence == "":
+				st.next = -1
+			default:
+				st.next = p.after(r.Checkpoint.Sequence)
+			}
+		case trace.KindDone:
+			if r.Reason != "failed" || r.First == "" {
+				continue
+			}
+			st := states[pk{r.Proc, r.Key}]
+			p := puts[r.Key]
+			if st == nil || p == nil {
+				continue
+			}
+			st.next = p.index(r.First)
+		case trace.KindReceived:
+			p := puts[r.Key]
+			if p == nil || r.Count == 0 {
+				continue
+			}
+			lo, hi := p.index(r.First), p.after(r.Last)
+			if hi-lo != r.Count {
+				add(Violation{Key: r.Key, Workers: []string{who(r)}, From: r.T, To: r.T, Seqs: []uint64{r.Seq},
+					Detail: "a batch of " + itoa(r.Count) + " records spans " + itoa(hi-lo) + " records put between " + r.First + " and " + r.Last})
+			}
+			for j := lo; j < hi; j++ {
+				if p.puts[j].received < 0 {
+					p.puts[j].received = r.T
+				}
+			}
+			st := states[pk{r.Proc, r.Key}]
+			if st == nil {
+				continue
+			}
+			if st.next >= 0 {
+				exp := st.next
+				for exp < len(p.puts) && p.puts[exp].trimmed >= 0 && p.puts[exp].trimmed <= r.T {
+					exp++
+				}
+				if lo > exp && exp < len(p.puts) {
+					add(Violation{Key: r.Key, Workers: []string{who(r)}, From: p.puts[exp].t, To: r.T, Seqs: []uint64{p.puts[exp].seqNo, r.Seq},
+						Detail: "the processor got " + r.First + " but never got " + p.puts[exp].seq + " before it (" + itoa(lo-exp) + " records skipped)"})
+				}
+			}
+			if hi > st.next {
+				st.next = hi
+			}
+		}
+	}
+	deliverBy := o.DeliverBy()
+	if deliverBy <= 0 {
+		return out, lost
+	}
+	final := map[string]engine.Lease{}
+	for _, l := range h.Final {
+		final[l.Key] = l
+	}
+	keys := make([]string, 0, len(puts))
+	for k := range puts {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, key := range keys {
+		p := puts[key]
+		missing, first := 0, -1
+		lastReq := -1
+		for j := range p.puts {
+			x := &p.puts[j]
+			if x.t > deliverBy {
+				break
+			}
+			if x.received < 0 && x.trimmed >= 0 {
+				continue // lost to retention, counted
+			}
+			lastReq = j
+			if x.received < 0 {
+				missing++
+				if first < 0 {
+					first = j
+				}
+			}
+		}
+		if missing > 0 {
+			add(Violation{Key: key, From: p.puts[first].t, To: o.End, Seqs: []uint64{p.puts[first].seqNo},
+				Detail: itoa(missing) + " records within retention never delivered, the first " + p.puts[first].seq})
+			continue
+		}
+		if !h.FinalKnown || lastReq < 0 {
+			continue
+		}
+		l, ok := final[key]
+		switch {
+		case !ok:
+			if !shardEndStored[key] && !expired[key] {
+				add(Violation{Key: key, From: p.puts[lastReq].t, To: o.End, Seqs: []uint64{p.puts[lastReq].seqNo},
+					Detail: "no row left for the shard although it never reached SHARD_END; records up to " + p.puts[lastReq].seq + " are not covered by a checkpoint"})
+			}
+		case l.Checkpoint.IsShardEnd():
+		case l.Checkpoint.IsStart() || cmpSeq(l.Checkpoint.Sequence, p.puts[lastReq].seq) < 0:
+			add(Violation{Key: key, From: p.puts[lastReq].t, To: o.End, Seqs: []uint64{p.puts[lastReq].seqNo},
+				Detail: "final checkpoint " + l.Checkpoint.String() + " does not cover the delivered record " + p.puts[lastReq].seq})
+		}
+	}
+	return out, lost
+}
+
+// DeliverBy is the put time up to which every record must be delivered
+// and checkpointed by the end.
+func (o Options) DeliverBy() time.Duration {
+	if o.Heal <= 0 || o.Bound <= 0 {
+		return 0
+	}
+	return o.End - o.Bound
+}
+
+// CheckS5 reports a record of a child shard that reached a processor
+// before every parent was checkpointed at SHARD_END (or had left the
+// stream).
+func CheckS5(recs []trace.Record, o Options) []Violation {
+	parents := map[string][2]string{}
+	ended := map[string]time.Duration{}
+	var out []Violation
+	flagged := map[string]bool{}
+	for i := range recs {
+		r := &recs[i]
+		switch r.Kind {
+		case trace.KindShardCreated:
+			if r.Parent != "" || r.Parent2 != "" {
+				parents[r.Key] = [2]string{r.Parent, r.Parent2}
+			}
+		case trace.KindApply:
+			if r.Outcome == trace.OutcomeOK && r.Checkpoint.IsShardEnd() {
+				if _, ok := ended[r.Key]; !ok {
+					ended[r.Key] = r.T
+				}
+			}
+		case trace.KindShardExpired:
+			if _, ok := ended[r.Key]; !ok {
+				ended[r.Key] = r.T
+			}
+		case trace.KindReceived, trace.Delivered:
+			if r.Count == 0 || flagged[r.Key] {
+				continue
+			}
+			ps, ok := parents[r.Key]
+			if !ok {
+				continue
+			}
+			for _, p := range ps {
+				if p == "" {
+					continue
+				}
+				if _, done := ended[p]; !done {
+					flagged[r.Key] = true
+					if len(out) < o.max() {
+						out = append(out, Violation{Invariant: S5, Key: r.Key, Workers: []string{who(r)}, From: r.T, To: r.T, Seqs: []uint64{r.Seq},
+							Detail: "record " + r.First + " of child " + r.Key + " delivered before parent " + p + " was checkpointed at SHARD_END"})
+					}
+					break
+				}
+			}
+		}
+	}
+	return out
+}
+
+// CheckS6 reports records that reach one processor out of sequence order:
+// a batch not in order, or a batch that starts at or before the end of the
+// previous one, unless the previous one failed (then it may start again at
+// the failed batch's first record).
+func CheckS6(recs []trace.Record, o Options) []Violation {
+	states := map[pk]*readState{}
+	var out []Violation
+	add := func(r *trace.Record, d string) {
+		if len(out) < o.max() {
+			out = append(out, Violation{Invariant: S6, Key: r.Key, Workers: []string{who(r)}, From: r.T, To: r.T, Seqs: []uint64{r.Seq}, Detail: d})
+		}
+	}
+	for i := range recs {
+		r := &recs[i]
+		switch r.Kind {
+		case trace.KindInitialized:
+			states[pk{r.Proc, r.Key}] = &readState{}
+		case trace.KindDone:
+			if r.Reason == "failed" && r.First != "" {
+				if st := states[pk{r.Proc, r.Key}]; st != nil {
+					st.failedF = r.First
+				}
+			}
+		case trace.KindReceived:
+			if r.Count == 0 {
+				continue
+			}
+			if r.Reason == "unsorted" || cmpSeq(r.First, r.Last) > 0 {
+				add(r, "a batch "+r.First+".."+r.Last+" is not in sequence order")
+			}
+			k := pk{r.Proc, r.Key}
+			st := states[k]
+			if st == nil {
+				st = &readState{}
+				states[k] = st
+			}
+			if st.lastLast != "" && cmpSeq(r.First, st.lastLast) <= 0 {
+				if st.failedF == "" || cmpSeq(r.First, st.failedF) < 0 {
+					add(r, "batch "+r.First+".."+r.Last+" after "+st.lastLast+" was already delivered")
+				}
+			}
+			st.failedF = ""
+			st.lastLast = r.Last
+		}
+	}
+	return out
+}

@@ -1,0 +1,186 @@
+// Package trace is the plain history format that the simulator writes and
+// the invariant checkers read: one Record per event, in true-time order.
+// It depends on no simulator internals, so histories recorded from real
+// processes (cmd/live) can be checked by the same code.
+package trace
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/shardlease/shardlease/engine"
+)
+
+// Kind is the kind of a Record. Values 1..31 are the engine's own
+// TraceKinds (engine.TraceKind), reported by a worker through
+// engine.Config.Trace; the others are events of the world around it.
+type Kind uint8
+
+// World events (the engine's kinds occupy the low values).
+const (
+	// KindSend: a store write left the worker (T is the true send time).
+	// Reason classifies it: take, renew, checkpoint, release, create, delete.
+	KindSend Kind = 40 + iota
+	// KindApply: a store write reached the table at T. Outcome says
+	// whether it applied ("ok") or why not. RowOwner/Counter/Checkpoint is
+	// the row written, ExpOwner/ExpCounter the condition the worker sent
+	// (Unconditional when it sent none).
+	KindApply
+	// KindReply: a call's result reached the worker at T (Sent, Applied are
+	// its true send and apply times; Applied is -1 if it never applied).
+	KindReply
+	// KindReceived: the processor received a batch of records of Key
+	// (First..Last, Count).
+	KindReceived
+	// KindDone: the processor answered a notice (Reason "ok" or "failed").
+	KindDone
+	// KindCheckpointAck: the processor learnt the outcome of its
+	// checkpoint request (Outcome "ok" means acknowledged).
+	KindCheckpointAck
+	// KindInitialized: the processor was told to start Key at Checkpoint.
+	KindInitialized
+	// KindNotice: any other notice to the processor (Reason names it).
+	KindNotice
+	// KindPut: a producer put one record into shard Key with sequence
+	// number First.
+	KindPut
+	// KindShardCreated: shard Key was created with parents Parent and
+	// Parent2 (either may be empty).
+	KindShardCreated
+	// KindShardClosed: shard Key was closed at ending sequence Last.
+	KindShardClosed
+	// KindTrim: retention removed Count records First..Last of shard Key.
+	KindTrim
+	// KindShardExpired: the closed shard Key left the stream's listing.
+	KindShardExpired
+	// KindFault: an injected fault or its end (Reason describes it).
+	KindFault
+	// KindProcStart: process Proc started as Owner in worker slot Worker.
+	KindProcStart
+	// KindProcStop: process Proc ended (Reason: crash, exit).
+	KindProcStop
+	// KindPhase: the run entered a phase (Reason: chaos, heal, end).
+	KindPhase
+)
+
+var worldNames = [...]string{"send", "apply", "reply", "received", "done", "checkpoint-ack",
+	"initialized", "notice", "put", "shard-created", "shard-closed", "trim", "shard-expired",
+	"fault", "proc-start", "proc-stop", "phase"}
+
+func (k Kind) String() string {
+	if k >= KindSend && int(k-KindSend) < len(worldNames) {
+		return worldNames[k-KindSend]
+	}
+	if k > 0 && k < KindSend {
+		return engine.TraceKind(k).String()
+	}
+	return "kind(" + strconv.Itoa(int(k)) + ")"
+}
+
+// ParseKind returns the Kind named s.
+func ParseKind(s string) (Kind, bool) {
+	for k := Kind(1); k < KindSend+Kind(len(worldNames)); k++ {
+		if k.String() == s {
+			return k, true
+		}
+	}
+	return 0, false
+}
+
+// FromEngine returns the Kind of an engine trace event.
+func FromEngine(k engine.TraceKind) Kind { return Kind(k) }
+
+// Engine kinds, re-exported for readability of the checkers.
+const (
+	LeaseCreated         = Kind(engine.TraceLeaseCreated)
+	LeaseAcquired        = Kind(engine.TraceLeaseAcquired)
+	Acting               = Kind(engine.TraceActing)
+	LeaseRenewed         = Kind(engine.TraceLeaseRenewed)
+	StoppedActing        = Kind(engine.TraceStoppedActing)
+	LeaseLost            = Kind(engine.TraceLeaseLost)
+	LeaseReleased        = Kind(engine.TraceLeaseReleased)
+	LeaseDeleted         = Kind(engine.TraceLeaseDeleted)
+	Delivered            = Kind(engine.TraceDelivered)
+	CheckpointRequested  = Kind(engine.TraceCheckpointRequested)
+	CheckpointWritten    = Kind(engine.TraceCheckpointWritten)
+	CheckpointRejected   = Kind(engine.TraceCheckpointRejected)
+	ShardEnded           = Kind(engine.TraceShardEnded)
+	ChildStarted         = Kind(engine.TraceChildStarted)
+	MalformedRow         = Kind(engine.TraceMalformedRow)
+	Resolved             = Kind(engine.TraceResolved)
+	CallSent             = Kind(engine.TraceCallSent)
+)
+
+// Outcomes of calls (Record.Outcome).
+const (
+	OutcomeOK              = "ok"
+	OutcomeCondition       = "condition-failed"
+	OutcomeThrottled       = "throttled"
+	OutcomeNotFound        = "not-found"
+	OutcomeExpiredIterator = "expired-iterator"
+	OutcomeTimeout         = "timeout"   // no reply within the call timeout
+	OutcomeTransient       = "transient" // a 5xx: may or may not have applied
+	OutcomeError           = "error"     // any other error
+)
+
+// Write classes (Record.Reason of KindSend and KindApply).
+const (
+	WriteTake       = "take"
+	WriteRenew      = "renew"
+	WriteCheckpoint = "checkpoint"
+	WriteRelease    = "release"
+	WriteCreate     = "create"
+	WriteDelete     = "delete"
+)
+
+// Record is one event of a run. Times are true times since the start of
+// the run; Mono and Wall are the worker's own readings when it has one.
+// Only the fields that matter to a Kind are set.
+type Record struct {
+	Seq    uint64        // position in the history, from 1
+	T      time.Duration // true time
+	Kind   Kind
+	Worker int32 // worker slot, -1 for none
+	Proc   int32 // process (one incarnation of a worker), -1 for none
+	Owner  string
+	Mono   time.Duration // the worker's monotonic reading
+	Wall   int64         // the worker's wall reading, Unix nanoseconds
+
+	Key        string
+	Counter    int64
+	Checkpoint engine.Checkpoint
+	First      string
+	Last       string
+	Count      int
+	Reason     string
+	Previous   string
+
+	// Calls (KindSend, KindApply, KindReply).
+	Call          uint64
+	Op            engine.Op
+	Sent          time.Duration
+	Applied       time.Duration
+	Outcome       string
+	Fault         string // the network or service fault that shaped the call
+	ExpOwner      string
+	ExpCounter    int64
+	Unconditional bool
+	RowOwner      string
+
+	// KindShardCreated.
+	Parent  string
+	Parent2 string
+}
+
+// IsAct reports whether r is an act on a shard in the sense of S1: the
+// worker starts acting, a batch reaches its processor, or a checkpoint
+// write leaves it.
+func (r *Record) IsAct() bool {
+	switch r.Kind {
+	case Acting, KindReceived:
+		return true
+	case KindSend:
+		return r.Reason == WriteCheckpoint
+	}
+	return false
+}
