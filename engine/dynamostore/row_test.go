@@ -1,0 +1,158 @@
+package dynamostore_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/shardlease/shardlease/engine"
+	"github.com/shardlease/shardlease/engine/dynamostore"
+)
+
+func sampleLease() engine.Lease {
+	return engine.Lease{
+		Key: "shardId-000000000002", Owner: "worker-1", Counter: 7,
+		Checkpoint:      engine.Checkpoint{Sequence: "49590338271490256608559692538361571095921575989136588802", SubSequence: 3},
+		OwnerSwitches:   2,
+		Parents:         []string{"shardId-000000000001", "shardId-000000000000"},
+		Children:        []string{"shardId-000000000004", "shardId-000000000003", "shardId-000000000004"},
+		StartingHashKey: "0", EndingHashKey: "340282366920938463463374607431768211455",
+	}
+}
+
+// TestEncodeIsKCLCompatible pins the attribute names and types KCL uses.
+func TestEncodeIsKCLCompatible(t *testing.T) {
+	item := dynamostore.EncodeLease(sampleLease())
+	want := map[string]string{
+		"leaseKey": "S", "leaseOwner": "S", "leaseCounter": "N", "checkpoint": "S",
+		"checkpointSubSequenceNumber": "N", "ownerSwitchesSinceCheckpoint": "N",
+		"parentShardId": "SS", "childShardIds": "SS", "startingHashKey": "S", "endingHashKey": "S",
+	}
+	if len(item) != len(want) {
+		t.Fatalf("EncodeLease wrote %d attributes, want %d: %v", len(item), len(want), item)
+	}
+	for name, typ := range want {
+		v, ok := item[name]
+		if !ok {
+			t.Fatalf("attribute %s missing", name)
+		}
+		var got string
+		switch v.(type) {
+		case *types.AttributeValueMemberS:
+			got = "S"
+		case *types.AttributeValueMemberN:
+			got = "N"
+		case *types.AttributeValueMemberSS:
+			got = "SS"
+		}
+		if got != typ {
+			t.Errorf("attribute %s has type %T, want %s", name, v, typ)
+		}
+	}
+	if got := item["childShardIds"].(*types.AttributeValueMemberSS).Value; strings.Join(got, ",") != "shardId-000000000003,shardId-000000000004" {
+		t.Errorf("childShardIds = %v, want sorted without duplicates", got)
+	}
+}
+
+// TestEncodeLeavesOutEmptyAttributes: an unowned lease has no leaseOwner
+// and empty sets are not written (DynamoDB rejects empty sets).
+func TestEncodeLeavesOutEmptyAttributes(t *testing.T) {
+	item := dynamostore.EncodeLease(engine.Lease{Key: "k", Checkpoint: engine.SentinelCheckpoint(engine.Latest)})
+	for _, name := range []string{"leaseOwner", "parentShardId", "childShardIds", "startingHashKey", "endingHashKey"} {
+		if _, ok := item[name]; ok {
+			t.Errorf("attribute %s written for an empty value", name)
+		}
+	}
+}
+
+func TestDecodeRoundTrip(t *testing.T) {
+	l := sampleLease()
+	got, key, err := dynamostore.DecodeLease(dynamostore.EncodeLease(l))
+	if err != nil || key != l.Key {
+		t.Fatalf("DecodeLease: key %q, err %v", key, err)
+	}
+	l.Parents = []string{"shardId-000000000000", "shardId-000000000001"}
+	l.Children = []string{"shardId-000000000003", "shardId-000000000004"}
+	if !got.Equal(l) {
+		t.Fatalf("round trip:\n got  %+v\n want %+v", got, l)
+	}
+}
+
+// TestDecodeToleratesKCLRows: KCL writes attributes shardlease does not
+// use, and older rows lack the optional numbers; none of it is an error.
+func TestDecodeToleratesKCLRows(t *testing.T) {
+	item := dynamostore.Item{
+		"leaseKey":            &types.AttributeValueMemberS{Value: "shardId-000000000000"},
+		"leaseCounter":        &types.AttributeValueMemberN{Value: "12"},
+		"checkpoint":          &types.AttributeValueMemberS{Value: "SHARD_END"},
+		"leaseOwner":          &types.AttributeValueMemberS{Value: ""},
+		"pendingCheckpoint":   &types.AttributeValueMemberS{Value: "123"},
+		"throughputKBps":      &types.AttributeValueMemberN{Value: "1.5"},
+		"leaseTimestampExtra": &types.AttributeValueMemberNULL{Value: true},
+		"parentShardId":       &types.AttributeValueMemberNULL{Value: true},
+	}
+	l, _, err := dynamostore.DecodeLease(item)
+	if err != nil {
+		t.Fatalf("DecodeLease: %v", err)
+	}
+	want := engine.Lease{Key: "shardId-000000000000", Counter: 12, Checkpoint: engine.SentinelCheckpoint(engine.ShardEnd)}
+	if !l.Equal(want) {
+		t.Fatalf("DecodeLease = %+v, want %+v", l, want)
+	}
+}
+
+// malformedItems are rows that must be reported, each with the attribute
+// its reason must name.
+var malformedItems = []struct {
+	name string
+	attr string
+	item dynamostore.Item
+}{
+	{"counter_not_N", "leaseCounter", row(func(i dynamostore.Item) { i["leaseCounter"] = &types.AttributeValueMemberS{Value: "7"} })},
+	{"counter_missing", "leaseCounter", row(func(i dynamostore.Item) { delete(i, "leaseCounter") })},
+	{"counter_not_integer", "leaseCounter", row(func(i dynamostore.Item) { i["leaseCounter"] = &types.AttributeValueMemberN{Value: "1.5"} })},
+	{"counter_negative", "leaseCounter", row(func(i dynamostore.Item) { i["leaseCounter"] = &types.AttributeValueMemberN{Value: "-1"} })},
+	{"checkpoint_missing", "checkpoint", row(func(i dynamostore.Item) { delete(i, "checkpoint") })},
+	{"checkpoint_not_S", "checkpoint", row(func(i dynamostore.Item) { i["checkpoint"] = &types.AttributeValueMemberN{Value: "5"} })},
+	{"checkpoint_not_a_sequence", "checkpoint", row(func(i dynamostore.Item) { i["checkpoint"] = &types.AttributeValueMemberS{Value: "abc"} })},
+	{"owner_not_S", "leaseOwner", row(func(i dynamostore.Item) { i["leaseOwner"] = &types.AttributeValueMemberN{Value: "1"} })},
+	{"subsequence_not_N", "checkpointSubSequenceNumber", row(func(i dynamostore.Item) {
+		i["checkpointSubSequenceNumber"] = &types.AttributeValueMemberS{Value: "0"}
+	})},
+	{"owner_switches_not_N", "ownerSwitchesSinceCheckpoint", row(func(i dynamostore.Item) {
+		i["ownerSwitchesSinceCheckpoint"] = &types.AttributeValueMemberBOOL{Value: true}
+	})},
+	{"parents_not_SS", "parentShardId", row(func(i dynamostore.Item) { i["parentShardId"] = &types.AttributeValueMemberS{Value: "shardId-0"} })},
+	{"children_not_SS", "childShardIds", row(func(i dynamostore.Item) {
+		i["childShardIds"] = &types.AttributeValueMemberL{Value: []types.AttributeValue{&types.AttributeValueMemberS{Value: "a"}}}
+	})},
+	{"starting_hash_not_S", "startingHashKey", row(func(i dynamostore.Item) { i["startingHashKey"] = &types.AttributeValueMemberN{Value: "0"} })},
+	{"ending_hash_not_S", "endingHashKey", row(func(i dynamostore.Item) { i["endingHashKey"] = &types.AttributeValueMemberN{Value: "9"} })},
+}
+
+// row returns a valid row of key "bad" changed by edit.
+func row(edit func(dynamostore.Item)) dynamostore.Item {
+	item := dynamostore.EncodeLease(engine.Lease{Key: "bad", Owner: "w", Counter: 1, Checkpoint: engine.SentinelCheckpoint(engine.TrimHorizon)})
+	edit(item)
+	return item
+}
+
+func TestDecodeMalformed(t *testing.T) {
+	for _, tc := range malformedItems {
+		t.Run(tc.name, func(t *testing.T) {
+			_, key, err := dynamostore.DecodeLease(tc.item)
+			if err == nil {
+				t.Fatal("DecodeLease accepted a malformed row")
+			}
+			if key != "bad" {
+				t.Errorf("key = %q, want bad", key)
+			}
+			if !strings.Contains(err.Error(), tc.attr) {
+				t.Errorf("reason %q does not name attribute %s", err, tc.attr)
+			}
+		})
+	}
+	if _, _, err := dynamostore.DecodeLease(dynamostore.Item{}); err == nil || !strings.Contains(err.Error(), "leaseKey") {
+		t.Errorf("DecodeLease of an empty row: %v, want an error naming leaseKey", err)
+	}
+}

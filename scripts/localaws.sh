@@ -1,0 +1,151 @@
+#!/usr/bin/env bash
+# localaws.sh starts, stops and describes the local AWS-compatible servers
+# the contract tests run against: dynalite (DynamoDB) and kinesalite
+# (Kinesis), both bound to 127.0.0.1 on free ports.
+#
+#   scripts/localaws.sh start   install (npm ci) if needed, start both, wait until healthy
+#   scripts/localaws.sh stop    stop both (SIGTERM by PID, SIGKILL after a few seconds)
+#   scripts/localaws.sh env     print the export line that points the AWS SDK at them
+#   scripts/localaws.sh status  say whether they are running
+#
+# State (PIDs, ports, logs) lives in $LOCALAWS_STATE_DIR, default
+# .tmp/localaws under the repository root. Credentials printed by `env` are
+# the dummy ones the local servers accept; nothing else is printed.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+STATE="${LOCALAWS_STATE_DIR:-$ROOT/.tmp/localaws}"
+case "$STATE" in /*) ;; *) STATE="$ROOT/$STATE" ;; esac
+HEALTH_TIMEOUT_S="${LOCALAWS_HEALTH_TIMEOUT_S:-20}"
+STOP_TIMEOUT_S=5
+
+die() { echo "localaws: $*" >&2; exit 1; }
+
+# alive NAME: the server NAME has a PID file and that PID is still our node
+# process (guards against killing a recycled PID).
+alive() {
+  local pidfile="$STATE/$1.pid" pid
+  [[ -f "$pidfile" ]] || return 1
+  pid="$(cat "$pidfile")"
+  [[ "$pid" =~ ^[0-9]+$ ]] || return 1
+  [[ -r "/proc/$pid/cmdline" ]] || return 1
+  tr '\0' ' ' <"/proc/$pid/cmdline" | grep -q "$1" || return 1
+}
+
+# free_port prints a port on 127.0.0.1 that nothing listens on right now.
+free_port() {
+  node -e "const s=require('net').createServer();s.listen(0,'127.0.0.1',()=>{console.log(s.address().port);s.close()})"
+}
+
+tcp_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+# wait_healthy NAME PORT: dynalite answers 200 on GET /; kinesalite answers
+# 403 there, so for it an open TCP port is the signal.
+wait_healthy() {
+  local name="$1" port="$2" deadline=$((SECONDS + HEALTH_TIMEOUT_S))
+  while ((SECONDS < deadline)); do
+    alive "$name" || return 1
+    if [[ "$name" == dynalite ]]; then
+      [[ "$(curl -s -o /dev/null -w '%{http_code}' --max-time 1 "http://127.0.0.1:$port/" || true)" == 200 ]] && return 0
+    else
+      tcp_open "$port" && return 0
+    fi
+    sleep 0.1
+  done
+  return 1
+}
+
+# launch NAME: start one server on a free port, retrying with another port
+# if the first one was taken in between.
+launch() {
+  local name="$1" port pid try
+  if alive "$name"; then
+    echo "localaws: $name already running (pid $(cat "$STATE/$name.pid"), port $(cat "$STATE/$name.port"))"
+    return 0
+  fi
+  for try in 1 2 3; do
+    port="$(free_port)"
+    if [[ "$name" == dynalite ]]; then
+      nohup node "$ROOT/node_modules/dynalite/cli.js" --host 127.0.0.1 --port "$port" \
+        --createTableMs 0 --deleteTableMs 0 --updateTableMs 0 >"$STATE/$name.log" 2>&1 &
+    else
+      nohup node "$ROOT/scripts/kinesalite-server.js" "$port" >"$STATE/$name.log" 2>&1 &
+    fi
+    pid=$!
+    echo "$pid" >"$STATE/$name.pid"
+    echo "$port" >"$STATE/$name.port"
+    if wait_healthy "$name" "$port"; then
+      echo "localaws: $name listening on 127.0.0.1:$port (pid $pid)"
+      return 0
+    fi
+    stop_one "$name" >/dev/null 2>&1 || true
+    echo "localaws: $name did not become healthy on port $port (try $try); log:" >&2
+    tail -n 5 "$STATE/$name.log" >&2 || true
+  done
+  die "could not start $name"
+}
+
+stop_one() {
+  local name="$1" pid i
+  if ! alive "$name"; then
+    rm -f "$STATE/$name.pid" "$STATE/$name.port"
+    return 0
+  fi
+  pid="$(cat "$STATE/$name.pid")"
+  kill -TERM "$pid" 2>/dev/null || true
+  for ((i = 0; i < STOP_TIMEOUT_S * 10; i++)); do
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  if kill -0 "$pid" 2>/dev/null; then
+    echo "localaws: $name (pid $pid) ignored SIGTERM for ${STOP_TIMEOUT_S}s; sending SIGKILL" >&2
+    kill -KILL "$pid" 2>/dev/null || true
+  fi
+  rm -f "$STATE/$name.pid" "$STATE/$name.port"
+  echo "localaws: stopped $name (pid $pid)"
+}
+
+cmd_start() {
+  command -v node >/dev/null || die "node is not installed (Node 18+ is needed for dynalite and kinesalite)"
+  mkdir -p "$STATE"
+  if [[ ! -d "$ROOT/node_modules/dynalite" || ! -d "$ROOT/node_modules/kinesalite" ]]; then
+    echo "localaws: installing dynalite and kinesalite (npm ci)"
+    (cd "$ROOT" && npm ci --no-audit --no-fund --loglevel=error) >&2 || die "npm ci failed"
+  fi
+  launch dynalite
+  launch kinesalite
+}
+
+cmd_stop() {
+  stop_one kinesalite
+  stop_one dynalite
+}
+
+cmd_env() {
+  alive dynalite || die "dynalite is not running (run: scripts/localaws.sh start)"
+  alive kinesalite || die "kinesalite is not running (run: scripts/localaws.sh start)"
+  echo "export AWS_ENDPOINT_URL_DYNAMODB=http://127.0.0.1:$(cat "$STATE/dynalite.port")" \
+    "AWS_ENDPOINT_URL_KINESIS=http://127.0.0.1:$(cat "$STATE/kinesalite.port")" \
+    "AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local AWS_REGION=us-east-1"
+}
+
+cmd_status() {
+  local name rc=0
+  for name in dynalite kinesalite; do
+    if alive "$name"; then
+      echo "$name: running (pid $(cat "$STATE/$name.pid"), port $(cat "$STATE/$name.port"))"
+    else
+      echo "$name: stopped"
+      rc=1
+    fi
+  done
+  return $rc
+}
+
+case "${1:-}" in
+start) cmd_start ;;
+stop) cmd_stop ;;
+env) cmd_env ;;
+status) cmd_status ;;
+*) echo "usage: $0 start|stop|env|status" >&2; exit 2 ;;
+esac
