@@ -1,0 +1,166 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"sync"
+)
+
+// runner runs the Processor of one lease on its own goroutine, one notice
+// at a time, so a slow or panicking processor never blocks the loop or
+// touches lease state: its only way back is the inputs it feeds.
+type runner struct {
+	c     *Consumer
+	key   string
+	shard ShardRef
+	proc  Processor
+
+	mu    sync.Mutex
+	queue []Notice
+	wake  chan struct{}
+	stop  chan struct{}
+}
+
+// deliver routes a notice to its lease's runner, or answers a checkpoint
+// waiter.
+func (c *Consumer) deliver(ctx context.Context, n Notice) {
+	if n.Kind == NoticeCheckpointDone {
+		if ch, ok := c.waiters[n.Token]; ok {
+			delete(c.waiters, n.Token)
+			ch <- n.Err
+		}
+		return
+	}
+	r := c.runners[n.Key]
+	if n.Kind == NoticeInitialize || r == nil {
+		if r != nil {
+			r.enqueue(Notice{Kind: NoticeLeaseLost, Key: n.Key, Shard: r.shard})
+		}
+		if n.Kind != NoticeInitialize {
+			return // nothing runs for this lease
+		}
+		r = &runner{c: c, key: n.Key, shard: n.Shard, proc: c.opts.Processor(n.Shard),
+			wake: make(chan struct{}, 1), stop: make(chan struct{})}
+		c.runners[n.Key] = r
+		go r.run(ctx)
+	}
+	r.enqueue(n)
+	switch n.Kind {
+	case NoticeLeaseLost:
+		delete(c.runners, n.Key)
+	}
+}
+
+func (c *Consumer) stopRunners() {
+	for k, r := range c.runners {
+		close(r.stop)
+		delete(c.runners, k)
+	}
+}
+
+func (r *runner) enqueue(n Notice) {
+	r.mu.Lock()
+	r.queue = append(r.queue, n)
+	r.mu.Unlock()
+	select {
+	case r.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (r *runner) run(ctx context.Context) {
+	for {
+		r.mu.Lock()
+		if len(r.queue) == 0 {
+			r.mu.Unlock()
+			select {
+			case <-r.wake:
+				continue
+			case <-r.stop:
+				return
+			case <-ctx.Done():
+				return
+			}
+		}
+		n := r.queue[0]
+		r.queue = r.queue[1:]
+		r.mu.Unlock()
+		if final := r.handle(ctx, n); final {
+			return
+		}
+	}
+}
+
+// handle calls the processor for one notice and reports whether the
+// processor is finished.
+func (r *runner) handle(ctx context.Context, n Notice) (final bool) {
+	cp := checkpointer{c: r.c, key: r.key}
+	var err error
+	func() {
+		defer func() {
+			if p := recover(); p != nil {
+				err = fmt.Errorf("processor panicked: %v", p)
+			}
+		}()
+		switch n.Kind {
+		case NoticeInitialize:
+			err = r.proc.Initialize(ctx, InitInput{Shard: n.Shard, Key: n.Key, Start: n.Start})
+		case NoticeRecords:
+			err = r.proc.ProcessRecords(ctx, RecordsInput{Shard: n.Shard, Records: n.Records, MillisBehind: n.MillisBehind, Checkpointer: cp})
+		case NoticeShardEnded:
+			err = r.proc.ShardEnded(ctx, ShardEndedInput{Shard: n.Shard, Checkpointer: cp})
+		case NoticeShutdownRequested:
+			err = r.proc.ShutdownRequested(ctx, ShutdownInput{Shard: n.Shard, Checkpointer: cp})
+		case NoticeLeaseLost:
+			r.proc.LeaseLost(ctx, LeaseLostInput{Shard: n.Shard})
+		}
+	}()
+	if err != nil {
+		r.c.log.Warn("record processor failed; the batch will be delivered again", "lease", r.key, "notice", n.Kind.String(), "err", err)
+	}
+	switch n.Kind {
+	case NoticeLeaseLost:
+		return true
+	case NoticeRecords:
+		r.c.feed(Input{Kind: InputDone, Key: r.key, Batch: n.Batch, Failed: err != nil})
+		return false
+	default:
+		r.c.feed(Input{Kind: InputDone, Key: r.key, Batch: n.Batch})
+		return n.Kind == NoticeShardEnded || n.Kind == NoticeShutdownRequested
+	}
+}
+
+// checkpointer asks the loop for a checkpoint and waits for its outcome.
+type checkpointer struct {
+	c   *Consumer
+	key string
+}
+
+// checkpointRequest carries a checkpoint from a processor to the loop.
+type checkpointRequest struct {
+	key   string
+	cp    Checkpoint
+	reply chan error
+}
+
+func (p checkpointer) Checkpoint(ctx context.Context, cp Checkpoint) error {
+	reply := make(chan error, 1)
+	select {
+	case p.c.checkpoints <- checkpointRequest{key: p.key, cp: cp, reply: reply}:
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-p.c.done:
+		return fmt.Errorf("checkpoint %s: %w: the consumer has stopped", p.key, ErrLeaseLost)
+	}
+	select {
+	case err := <-reply:
+		if err != nil {
+			return fmt.Errorf("checkpoint %s at %s: %w", p.key, cp, err)
+		}
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-p.c.done:
+		return fmt.Errorf("checkpoint %s: %w: the consumer has stopped", p.key, ErrLeaseLost)
+	}
+}
