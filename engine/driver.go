@@ -217,9 +217,7 @@ func (c *Consumer) dispatch(ctx context.Context, call Call) {
 		defer cancel()
 		r := Execute(cctx, c.opts.Store, c.opts.Stream, call)
 		r.ID = call.ID
-		if r.Err != nil && !errors.Is(r.Err, ErrConditionFailed) {
-			c.log.Debug("call failed", "call", call.Op.String(), "key", call.Key, "stream", call.Stream, "err", r.Err)
-		}
+		c.logCallError(call, r.Err)
 		c.feed(Input{Kind: InputResult, Result: r})
 	}()
 }
@@ -229,5 +227,20 @@ func (c *Consumer) feed(in Input) {
 	select {
 	case c.results <- in:
 	case <-c.done:
+	}
+}
+
+// logCallError logs a failed call at a level that fits: a missing table or
+// stream is an error a person must fix; throttling and lost conditions are
+// routine.
+func (c *Consumer) logCallError(call Call, err error) {
+	switch {
+	case err == nil, errors.Is(err, ErrConditionFailed):
+	case errors.Is(err, ErrNotFound) && (call.Op == OpListLeases || call.Op == OpListShards):
+		c.log.Error("call failed: not found", "call", call.Op.String(), "stream", call.Stream, "err", err)
+	case errors.Is(err, ErrThrottled), errors.Is(err, ErrNotFound), errors.Is(err, ErrExpiredIterator):
+		c.log.Debug("call failed", "call", call.Op.String(), "key", call.Key, "stream", call.Stream, "err", err)
+	default:
+		c.log.Warn("call failed", "call", call.Op.String(), "key", call.Key, "stream", call.Stream, "err", err)
 	}
 }

@@ -1,0 +1,50 @@
+// Package engine is shardlease's lease engine for Amazon Kinesis: one owner
+// per shard across many workers, checkpoints that survive handoffs, and
+// parents processed before children across shard splits and merges.
+//
+// # The decision core
+//
+// A Worker holds one worker's decisions. It is deterministic and does no
+// I/O: a driver feeds it Inputs with Step (ticks, results of calls,
+// processor answers and checkpoint requests, shutdown) and carries out the
+// Ready it returns (calls to the LeaseStore and the Stream, Notices for
+// record processors, the time of the next wake-up). The production driver
+// is Consumer; the simulator in sim/ runs the very same Worker in virtual
+// time against the fakes in fakes/.
+//
+// # The lease rules
+//
+//   - Every write to a row is a compare-and-swap on its (owner, counter),
+//     and increments the counter. At most one write per held lease is in
+//     flight, so the version each write expects is always known.
+//   - A worker takes a lease that is unowned, or that it has seen stand
+//     still (same owner and counter) for LeaseDuration on its own monotonic
+//     clock. It never compares a timestamp written by another worker, and
+//     what it has seen survives re-reads of an unchanged row.
+//   - A holder's lease is valid for LeaseDuration from the time the last
+//     applied write was sent (not from its reply); the holder stops acting
+//     (no deliveries, no checkpoints) SafetyMargin before that.
+//   - A taker acts on a lease taken from another owner only once that
+//     owner's own view has expired: LeaseDuration after the taker first saw
+//     the version it replaced. A stolen lease therefore never has two
+//     acting owners, and balancing costs one lease duration per move.
+//   - A write whose outcome is unknown (timeout, lost reply) or whose
+//     condition failed (also what an SDK retry of an applied write
+//     returns) is resolved by a strongly consistent re-read, never taken
+//     blindly as a loss or a win.
+//   - Checkpoints are fenced by the lease version and only move forward;
+//     sequence numbers compare numerically.
+//   - A child shard is processed only after a strongly consistent read
+//     shows every parent at SHARD_END (or gone). A finished lease is
+//     deleted only once every child has a started lease, and shard sync
+//     never creates a lease for a shard that has a descendant lease, so a
+//     finished parent is never re-created.
+//   - Children of splits and merges start at TRIM_HORIZON; the configured
+//     initial position applies only to shards that existed when the
+//     application first started.
+//
+// # Tables
+//
+// Rows use KCL's attribute names (see Lease), so KCL tooling can read a
+// shardlease table, and a KCL table can be adopted (see KeyFormat).
+package engine
