@@ -1,0 +1,394 @@
+package fakes
+
+import (
+	"bytes"
+	"context"
+	"math/rand/v2"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/shardlease/shardlease/engine"
+)
+
+// Kinesis defaults, as the service has them.
+const (
+	DefaultRetention   = 24 * time.Hour
+	DefaultIteratorTTL = 5 * time.Minute
+)
+
+// maxGetRecordsLimit is the largest GetRecords limit Kinesis accepts.
+const maxGetRecordsLimit = 10000
+
+// KinesisOptions configures a Kinesis. The zero value has the service's
+// defaults.
+type KinesisOptions struct {
+	// Clock is the stream's time source. nil: a new ManualClock reading
+	// 2025-01-01T00:00:00Z, available from Kinesis.Clock.
+	Clock Clock
+	// Seed seeds the stream tags in sequence numbers and the iterator tag.
+	Seed uint64
+	// Retention is how long records stay readable, and closed shards
+	// listed, after they arrive (close). Default DefaultRetention.
+	Retention time.Duration
+	// IteratorTTL is how long a shard iterator stays valid after it is
+	// issued. Default DefaultIteratorTTL.
+	IteratorTTL time.Duration
+	// OmitChildShards makes GetRecords never return ChildShards at the end
+	// of a closed shard, as kinesalite does.
+	OmitChildShards bool
+	// SeparateEndPage makes the page that returns the last records of a
+	// closed shard still carry a NextIterator; the end (an empty
+	// NextIterator) then comes on a following empty page. By default the
+	// end comes with the last records.
+	SeparateEndPage bool
+}
+
+// Kinesis is an in-memory Kinesis Data Streams that implements
+// engine.Stream, plus the producer and administrative calls a simulation
+// needs: CreateStream, PutRecord, SplitShard, MergeShards, and accessors
+// for checkers (Shards, Records, Trimmed).
+//
+// Records are kept forever, including those trimmed by retention (which
+// only makes them unreadable), so that checkers can see everything ever
+// put. Faults are injected through the embedded Faults on ListShards,
+// GetShardIterator and GetRecords; ExpireIterators expires every issued
+// iterator.
+//
+// A Kinesis is not safe for concurrent use. Create it with NewKinesis.
+type Kinesis struct {
+	Faults
+
+	clock     Clock
+	rng       *rand.Rand
+	opts      KinesisOptions
+	origin    time.Time // iterator issue times are offsets from it
+	tag       uint64    // marks this fake's iterators
+	streams   map[string]*kstream
+	byIndex   []*kstream // creation order; the index is in iterators
+	serial    uint64     // serial of the last iterator issued
+	expiredTo uint64     // iterators with serial <= expiredTo are expired
+	stats     Stats
+}
+
+// kstream is one stream.
+type kstream struct {
+	name   string
+	index  int
+	seq    seqGen
+	shards []*kshard // creation order: shards[i] is shardId-<i>
+	byID   map[string]*kshard
+	open   []*kshard // open shards sorted by starting hash key
+}
+
+// kshard is one shard of a stream.
+type kshard struct {
+	index       int
+	info        engine.Shard
+	start, end  hashKey
+	children    []string
+	created     time.Time
+	closed      time.Time // zero while open
+	records     []engine.Record
+	trimmed     int       // records[:trimmed] are past retention
+	lastArrival time.Time // arrival times never decrease within a shard
+}
+
+var _ engine.Stream = (*Kinesis)(nil)
+
+// NewKinesis returns a Kinesis without streams, configured by opts.
+func NewKinesis(opts KinesisOptions) *Kinesis {
+	if opts.Clock == nil {
+		opts.Clock = NewManualClock(defaultStart)
+	}
+	if opts.Retention <= 0 {
+		opts.Retention = DefaultRetention
+	}
+	if opts.IteratorTTL <= 0 {
+		opts.IteratorTTL = DefaultIteratorTTL
+	}
+	rng := rand.New(rand.NewPCG(opts.Seed, opts.Seed^0x6b696e65736973))
+	return &Kinesis{
+		clock:   opts.Clock,
+		rng:     rng,
+		opts:    opts,
+		origin:  opts.Clock.Now(),
+		tag:     rng.Uint64() >> 40,
+		streams: make(map[string]*kstream),
+	}
+}
+
+// Clock returns the stream's clock.
+func (k *Kinesis) Clock() Clock { return k.clock }
+
+// Stats returns the call counts so far, per engine.Op (ListShards,
+// GetShardIterator, GetRecords).
+func (k *Kinesis) Stats() Stats { return k.stats }
+
+// CreateStream creates stream name with shardCount open shards that split
+// the hash key space evenly, with ids shardId-000000000000 upwards.
+func (k *Kinesis) CreateStream(name string, shardCount int) error {
+	if err := validStreamName(name); err != nil {
+		return err
+	}
+	if _, ok := k.streams[name]; ok {
+		return &callError{msg: "CreateStream " + name + ": stream exists", err: ErrInvalidArgument}
+	}
+	if shardCount < 1 || shardCount > 1<<20 {
+		return &callError{msg: "CreateStream " + name + ": shard count " + strconv.Itoa(shardCount) + " out of [1, 2^20]", err: ErrInvalidArgument}
+	}
+	s := &kstream{name: name, index: len(k.byIndex), seq: newSeqGen(k.rng), byID: make(map[string]*kshard)}
+	now := k.clock.Now()
+	for _, r := range evenRanges(shardCount) {
+		s.addShard(r[0], r[1], "", "", now)
+	}
+	s.reindexOpen()
+	k.streams[name] = s
+	k.byIndex = append(k.byIndex, s)
+	return nil
+}
+
+// validStreamName reports whether name is a valid Kinesis stream name.
+func validStreamName(name string) error {
+	ok := name != "" && len(name) <= 128
+	for i := 0; ok && i < len(name); i++ {
+		c := name[i]
+		ok = c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '.' || c == '-'
+	}
+	if !ok {
+		return &callError{msg: "stream name " + strconv.Quote(name) + " is not 1 to 128 of [a-zA-Z0-9_.-]", err: ErrInvalidArgument}
+	}
+	return nil
+}
+
+// addShard creates an open shard of s covering [start, end] and returns
+// it. The caller re-indexes the open shards.
+func (s *kstream) addShard(start, end hashKey, parent, adjacent string, now time.Time) *kshard {
+	sh := &kshard{index: len(s.shards), start: start, end: end, created: now}
+	sh.info = engine.Shard{
+		ID:               shardID(sh.index),
+		Parent:           parent,
+		AdjacentParent:   adjacent,
+		StartingHashKey:  start.String(),
+		EndingHashKey:    end.String(),
+		StartingSequence: s.seq.take(),
+	}
+	s.shards = append(s.shards, sh)
+	s.byID[sh.info.ID] = sh
+	return sh
+}
+
+// shardID returns the id of shard number i of a stream.
+func shardID(i int) string {
+	const prefix = "shardId-"
+	b := []byte(prefix + "000000000000")
+	for j := len(b) - 1; j >= len(prefix) && i > 0; j-- {
+		b[j] = '0' + byte(i%10)
+		i /= 10
+	}
+	return string(b)
+}
+
+// route returns the open shard whose hash range contains h. The open
+// ranges always cover the whole hash key space.
+func (s *kstream) route(h hashKey) *kshard {
+	lo, hi := 0, len(s.open)-1
+	for lo < hi {
+		mid := int(uint(lo+hi) >> 1)
+		if s.open[mid].end.cmp(h) < 0 {
+			lo = mid + 1
+		} else {
+			hi = mid
+		}
+	}
+	return s.open[lo]
+}
+
+// reindexOpen rebuilds the list of open shards sorted by hash range.
+func (s *kstream) reindexOpen() {
+	s.open = s.open[:0]
+	for _, sh := range s.shards {
+		if sh.closed.IsZero() {
+			s.open = append(s.open, sh)
+		}
+	}
+	sort.Slice(s.open, func(i, j int) bool { return s.open[i].start.cmp(s.open[j].start) < 0 })
+}
+
+// PutRecord appends a record to the open shard of stream whose hash range
+// contains MD5(partitionKey) and returns the shard's id and the record's
+// sequence number. The record's Arrival is the clock's reading (never
+// before the shard's previous record). data is copied. PutRecord is the
+// workload, not an engine call: it is never faulted nor counted.
+func (k *Kinesis) PutRecord(stream, partitionKey string, data []byte) (shardID, sequence string, err error) {
+	s := k.streams[stream]
+	if s == nil {
+		return "", "", &callError{msg: "PutRecord " + stream + ": no such stream", err: engine.ErrNotFound}
+	}
+	if partitionKey == "" || len(partitionKey) > 256 {
+		return "", "", &callError{msg: "PutRecord " + stream + ": partition key must have 1 to 256 characters", err: ErrInvalidArgument}
+	}
+	h := hashOf(partitionKey)
+	sh := s.route(h)
+	now := k.clock.Now()
+	if now.Before(sh.lastArrival) {
+		now = sh.lastArrival
+	}
+	sh.lastArrival = now
+	seq := s.seq.take()
+	sh.records = append(sh.records, engine.Record{
+		Sequence:     seq,
+		PartitionKey: partitionKey,
+		Data:         bytes.Clone(data),
+		Arrival:      now,
+	})
+	return sh.info.ID, seq, nil
+}
+
+// ListShards returns the shards of stream that Kinesis lists: every open
+// shard and every closed one closed within the retention period, sorted by
+// id. The slice belongs to the caller.
+func (k *Kinesis) ListShards(ctx context.Context, stream string) ([]engine.Shard, error) {
+	const op = engine.OpListShards
+	now := k.clock.Now()
+	if err := k.begin(ctx, op, stream, "", now); err != nil {
+		return nil, err
+	}
+	var out []engine.Shard
+	var err error
+	if s := k.streams[stream]; s == nil {
+		err = &callError{op: op, subject: stream, msg: "no such stream", err: engine.ErrNotFound}
+	} else {
+		out = make([]engine.Shard, 0, len(s.open))
+		for _, sh := range s.shards {
+			if k.listed(sh, now) {
+				out = append(out, sh.info)
+			}
+		}
+	}
+	if err = k.end(op, stream, "", err); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// listed reports whether sh is still listed at now: open, or closed within
+// retention.
+func (k *Kinesis) listed(sh *kshard, now time.Time) bool {
+	return sh.closed.IsZero() || !sh.closed.Before(now.Add(-k.opts.Retention))
+}
+
+// trim advances sh's retention horizon to now and returns the index of
+// its oldest retained record.
+func (k *Kinesis) trim(sh *kshard, now time.Time) int {
+	horizon := now.Add(-k.opts.Retention)
+	for sh.trimmed < len(sh.records) && sh.records[sh.trimmed].Arrival.Before(horizon) {
+		sh.trimmed++
+	}
+	return sh.trimmed
+}
+
+// ExpireIterators makes every shard iterator issued so far expired: a
+// GetRecords with one fails with an error wrapping
+// engine.ErrExpiredIterator. Iterators issued later are not affected.
+func (k *Kinesis) ExpireIterators() { k.expiredTo = k.serial }
+
+// begin starts an engine call: it fails it if ctx is done or an injected
+// fault says so, counting the failure.
+func (k *Kinesis) begin(ctx context.Context, op engine.Op, stream, shard string, now time.Time) error {
+	if err := ctx.Err(); err != nil {
+		err = &callError{op: op, subject: stream, sub: shard, err: err}
+		k.stats.count(op, err, false)
+		return err
+	}
+	if err := k.Faults.before(op, stream, shard, now); err != nil {
+		k.stats.count(op, err, true)
+		return err
+	}
+	return nil
+}
+
+// end finishes an engine call that executed with result err: a failure
+// queued by FailNextApplied replaces it. It counts the call.
+func (k *Kinesis) end(op engine.Op, stream, shard string, err error) error {
+	if ferr := k.Faults.after(op, stream, shard); ferr != nil {
+		k.stats.count(op, ferr, true)
+		return ferr
+	}
+	k.stats.count(op, err, false)
+	return err
+}
+
+// lookup returns the shard, or an error wrapping engine.ErrNotFound.
+func (k *Kinesis) lookup(op engine.Op, stream, shard string) (*kstream, *kshard, error) {
+	s := k.streams[stream]
+	if s == nil {
+		return nil, nil, &callError{op: op, subject: stream, sub: shard, msg: "no such stream", err: engine.ErrNotFound}
+	}
+	sh := s.byID[shard]
+	if sh == nil {
+		return s, nil, &callError{op: op, subject: stream, sub: shard, msg: "no such shard", err: engine.ErrNotFound}
+	}
+	return s, sh, nil
+}
+
+// ShardInfo is everything the fake knows about one shard, for checkers.
+type ShardInfo struct {
+	engine.Shard
+	// Children are the shards made from this one by a split (two) or a
+	// merge (one), in creation order.
+	Children  []string
+	CreatedAt time.Time
+	ClosedAt  time.Time // zero while open
+	// Listed reports whether ListShards still returns the shard.
+	Listed bool
+	// Records counts every record ever put to the shard; Trimmed those of
+	// them past retention now.
+	Records int
+	Trimmed int
+}
+
+// Shards returns every shard stream ever had, listed or not, sorted by id:
+// the shard graph. The slice and its Children belong to the caller.
+func (k *Kinesis) Shards(stream string) ([]ShardInfo, error) {
+	s := k.streams[stream]
+	if s == nil {
+		return nil, &callError{msg: "Shards " + stream + ": no such stream", err: engine.ErrNotFound}
+	}
+	now := k.clock.Now()
+	out := make([]ShardInfo, len(s.shards))
+	for i, sh := range s.shards {
+		out[i] = ShardInfo{
+			Shard:     sh.info,
+			Children:  append([]string(nil), sh.children...),
+			CreatedAt: sh.created,
+			ClosedAt:  sh.closed,
+			Listed:    k.listed(sh, now),
+			Records:   len(sh.records),
+			Trimmed:   k.trim(sh, now),
+		}
+	}
+	return out, nil
+}
+
+// Records returns every record ever put to the shard, including those
+// trimmed by retention, in sequence order. The slice aliases the fake's
+// storage: it stays valid and unchanged, but must not be modified (nor
+// the records' Data).
+func (k *Kinesis) Records(stream, shard string) ([]engine.Record, error) {
+	_, sh, err := k.lookup(0, stream, shard)
+	if err != nil {
+		return nil, err
+	}
+	return sh.records[:len(sh.records):len(sh.records)], nil
+}
+
+// Trimmed returns how many records of the shard are past retention now
+// (unreadable: lost to a consumer that had not read them).
+func (k *Kinesis) Trimmed(stream, shard string) (int, error) {
+	_, sh, err := k.lookup(0, stream, shard)
+	if err != nil {
+		return 0, err
+	}
+	return k.trim(sh, k.clock.Now()), nil
+}

@@ -1,0 +1,372 @@
+package fakes
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/shardlease/shardlease/engine"
+)
+
+// ErrMalformedRow is wrapped by the error GetLease returns for a row that
+// cannot be read as a lease (see LeaseTable.InjectMalformed). The engine
+// does not know it: to the engine it is an unknown outcome.
+var ErrMalformedRow = errors.New("malformed lease row")
+
+// ErrInvalidArgument is wrapped by the errors of requests the real
+// service would reject as invalid (a ValidationException or
+// InvalidArgumentException): an empty lease key, an unknown iterator type,
+// a sequence number that is not in the shard, a string that is not a shard
+// iterator, a split or merge that Kinesis would refuse. Seeing it in a
+// simulation means the caller made a request it should not have.
+var ErrInvalidArgument = errors.New("invalid argument")
+
+// LeaseTableOptions configures a LeaseTable. The zero value is a strongly
+// consistent table on its own ManualClock.
+type LeaseTableOptions struct {
+	// Clock is the table's time source. nil: a new ManualClock reading
+	// 2025-01-01T00:00:00Z, available from LeaseTable.Clock.
+	Clock Clock
+	// Seed seeds the choice of stale versions.
+	Seed uint64
+	// StaleLag bounds how stale an eventually consistent ListLeases may
+	// be: each row it returns is a version that was current at some time
+	// within [now-StaleLag, now] (including "no row"). 0 makes eventually
+	// consistent reads strongly consistent.
+	StaleLag time.Duration
+}
+
+// LeaseTable is an in-memory DynamoDB lease table that implements
+// engine.LeaseStore exactly as documented there: conditional creates,
+// updates and deletes, strongly consistent GetLease, ListLeases sorted by
+// key, and eventually consistent ListLeases that may return versions stale
+// by up to StaleLag. Rows are deep-copied in and out.
+//
+// Faults are injected through the embedded Faults; malformed rows through
+// InjectMalformed. Put, Remove, InjectMalformed and Snapshot act as an
+// operator with direct table access: they are never faulted nor counted.
+//
+// A LeaseTable is not safe for concurrent use. Create it with
+// NewLeaseTable.
+type LeaseTable struct {
+	Faults
+
+	clock Clock
+	rng   *rand.Rand
+	lag   time.Duration
+	rows  map[string]*history
+	keys  []string // sorted keys of rows
+	stats Stats
+}
+
+var _ engine.LeaseStore = (*LeaseTable)(nil)
+
+// NewLeaseTable returns an empty table configured by opts.
+func NewLeaseTable(opts LeaseTableOptions) *LeaseTable {
+	c := opts.Clock
+	if c == nil {
+		c = NewManualClock(defaultStart)
+	}
+	return &LeaseTable{
+		clock: c,
+		rng:   rand.New(rand.NewPCG(opts.Seed, opts.Seed^0x5eed1ea5e7ab1e)),
+		lag:   max(opts.StaleLag, 0),
+		rows:  make(map[string]*history),
+	}
+}
+
+// Clock returns the table's clock.
+func (t *LeaseTable) Clock() Clock { return t.clock }
+
+// Stats returns the call counts so far, per engine.Op.
+func (t *LeaseTable) Stats() Stats { return t.stats }
+
+// ListLeases returns every row, sorted by key: well-formed rows in
+// Leases, rows made by InjectMalformed in Malformed. With consistent true
+// it returns the latest version of every row; with consistent false each
+// row (and each row's presence) may be a version that was current at some
+// time within [now-StaleLag, now], chosen with the table's seeded source.
+// The Listing and every Lease in it belong to the caller.
+func (t *LeaseTable) ListLeases(ctx context.Context, consistent bool) (engine.Listing, error) {
+	const op = engine.OpListLeases
+	now := t.clock.Now()
+	if err := t.begin(ctx, op, "", now); err != nil {
+		return engine.Listing{}, err
+	}
+	l := t.list(now, consistent, true)
+	if err := t.after(op, "", ""); err != nil {
+		t.stats.count(op, err, true)
+		return engine.Listing{}, err
+	}
+	t.stats.count(op, nil, false)
+	return l, nil
+}
+
+// GetLease returns the latest version of the row key (a strongly
+// consistent read), an error wrapping engine.ErrNotFound if there is none,
+// or an error wrapping ErrMalformedRow for a malformed row. The Lease
+// belongs to the caller.
+func (t *LeaseTable) GetLease(ctx context.Context, key string) (engine.Lease, error) {
+	const op = engine.OpGetLease
+	now := t.clock.Now()
+	if err := t.begin(ctx, op, key, now); err != nil {
+		return engine.Lease{}, err
+	}
+	var l engine.Lease
+	var err error
+	h := t.rows[key]
+	switch {
+	case h == nil || h.current().state == rowAbsent:
+		err = &callError{op: op, subject: key, msg: "no such lease", err: engine.ErrNotFound}
+	case h.current().state == rowMalformed:
+		err = &callError{op: op, subject: key, msg: h.current().reason, err: ErrMalformedRow}
+	default:
+		l = h.current().lease.Clone()
+	}
+	return l, t.end(op, key, err)
+}
+
+// CreateLease writes a copy of l if no row with key l.Key exists (not even
+// a malformed one), else fails with an error wrapping
+// engine.ErrConditionFailed. An empty key is an invalid request.
+func (t *LeaseTable) CreateLease(ctx context.Context, l engine.Lease) error {
+	const op = engine.OpCreateLease
+	now := t.clock.Now()
+	if err := t.begin(ctx, op, l.Key, now); err != nil {
+		return err
+	}
+	var err error
+	h := t.rows[l.Key]
+	switch {
+	case l.Key == "":
+		err = &callError{op: op, msg: "empty leaseKey", err: ErrInvalidArgument}
+	case h != nil && h.current().state != rowAbsent:
+		err = newConditionError(op, l.Key, true, engine.Expect{}, h)
+	default:
+		t.write(l.Key, version{at: now, state: rowPresent, lease: l.Clone()}, now)
+	}
+	return t.end(op, l.Key, err)
+}
+
+// UpdateLease replaces the row l.Key by a copy of l if the stored row is
+// well formed and has expect's owner and counter, else fails with an error
+// wrapping engine.ErrConditionFailed (also when there is no row, or the
+// row is malformed).
+func (t *LeaseTable) UpdateLease(ctx context.Context, expect engine.Expect, l engine.Lease) error {
+	const op = engine.OpUpdateLease
+	now := t.clock.Now()
+	if err := t.begin(ctx, op, l.Key, now); err != nil {
+		return err
+	}
+	var err error
+	if h := t.rows[l.Key]; !matches(h, expect) {
+		err = newConditionError(op, l.Key, false, expect, h)
+	} else {
+		t.write(l.Key, version{at: now, state: rowPresent, lease: l.Clone()}, now)
+	}
+	return t.end(op, l.Key, err)
+}
+
+// DeleteLease removes the row key if it is well formed and has expect's
+// owner and counter, else fails with an error wrapping
+// engine.ErrConditionFailed.
+func (t *LeaseTable) DeleteLease(ctx context.Context, key string, expect engine.Expect) error {
+	const op = engine.OpDeleteLease
+	now := t.clock.Now()
+	if err := t.begin(ctx, op, key, now); err != nil {
+		return err
+	}
+	var err error
+	if h := t.rows[key]; !matches(h, expect) {
+		err = newConditionError(op, key, false, expect, h)
+	} else {
+		t.write(key, version{at: now, state: rowAbsent}, now)
+	}
+	return t.end(op, key, err)
+}
+
+// matches reports whether the current version of h is a well-formed row
+// with expect's owner and counter.
+func matches(h *history, expect engine.Expect) bool {
+	if h == nil {
+		return false
+	}
+	v := h.current()
+	return v.state == rowPresent && v.lease.Owner == expect.Owner && v.lease.Counter == expect.Counter
+}
+
+// Put writes a copy of l unconditionally, as an operator editing the
+// table would (for seeding a table in tests, e.g. with rows KCL wrote). It
+// is neither faulted nor counted. An empty key is rejected.
+func (t *LeaseTable) Put(l engine.Lease) error {
+	if l.Key == "" {
+		return &callError{msg: "Put: empty leaseKey", err: ErrInvalidArgument}
+	}
+	now := t.clock.Now()
+	t.write(l.Key, version{at: now, state: rowPresent, lease: l.Clone()}, now)
+	return nil
+}
+
+// Remove deletes the row key unconditionally (well formed or not), as an
+// operator would. It is neither faulted nor counted.
+func (t *LeaseTable) Remove(key string) {
+	if h := t.rows[key]; h != nil && h.current().state != rowAbsent {
+		now := t.clock.Now()
+		t.write(key, version{at: now, state: rowAbsent}, now)
+	}
+}
+
+// InjectMalformed replaces the row key by one that cannot be read as a
+// lease (a missing or wrongly typed attribute, described by reason).
+// ListLeases reports it in Listing.Malformed, GetLease fails with an error
+// wrapping ErrMalformedRow, CreateLease, UpdateLease and DeleteLease fail
+// their conditions on it. Remove or Put clears it.
+func (t *LeaseTable) InjectMalformed(key, reason string) {
+	now := t.clock.Now()
+	t.write(key, version{at: now, state: rowMalformed, reason: reason}, now)
+}
+
+// Snapshot returns the latest version of every row, sorted by key, like a
+// consistent ListLeases that is neither faulted nor counted (for checkers
+// at the end of a run). The Listing belongs to the caller.
+func (t *LeaseTable) Snapshot() engine.Listing {
+	return t.list(t.clock.Now(), true, false)
+}
+
+// begin starts a call: it fails it if ctx is done or an injected fault
+// says so, counting the failure.
+func (t *LeaseTable) begin(ctx context.Context, op engine.Op, key string, now time.Time) error {
+	if err := ctx.Err(); err != nil {
+		err = &callError{op: op, subject: key, err: err}
+		t.stats.count(op, err, false)
+		return err
+	}
+	if err := t.Faults.before(op, key, "", now); err != nil {
+		t.stats.count(op, err, true)
+		return err
+	}
+	return nil
+}
+
+// end finishes a call that executed with result err: a failure queued by
+// FailNextApplied replaces it. It counts the call.
+func (t *LeaseTable) end(op engine.Op, key string, err error) error {
+	if ferr := t.Faults.after(op, key, ""); ferr != nil {
+		t.stats.count(op, ferr, true)
+		return ferr
+	}
+	t.stats.count(op, err, false)
+	return err
+}
+
+// horizon returns the oldest time a stale read may reflect.
+func (t *LeaseTable) horizon(now time.Time) time.Time { return now.Add(-t.lag) }
+
+// write makes v the current version of key, creating or forgetting the
+// key's history as needed. v.lease must already be a private copy.
+func (t *LeaseTable) write(key string, v version, now time.Time) {
+	h := t.rows[key]
+	if h == nil {
+		if v.state == rowAbsent {
+			return
+		}
+		h = newHistory()
+		t.rows[key] = h
+		i, _ := slices.BinarySearch(t.keys, key)
+		t.keys = slices.Insert(t.keys, i, key)
+	}
+	h.write(v, t.horizon(now))
+	if h.gone() {
+		delete(t.rows, key)
+		if i, ok := slices.BinarySearch(t.keys, key); ok {
+			t.keys = slices.Delete(t.keys, i, i+1)
+		}
+	}
+}
+
+// list returns the rows in key order. Unless consistent, each row is a
+// version picked with t.rng among those current within the lag. With
+// prune it also drops versions no read can return any more and forgets
+// deleted keys; Snapshot passes false so that it stays a pure read.
+func (t *LeaseTable) list(now time.Time, consistent, prune bool) engine.Listing {
+	horizon := t.horizon(now)
+	out := engine.Listing{Leases: make([]engine.Lease, 0, len(t.keys))}
+	n := 0
+	for _, key := range t.keys {
+		h := t.rows[key]
+		if prune {
+			h.prune(horizon)
+			if h.gone() {
+				delete(t.rows, key)
+				continue
+			}
+			t.keys[n] = key
+			n++
+		}
+		v := h.current()
+		if !consistent {
+			if c := h.candidates(horizon); len(c) > 1 {
+				v = &c[t.rng.IntN(len(c))]
+			}
+		}
+		switch v.state {
+		case rowPresent:
+			out.Leases = append(out.Leases, v.lease.Clone())
+		case rowMalformed:
+			out.Malformed = append(out.Malformed, engine.MalformedRow{Key: key, Reason: v.reason})
+		}
+	}
+	if prune {
+		clear(t.keys[n:])
+		t.keys = t.keys[:n]
+	}
+	return out
+}
+
+// conditionError is the error of a conditional write whose condition did
+// not hold. It wraps engine.ErrConditionFailed and formats its message
+// only when asked.
+type conditionError struct {
+	op     engine.Op
+	key    string
+	create bool          // the condition was "no row"
+	want   engine.Expect // the condition of an update or delete
+	state  rowState      // the row found
+	found  engine.Expect // its owner and counter, if rowPresent
+	reason string        // its reason, if rowMalformed
+}
+
+// newConditionError describes the failed condition of a call of op on key
+// that found h (nil: no history).
+func newConditionError(op engine.Op, key string, create bool, want engine.Expect, h *history) error {
+	e := &conditionError{op: op, key: key, create: create, want: want}
+	if h != nil {
+		v := h.current()
+		e.state, e.found, e.reason = v.state, engine.ExpectOf(v.lease), v.reason
+	}
+	return e
+}
+
+func (e *conditionError) Error() string {
+	s := "fakes: " + e.op.String() + " " + e.key + ": condition failed: expected "
+	if e.create {
+		s += "no row"
+	} else {
+		s += "owner " + strconv.Quote(e.want.Owner) + " counter " + strconv.FormatInt(e.want.Counter, 10)
+	}
+	s += ", found "
+	switch e.state {
+	case rowAbsent:
+		s += "no row"
+	case rowMalformed:
+		s += "a malformed row (" + e.reason + ")"
+	default:
+		s += "owner " + strconv.Quote(e.found.Owner) + " counter " + strconv.FormatInt(e.found.Counter, 10)
+	}
+	return s
+}
+
+func (e *conditionError) Unwrap() error { return engine.ErrConditionFailed }
