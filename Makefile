@@ -23,3 +23,20 @@ lint: tools
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+# Local AWS-compatible servers (dynalite, kinesalite) on 127.0.0.1; see
+# scripts/localaws.sh. After localaws-start, run tests against them with
+# SHARDLEASE_LOCALAWS=1 (or `eval $(scripts/localaws.sh env)`).
+.PHONY: localaws-start localaws-stop test-contract
+localaws-start:
+	scripts/localaws.sh start
+
+localaws-stop:
+	scripts/localaws.sh stop
+
+# test-contract starts a private pair of local servers, runs the adapters'
+# and the fakes' contract tests against them (a missing server fails, never
+# skips), and always stops the servers.
+test-contract:
+	SHARDLEASE_REQUIRE_LOCALAWS=1 scripts/localaws.sh run -- \
+		$(GO) test -count=1 ./engine/dynamostore/... ./engine/kinesisstream/... ./fakes/...

@@ -7,6 +7,10 @@
 #   scripts/localaws.sh stop    stop both (SIGTERM by PID, SIGKILL after a few seconds)
 #   scripts/localaws.sh env     print the export line that points the AWS SDK at them
 #   scripts/localaws.sh status  say whether they are running
+#   scripts/localaws.sh run -- CMD...
+#                               start a private pair, run CMD with the env
+#                               exported, stop them whatever happens, exit
+#                               with CMD's status
 #
 # State (PIDs, ports, logs) lives in $LOCALAWS_STATE_DIR, default
 # .tmp/localaws under the repository root. Credentials printed by `env` are
@@ -142,10 +146,33 @@ cmd_status() {
   return $rc
 }
 
+# cmd_run starts a pair of servers of its own (in a fresh state directory
+# unless LOCALAWS_STATE_DIR is set), runs the command with their
+# environment, and always stops them.
+cmd_run() {
+  [[ "${1:-}" == "--" ]] && shift
+  (($# > 0)) || die "usage: $0 run -- COMMAND..."
+  local own=""
+  if [[ -z "${LOCALAWS_STATE_DIR:-}" ]]; then
+    STATE="$ROOT/.tmp/localaws-run-$$"
+    own=1
+  fi
+  # shellcheck disable=SC2064 # expand STATE and own now
+  trap "cmd_stop >&2; [[ -z '$own' ]] || rm -rf '$STATE'" EXIT
+  trap 'exit 130' INT
+  trap 'exit 143' TERM
+  cmd_start >&2
+  eval "$(cmd_env)"
+  local rc=0
+  "$@" || rc=$?
+  exit "$rc"
+}
+
 case "${1:-}" in
 start) cmd_start ;;
+run) shift; cmd_run "$@" ;;
 stop) cmd_stop ;;
 env) cmd_env ;;
 status) cmd_status ;;
-*) echo "usage: $0 start|stop|env|status" >&2; exit 2 ;;
+*) echo "usage: $0 start|stop|env|status|run -- CMD..." >&2; exit 2 ;;
 esac
