@@ -6,18 +6,19 @@ import "time"
 type evKind uint8
 
 const (
-	evTick      evKind = iota + 1 // wake a process (a = tick generation)
-	evApply                       // a call reaches the table or the stream (a = call slot)
-	evReply                       // a call's reply reaches its process (a = call slot)
-	evTimeout                     // a call's timeout fires at its process (a = call slot)
-	evJob                         // the processor finishes a job (a = job slot)
-	evCheckpointTimer             // the processor's periodic checkpoint
-	evPut                         // a producer puts a record
-	evRetention                   // retention trimming pass
-	evAction                      // a scheduled action (a = index)
-	evResume                      // a pause ends (a = pause id)
-	evHeal                        // the healing phase starts
-	evRetry                       // an SDK retry of a write reaches the table (a = call slot)
+	evTick            evKind = iota + 1 // wake a process (a = tick generation)
+	evApply                             // a call reaches the table or the stream (a = call slot)
+	evReply                             // a call's reply reaches its process (a = call slot)
+	evTimeout                           // a call's timeout fires at its process (a = call slot)
+	evJob                               // the processor finishes a job (a = job slot)
+	evCheckpointTimer                   // the processor's periodic checkpoint
+	evPut                               // a producer puts a record
+	evRetention                         // retention trimming pass
+	evAction                            // a scheduled action (a = index)
+	evResume                            // a pause ends (a = pause id)
+	evHeal                              // the healing phase starts
+	evRetry                             // an SDK retry of a write reaches the table (a = call slot)
+	evKill                              // a graceful shutdown took too long
 )
 
 // event is one entry of the queue, a plain value.

@@ -1,0 +1,264 @@
+package sim
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/shardlease/shardlease/engine"
+	"github.com/shardlease/shardlease/sim/check"
+	"github.com/shardlease/shardlease/sim/trace"
+)
+
+// Options configure one run. The zero value of a field means "draw it from
+// the seed" (the swarm), so Options{Seed: n} is a complete run.
+type Options struct {
+	Seed uint64
+	// Workers and Shards are the initial cluster and stream sizes.
+	Workers, Shards int
+	// Chaos is the length of the chaos phase; Quiet of the healing phase
+	// that follows (0: derived from the liveness bound).
+	Chaos, Quiet time.Duration
+	// Faults is "swarm" (or ""): each seed draws its own mix of fault
+	// classes; "none": no faults; or a comma-separated list of classes
+	// (see FaultClasses).
+	Faults string
+	// Engine, if set, adjusts the drawn engine configuration of every
+	// process (Owner, Streams, Seed and Trace are set by the simulator).
+	Engine func(*engine.Config)
+	// Actions are scripted actions (a named scenario), run in addition to
+	// the drawn fault schedule.
+	Actions []Action
+	// Scenario names the scripted actions for the replay command.
+	Scenario string
+	// Mutation plants a bug by tampering with what the workers send or
+	// receive (see Mutations). Empty: none.
+	Mutation string
+	// Trace, if set, receives the trace as JSON Lines.
+	Trace io.Writer
+	// KeepTrace returns the records in Result.Trace.
+	KeepTrace bool
+	// MaxEvents stops a run that processes more events (0: no limit).
+	MaxEvents uint64
+}
+
+// FaultClasses are the fault classes a swarm draws from. Those in
+// OutsideClasses break the engine's stated assumptions: a run with them may
+// break S1 (only).
+var FaultClasses = []string{
+	"clock-steps", "latency", "loss", "dup", "partition", "clog",
+	"crash", "pause", "shutdown", "scale", "rolling",
+	"table-throttle", "table-errors", "stale-reads",
+	"split", "merge", "stream-throttle", "expired-iterators", "retention", "bursts", "idle-shards",
+	"slow-processor", "failed-batches",
+}
+
+// OutsideClasses are the fault classes outside the assumptions.
+var OutsideClasses = []string{"drift-beyond", "long-pause", "dup-owner"}
+
+// Mutations are the planted bugs the simulator can apply without changing
+// the engine.
+var Mutations = map[string]string{
+	"unfenced-checkpoint":  "checkpoint writes reach the table without their owner/counter condition",
+	"unfenced-take":        "takes reach the table without their counter condition",
+	"orphan-children":      "ListShards and GetRecords hide every shard's parents",
+	"ignore-second-parent": "ListShards and GetRecords hide the second parent of merges",
+	"skip-on-resume":       "AFTER_SEQUENCE_NUMBER iterators start one record late",
+}
+
+// ActionKind names a scripted or drawn action.
+type ActionKind string
+
+// The actions.
+const (
+	ActCrash          ActionKind = "crash"      // Worker; restart after Dur (0: at healing); NewOwner
+	ActRestart        ActionKind = "restart"    // Worker (if down); NewOwner
+	ActPause          ActionKind = "pause"      // Worker for Dur; MidAct holds the effects of the step in progress
+	ActShutdown       ActionKind = "shutdown"   // Worker, graceful; restart after Dur (0: never)
+	ActScaleOut       ActionKind = "scale-out"  // a new worker
+	ActScaleIn        ActionKind = "scale-in"   // Worker shuts down for good
+	ActPartition      ActionKind = "partition"  // Workers from Target ("table", "stream", "both") in Dir ("both", "request", "reply") for Dur
+	ActClog           ActionKind = "clog"       // Workers' links to Target get Extra latency for Dur
+	ActClockStep      ActionKind = "clock-step" // Worker's wall clock jumps by Extra (may be negative)
+	ActSplit          ActionKind = "split"      // Shard ("" any open shard)
+	ActMerge          ActionKind = "merge"      // Shard and its neighbour ("" any adjacent pair)
+	ActTableThrottle  ActionKind = "table-throttle"
+	ActStreamThrottle ActionKind = "stream-throttle" // Value of the calls throttled for Dur
+	ActBurst          ActionKind = "burst"           // put rate times Value for Dur
+	ActDupOwner       ActionKind = "dup-owner"       // a second live process with Worker's owner id (outside the assumptions)
+)
+
+// Action is one timed action of a schedule.
+type Action struct {
+	At       time.Duration
+	Kind     ActionKind
+	Worker   int
+	Workers  []int
+	Shard    string
+	Target   string
+	Dir      string
+	Dur      time.Duration
+	Extra    time.Duration
+	Value    float64
+	NewOwner bool
+	MidAct   bool
+}
+
+func (a Action) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%8.3fs %s", a.At.Seconds(), a.Kind)
+	switch a.Kind {
+	case ActCrash, ActRestart, ActPause, ActShutdown, ActScaleIn, ActClockStep, ActDupOwner:
+		fmt.Fprintf(&b, " w%d", a.Worker)
+	}
+	if len(a.Workers) > 0 {
+		fmt.Fprintf(&b, " workers=%v", a.Workers)
+	}
+	if a.Shard != "" {
+		b.WriteString(" " + a.Shard)
+	}
+	if a.Target != "" {
+		b.WriteString(" target=" + a.Target)
+	}
+	if a.Dir != "" {
+		b.WriteString(" dir=" + a.Dir)
+	}
+	if a.Dur != 0 {
+		fmt.Fprintf(&b, " for %v", a.Dur)
+	}
+	if a.Extra != 0 {
+		fmt.Fprintf(&b, " by %v", a.Extra)
+	}
+	if a.Value != 0 {
+		b.WriteString(" x" + strconv.FormatFloat(a.Value, 'g', 3, 64))
+	}
+	if a.NewOwner {
+		b.WriteString(" new-owner")
+	}
+	if a.MidAct {
+		b.WriteString(" mid-act")
+	}
+	return b.String()
+}
+
+// Figures are the measurements every run reports.
+type Figures struct {
+	Failovers              int
+	FailoverP50            time.Duration
+	FailoverMax            time.Duration
+	Handoffs               int
+	RedeliveriesPerHandoff float64
+	TableOpsPerShardHour   float64
+	StreamOpsPerShardHour  float64
+	Puts                   int
+	LostToRetention        int
+}
+
+// Result is the outcome of one run.
+type Result struct {
+	World    World
+	Schedule []Action
+	// Inside is true if the run stayed inside the engine's assumptions;
+	// Outside lists why not.
+	Inside  bool
+	Outside []string
+	// TraceHash is the FNV-64a hash of the canonical encoding of every
+	// record.
+	TraceHash      uint64
+	Events         uint64
+	Records        int
+	VirtualSeconds float64
+	// Violations break the run. Tolerated are S1 violations of a run
+	// outside the assumptions.
+	Violations []check.Violation
+	Tolerated  []check.Violation
+	Figures    Figures
+	Trace      []trace.Record
+	Final      []engine.Lease
+	Replay     string
+}
+
+// OK reports whether the run broke no invariant.
+func (r *Result) OK() bool { return len(r.Violations) == 0 }
+
+// Tier returns "inside" or "outside" the assumptions.
+func (r *Result) Tier() string {
+	if r.Inside {
+		return "inside"
+	}
+	return "outside"
+}
+
+// Summary returns the human summary of the run: the drawn world, the fault
+// schedule, the tier, the figures and the violations.
+func (r *Result) Summary() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "seed %d: %s\n", r.World.Seed, r.World)
+	fmt.Fprintf(&b, "tier: %s", r.Tier())
+	if !r.Inside {
+		fmt.Fprintf(&b, " (%s)", strings.Join(r.Outside, "; "))
+	}
+	fmt.Fprintf(&b, "\ntrace hash: %016x, %d records, %d events, %.0f virtual seconds\n", r.TraceHash, r.Records, r.Events, r.VirtualSeconds)
+	f := r.Figures
+	fmt.Fprintf(&b, "figures: failovers %d (p50 %v, max %v), handoffs %d, re-deliveries/handoff %.2f, table ops/shard-hour %.0f, stream ops/shard-hour %.0f, puts %d, lost to retention %d\n",
+		f.Failovers, f.FailoverP50, f.FailoverMax, f.Handoffs, f.RedeliveriesPerHandoff, f.TableOpsPerShardHour, f.StreamOpsPerShardHour, f.Puts, f.LostToRetention)
+	fmt.Fprintf(&b, "schedule (%d actions):\n", len(r.Schedule))
+	for _, a := range r.Schedule {
+		b.WriteString("  " + a.String() + "\n")
+	}
+	if len(r.Violations) == 0 {
+		b.WriteString("no violations\n")
+	}
+	for _, v := range r.Violations {
+		b.WriteString(FormatViolation(v))
+	}
+	for _, v := range r.Tolerated {
+		b.WriteString("tolerated (outside the assumptions): " + v.String() + "\n")
+	}
+	if r.Replay != "" {
+		b.WriteString("replay: " + r.Replay + "\n")
+	}
+	return b.String()
+}
+
+// FormatViolation renders a violation with its excerpt and replay line.
+func FormatViolation(v check.Violation) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "VIOLATION %s shard=%s workers=%v window=[%v, %v] seed=%d\n  %s\n", v.Invariant, v.Key, v.Workers, v.From, v.To, v.Seed, v.Detail)
+	for _, l := range v.Excerpt {
+		b.WriteString("    " + l + "\n")
+	}
+	if v.Replay != "" {
+		b.WriteString("  replay: " + v.Replay + "\n")
+	}
+	return b.String()
+}
+
+// ReplayCommand returns the command line that replays a run of o.
+func ReplayCommand(o Options) string {
+	s := "go run ./cmd/simrun -seed " + strconv.FormatUint(o.Seed, 10)
+	if o.Workers != 0 {
+		s += " -workers " + strconv.Itoa(o.Workers)
+	}
+	if o.Shards != 0 {
+		s += " -shards " + strconv.Itoa(o.Shards)
+	}
+	if o.Chaos != 0 {
+		s += " -chaos " + o.Chaos.String()
+	}
+	if o.Quiet != 0 {
+		s += " -quiet " + o.Quiet.String()
+	}
+	if o.Faults != "" && o.Faults != "swarm" {
+		s += " -faults " + o.Faults
+	}
+	if o.Scenario != "" {
+		s += " -scenario " + o.Scenario
+	}
+	if o.Mutation != "" {
+		s += " -mutation " + o.Mutation
+	}
+	return s
+}

@@ -1,0 +1,264 @@
+package sim
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/shardlease/shardlease/engine"
+)
+
+// World is the drawn configuration of one run.
+type World struct {
+	Seed           uint64
+	Workers        int
+	Shards         int
+	Chaos, Quiet   time.Duration
+	Faults         []string // the fault classes in force during the chaos phase
+	Engine         EngineParams
+	Rates          Rates
+	TableLatency   Latency
+	StreamLatency  Latency
+	CallTimeout    time.Duration
+	Retention      time.Duration
+	PutRate        float64       // records per second per initial shard
+	DriftBound     float64       // the drift the workers' clocks actually have, at most
+	CheckpointPace time.Duration // the processor checkpoints at least this often
+	Bound          time.Duration // liveness bound after healing
+	Balance        bool          // L1 checks balance
+}
+
+// EngineParams are the drawn engine settings (zero: the engine default).
+type EngineParams struct {
+	LeaseDuration, RenewInterval, SafetyMargin time.Duration
+	MaxClockDrift                              float64
+	TakeInterval, ShardSyncInterval            time.Duration
+	MaxLeasesForWorker, MaxLeasesToStealAtOnce int
+	GetRecordsLimit                            int
+	IdleTimeBetweenReads                       time.Duration
+	ConsistentTakeScans                        bool
+}
+
+// Rates are the per-call fault rates of the chaos phase.
+type Rates struct {
+	RequestLoss, ReplyLoss, Dup            float64
+	TableThrottle, TableTransient          float64
+	StaleRead                              float64
+	StaleLag                               time.Duration
+	StreamThrottle, ExpiredIterator        float64
+	SlowProcessor, FailedBatch, Checkpoint float64
+}
+
+// Latency is a link's latency distribution: Base plus an exponential tail
+// of mean Tail, and a spike of 10x with probability Spike.
+type Latency struct {
+	Base, Tail time.Duration
+	Spike      float64
+}
+
+func (l Latency) draw(r rng) time.Duration {
+	d := l.Base + r.exp(l.Tail)
+	if r.chance(l.Spike) {
+		d *= 10
+	}
+	return d
+}
+
+func (w World) String() string {
+	e := w.Engine
+	return fmt.Sprintf("%d workers, %d shards, chaos %v + quiet %v, faults [%s]; engine lease %v renew %v margin %v drift %.4f take %v sync %v maxLeases %d steal %d limit %d idle %v consistentScans %v; "+
+		"rates %+v; table latency %v+%v, stream latency %v+%v, call timeout %v, retention %v, put rate %.2f/s/shard, clock drift ±%.4f, checkpoint pace %v, liveness bound %v, balance %v",
+		w.Workers, w.Shards, w.Chaos, w.Quiet, strings.Join(w.Faults, ","), e.LeaseDuration, e.RenewInterval, e.SafetyMargin, e.MaxClockDrift,
+		e.TakeInterval, e.ShardSyncInterval, e.MaxLeasesForWorker, e.MaxLeasesToStealAtOnce, e.GetRecordsLimit, e.IdleTimeBetweenReads, e.ConsistentTakeScans,
+		w.Rates, w.TableLatency.Base, w.TableLatency.Tail, w.StreamLatency.Base, w.StreamLatency.Tail, w.CallTimeout, w.Retention, w.PutRate, w.DriftBound, w.CheckpointPace, w.Bound, w.Balance)
+}
+
+func (w World) has(class string) bool {
+	for _, f := range w.Faults {
+		if f == class {
+			return true
+		}
+	}
+	return false
+}
+
+// engineConfig returns the engine configuration for one process.
+func (w World) engineConfig(owner string, seed uint64) engine.Config {
+	e := w.Engine
+	return engine.Config{
+		Owner:                  owner,
+		Streams:                []engine.StreamConfig{{Name: streamName, InitialPosition: engine.TrimHorizon}},
+		LeaseDuration:          e.LeaseDuration,
+		RenewInterval:          e.RenewInterval,
+		SafetyMargin:           e.SafetyMargin,
+		MaxClockDrift:          e.MaxClockDrift,
+		TakeInterval:           e.TakeInterval,
+		ShardSyncInterval:      e.ShardSyncInterval,
+		MaxLeasesForWorker:     e.MaxLeasesForWorker,
+		MaxLeasesToStealAtOnce: e.MaxLeasesToStealAtOnce,
+		GetRecordsLimit:        e.GetRecordsLimit,
+		IdleTimeBetweenReads:   e.IdleTimeBetweenReads,
+		ConsistentTakeScans:    e.ConsistentTakeScans,
+		Seed:                   seed,
+	}
+}
+
+const streamName = "sim-stream"
+
+// drawWorld draws the configuration of a run from its seed and options.
+func drawWorld(o Options) (World, error) {
+	r := newRNG(o.Seed, streamConfig)
+	w := World{Seed: o.Seed}
+	w.Workers = o.Workers
+	if w.Workers <= 0 {
+		w.Workers = r.intIn(1, 8)
+	}
+	w.Shards = o.Shards
+	if w.Shards <= 0 {
+		w.Shards = r.intIn(1, 24)
+	}
+	w.Chaos = o.Chaos
+	if w.Chaos <= 0 {
+		w.Chaos = r.between(60*time.Second, 180*time.Second).Round(time.Second)
+	}
+
+	// engine configuration
+	e := &w.Engine
+	e.LeaseDuration = r.logUniform(3*time.Second, 20*time.Second).Round(100 * time.Millisecond)
+	e.RenewInterval = (e.LeaseDuration / time.Duration(r.intIn(3, 6))).Round(10 * time.Millisecond)
+	e.MaxClockDrift = math.Round(r.rangeF(0.001, 0.05)*1e4) / 1e4
+	min := engine.MinSafetyMargin(e.LeaseDuration, e.MaxClockDrift)
+	if r.chance(0.5) {
+		hi := (e.LeaseDuration - e.RenewInterval) / 2
+		e.SafetyMargin = r.between(min, hi).Round(time.Millisecond)
+		if e.SafetyMargin < min {
+			e.SafetyMargin = min
+		}
+	}
+	if r.chance(0.5) {
+		e.TakeInterval = time.Duration(float64(e.LeaseDuration) * r.rangeF(0.5, 1.5)).Round(100 * time.Millisecond)
+	}
+	if r.chance(0.5) {
+		e.ShardSyncInterval = r.between(3*time.Second, 30*time.Second).Round(time.Second)
+	}
+	switch r.IntN(6) {
+	case 0:
+		e.MaxLeasesToStealAtOnce = -1
+	case 1:
+		e.MaxLeasesToStealAtOnce = 2
+	}
+	if r.chance(0.1) {
+		e.MaxLeasesForWorker = (w.Shards+w.Workers-1)/w.Workers + 2
+	}
+	e.GetRecordsLimit = []int{10, 50, 100, 1000, 10000}[r.IntN(5)]
+	e.IdleTimeBetweenReads = r.between(100*time.Millisecond, 1500*time.Millisecond).Round(10 * time.Millisecond)
+	e.ConsistentTakeScans = r.chance(0.3)
+	if o.Engine != nil {
+		c := w.engineConfig("probe", 1)
+		o.Engine(&c)
+		*e = EngineParams{c.LeaseDuration, c.RenewInterval, c.SafetyMargin, c.MaxClockDrift, c.TakeInterval, c.ShardSyncInterval,
+			c.MaxLeasesForWorker, c.MaxLeasesToStealAtOnce, c.GetRecordsLimit, c.IdleTimeBetweenReads, c.ConsistentTakeScans}
+	}
+	full, err := w.engineConfig("probe", 1).Validate()
+	if err != nil {
+		return w, err
+	}
+
+	// fault classes
+	switch f := strings.TrimSpace(o.Faults); f {
+	case "", "swarm":
+		for _, c := range FaultClasses {
+			if r.chance(0.45) {
+				w.Faults = append(w.Faults, c)
+			}
+		}
+		for _, c := range OutsideClasses {
+			if r.chance(0.04) {
+				w.Faults = append(w.Faults, c)
+			}
+		}
+	case "none":
+	case "all":
+		w.Faults = append([]string(nil), FaultClasses...)
+	default:
+		known := map[string]bool{}
+		for _, c := range append(append([]string(nil), FaultClasses...), OutsideClasses...) {
+			known[c] = true
+		}
+		for _, c := range strings.Split(f, ",") {
+			c = strings.TrimSpace(c)
+			if !known[c] {
+				return w, fmt.Errorf("sim: unknown fault class %q", c)
+			}
+			w.Faults = append(w.Faults, c)
+		}
+		sort.Strings(w.Faults)
+	}
+
+	// rates and distributions
+	w.TableLatency = Latency{Base: r.between(time.Millisecond, 10*time.Millisecond), Tail: r.between(time.Millisecond, 10*time.Millisecond)}
+	w.StreamLatency = Latency{Base: r.between(2*time.Millisecond, 20*time.Millisecond), Tail: r.between(time.Millisecond, 20*time.Millisecond)}
+	w.CallTimeout = r.between(500*time.Millisecond, 3*time.Second).Round(10 * time.Millisecond)
+	if w.has("latency") {
+		w.TableLatency.Tail *= time.Duration(r.intIn(2, 20))
+		w.StreamLatency.Tail *= time.Duration(r.intIn(2, 20))
+		w.TableLatency.Spike = r.rangeF(0.001, 0.05)
+		w.StreamLatency.Spike = r.rangeF(0.001, 0.05)
+	}
+	rt := &w.Rates
+	if w.has("loss") {
+		rt.RequestLoss = r.rangeF(0.001, 0.05)
+		rt.ReplyLoss = r.rangeF(0.001, 0.05)
+	}
+	if w.has("dup") {
+		rt.Dup = r.rangeF(0.001, 0.05)
+	}
+	if w.has("table-throttle") {
+		rt.TableThrottle = r.rangeF(0.001, 0.1)
+	}
+	if w.has("table-errors") {
+		rt.TableTransient = r.rangeF(0.001, 0.05)
+	}
+	if w.has("stale-reads") {
+		rt.StaleRead = r.rangeF(0.1, 1)
+		rt.StaleLag = r.between(100*time.Millisecond, 2*full.LeaseDuration)
+	}
+	if w.has("stream-throttle") {
+		rt.StreamThrottle = r.rangeF(0.01, 0.2)
+	}
+	if w.has("expired-iterators") {
+		rt.ExpiredIterator = r.rangeF(0.001, 0.05)
+	}
+	if w.has("slow-processor") {
+		rt.SlowProcessor = r.rangeF(0.005, 0.1)
+	}
+	if w.has("failed-batches") {
+		rt.FailedBatch = r.rangeF(0.01, 0.2)
+	}
+	rt.Checkpoint = r.rangeF(0.05, 1)
+	w.CheckpointPace = r.between(time.Second, 20*time.Second).Round(100 * time.Millisecond)
+	w.Retention = 24 * time.Hour
+	if w.has("retention") {
+		w.Retention = r.between(30*time.Second, 5*time.Minute).Round(time.Second)
+	}
+	w.PutRate = r.rangeF(0.1, 5)
+	w.DriftBound = full.MaxClockDrift / 2 * 0.98
+	if w.has("drift-beyond") {
+		w.DriftBound = full.MaxClockDrift * r.rangeF(2, 10)
+	}
+
+	// the liveness bound, from the configuration
+	b := 2*full.LeaseDuration + 2*full.TakeInterval + 2*full.ShardSyncInterval + 2*full.RenewInterval +
+		8*w.CallTimeout + 4*full.IdleTimeBetweenReads + w.CheckpointPace + 10*time.Second
+	w.Bound = b.Round(time.Second)
+	w.Balance = full.MaxLeasesToStealAtOnce > 0 && full.MaxLeasesForWorker == 0
+	w.Quiet = o.Quiet
+	if w.Quiet <= 0 {
+		per := (w.Shards*3+w.Workers-1)/w.Workers + 3
+		w.Quiet = 3*w.Bound + time.Duration(per)*(full.TakeInterval+full.LeaseDuration)
+		w.Quiet = w.Quiet.Round(time.Second)
+	}
+	return w, nil
+}
