@@ -2,6 +2,8 @@ package kinesisstream_test
 
 import (
 	"context"
+	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -10,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	"github.com/shardlease/shardlease/engine"
 	"github.com/shardlease/shardlease/engine/kinesisstream"
+	"github.com/shardlease/shardlease/engine/streamtest"
 	"github.com/shardlease/shardlease/internal/localaws"
 )
 
@@ -48,6 +51,7 @@ func client(t *testing.T) (*kinesis.Client, localaws.Target) {
 type harness struct {
 	c      *kinesis.Client
 	stream *kinesisstream.Stream
+	puts   atomic.Int64
 }
 
 func (h *harness) Stream() engine.Stream { return h.stream }
@@ -57,16 +61,17 @@ func (h *harness) CreateStream(t *testing.T, shards int) string {
 	return newStream(t, h.c, shards)
 }
 
-func (h *harness) Put(t *testing.T, stream, partitionKey, hashKey string, data []byte) (string, string) {
+func (h *harness) Put(t *testing.T, stream, hashKey string, data []byte) streamtest.Written {
 	t.Helper()
+	pk := fmt.Sprintf("pk-%d", h.puts.Add(1))
 	out, err := h.c.PutRecord(ctx(t), &kinesis.PutRecordInput{
-		StreamName: aws.String(stream), PartitionKey: aws.String(partitionKey),
+		StreamName: aws.String(stream), PartitionKey: aws.String(pk),
 		ExplicitHashKey: aws.String(hashKey), Data: data,
 	})
 	if err != nil {
 		t.Fatalf("PutRecord: %v", err)
 	}
-	return aws.ToString(out.ShardId), aws.ToString(out.SequenceNumber)
+	return streamtest.Written{PartitionKey: pk, Shard: aws.ToString(out.ShardId), Sequence: aws.ToString(out.SequenceNumber)}
 }
 
 func (h *harness) Split(t *testing.T, stream, shard, newStartingHashKey string) {

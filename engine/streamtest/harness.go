@@ -16,10 +16,12 @@ type Harness interface {
 	// Kinesis does, waits until it can be read, and returns its name
 	// (unique for the harness).
 	CreateStream(t *testing.T, shards int) string
-	// Put writes one record with the explicit hash key hashKey (a decimal
-	// 128-bit number) and returns the shard that took it and its sequence
-	// number. Records put later must not get an earlier arrival time.
-	Put(t *testing.T, stream, partitionKey, hashKey string, data []byte) (shard, sequence string)
+	// Put writes one record holding data on the open shard whose hash
+	// range holds hashKey (a decimal 128-bit number). A stream that takes
+	// explicit hash keys is given hashKey; one that routes only by
+	// partition key gets a partition key that hashes into that shard.
+	// Records put later must not get an earlier arrival time.
+	Put(t *testing.T, stream, hashKey string, data []byte) Written
 	// Split splits shard at newStartingHashKey (the first hash key of the
 	// second child) and waits until the children can be read.
 	Split(t *testing.T, stream, shard, newStartingHashKey string)
@@ -35,4 +37,11 @@ type Harness interface {
 type Expirer interface {
 	// ExpireIterators makes every iterator handed out so far expired.
 	ExpireIterators(t *testing.T)
+}
+
+// Written says where Harness.Put wrote a record.
+type Written struct {
+	PartitionKey string
+	Shard        string
+	Sequence     string
 }

@@ -102,8 +102,9 @@ func (x *suite) putOn(stream string, sh engine.Shard, n int, tag string) []put {
 	x.t.Helper()
 	var out []put
 	for i := 0; i < n; i++ {
-		p := put{key: fmt.Sprintf("%s-%d", tag, i), data: []byte(fmt.Sprintf("%s record %d", tag, i))}
-		p.shard, p.seq = x.h.Put(x.t, stream, p.key, sh.StartingHashKey, p.data)
+		p := put{data: []byte(fmt.Sprintf("%s record %d", tag, i))}
+		w := x.h.Put(x.t, stream, sh.StartingHashKey, p.data)
+		p.key, p.shard, p.seq = w.PartitionKey, w.Shard, w.Sequence
 		if p.shard != sh.ID {
 			x.t.Fatalf("record with hash key %s went to shard %s, want %s", sh.StartingHashKey, p.shard, sh.ID)
 		}
