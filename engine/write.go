@@ -125,9 +125,18 @@ func (w *Worker) onResolveResult(key string, r Result) {
 			w.writeNotApplied(wr, false)
 		case r.Lease.Equal(wr.row):
 			w.emitResolved(wr, "applied")
+			// The row may have been written by an earlier attempt at
+			// the same version (see ghost): the validity it gives starts
+			// at the earliest such send.
+			if g, ok := w.ghosts[wr.key]; ok && g.expect == wr.expect && g.sentAt < wr.sentAt {
+				wr.sentAt = g.sentAt
+			}
 			w.writeApplied(wr)
 		case !wr.condFailed && r.Lease.Owner == wr.expect.Owner && r.Lease.Counter == wr.expect.Counter:
 			w.emitResolved(wr, "not applied")
+			if g, ok := w.ghosts[wr.key]; !ok || g.expect != wr.expect || wr.sentAt < g.sentAt {
+				w.ghosts[wr.key] = ghost{expect: wr.expect, sentAt: wr.sentAt}
+			}
 			w.writeNotApplied(wr, false)
 		default:
 			w.emitResolved(wr, "superseded")
@@ -150,6 +159,19 @@ func (w *Worker) onResolveResult(key string, r Result) {
 	}
 }
 
+// ghost is a write of unknown outcome that a re-read found not applied.
+// The read only shows that the request had not landed yet: it may still be
+// in flight and land later, writing the very row that a retry at the same
+// version writes. A retry that is then found applied by a re-read (its own
+// condition failed, or its reply was lost too) cannot tell which attempt
+// landed, so its validity starts at the ghost's send time. A retry whose
+// reply is a success needs no such care: it applied itself, so the ghost
+// did not land before it and cannot land after it.
+type ghost struct {
+	expect Expect
+	sentAt time.Duration
+}
+
 func (w *Worker) emitResolved(wr *write, how string) {
 	if w.trace != nil {
 		w.emit(TraceEvent{Kind: TraceResolved, Key: wr.key, Shard: w.refOf(wr.key), Counter: wr.row.Counter, Reason: wr.kind.String() + " " + how})
@@ -164,6 +186,7 @@ func (w *Worker) retryResolve(wr *write) {
 }
 
 func (w *Worker) writeApplied(wr *write) {
+	delete(w.ghosts, wr.key) // the row moved on: no earlier attempt can land
 	switch wr.kind {
 	case wTake:
 		delete(w.writes, wr.key)
@@ -203,6 +226,7 @@ func (w *Worker) writeNotApplied(wr *write, throttled bool) {
 }
 
 func (w *Worker) writeSuperseded(wr *write) {
+	delete(w.ghosts, wr.key)
 	switch wr.kind {
 	case wTake, wCreate, wDelete:
 		delete(w.writes, wr.key)
