@@ -8,10 +8,12 @@ STATICCHECK_VERSION := v0.8.2
 
 all: lint test
 
-# test installs what the tests need and runs every test.
+# test installs what the tests need (staticcheck, the local AWS-compatible
+# servers through npm ci) and runs every test with the servers up: a test
+# that needs them fails rather than skips.
 test: tools
 	$(GO) vet ./...
-	$(GO) test -count=1 ./...
+	SHARDLEASE_REQUIRE_LOCALAWS=1 scripts/localaws.sh run -- $(GO) test -count=1 ./...
 
 tools:
 	@test -x $(GOBIN)/staticcheck || $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
