@@ -223,7 +223,7 @@ func (s *simulator) act(a Action) {
 		}
 		s.fault(desc, "")
 		if a.Kind == ActScaleIn {
-			if s.desiredCount() <= 1 {
+			if n := s.desiredCount(); n <= 1 || (s.full.MaxLeasesForWorker > 0 && n <= s.w.Workers) {
 				return
 			}
 			sl.desired = false

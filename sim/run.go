@@ -380,6 +380,15 @@ func (s *simulator) schedCall(i int, at time.Duration, k evKind) {
 }
 
 func writeClass(c *engine.Call, sent []sentInfo) string {
+	key, counter := c.Lease.Key, c.Lease.Counter
+	if c.Op == engine.OpDeleteLease {
+		key, counter = c.Key, 0
+	}
+	for _, si := range sent {
+		if si.key == key && si.counter == counter && si.reason != "" {
+			return si.reason
+		}
+	}
 	switch c.Op {
 	case engine.OpCreateLease:
 		return trace.WriteCreate
@@ -388,17 +397,12 @@ func writeClass(c *engine.Call, sent []sentInfo) string {
 	case engine.OpUpdateLease:
 		if c.Lease.Owner != c.Expect.Owner {
 			if c.Lease.Owner == "" {
+				if c.Lease.Checkpoint.IsShardEnd() {
+					return trace.WriteShardEnd
+				}
 				return trace.WriteRelease
 			}
 			return trace.WriteTake
-		}
-		for _, si := range sent {
-			if si.key == c.Lease.Key && si.counter == c.Lease.Counter && si.reason != "" {
-				switch si.reason {
-				case trace.WriteCheckpoint, trace.WriteRenew:
-					return si.reason
-				}
-			}
 		}
 		return trace.WriteRenew
 	}
@@ -855,10 +859,14 @@ func (s *simulator) onCheckpointTimer(p *proc) {
 
 func (s *simulator) onPut() {
 	var h uint64
+	width := ^uint64(0) / uint64(len(s.idle))
 	for tries := 0; ; tries++ {
 		h = s.rWork.Uint64()
-		i := int(h / (^uint64(0)/uint64(len(s.idle)) + 1))
-		if i >= len(s.idle) || !s.idle[i] || tries > 20 || s.healed {
+		i := int(h / width)
+		if i >= len(s.idle) {
+			i = len(s.idle) - 1
+		}
+		if !s.idle[i] || tries > 20 || s.healed {
 			break
 		}
 	}

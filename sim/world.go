@@ -127,7 +127,7 @@ func drawWorld(o Options) (World, error) {
 	// engine configuration
 	e := &w.Engine
 	e.LeaseDuration = r.logUniform(3*time.Second, 20*time.Second).Round(100 * time.Millisecond)
-	e.RenewInterval = (e.LeaseDuration / time.Duration(r.intIn(3, 6))).Round(10 * time.Millisecond)
+	e.RenewInterval = (e.LeaseDuration / time.Duration(r.intIn(3, 6))).Truncate(10 * time.Millisecond)
 	e.MaxClockDrift = math.Round(r.rangeF(0.001, 0.05)*1e4) / 1e4
 	min := engine.MinSafetyMargin(e.LeaseDuration, e.MaxClockDrift)
 	if r.chance(0.5) {
@@ -150,7 +150,9 @@ func drawWorld(o Options) (World, error) {
 		e.MaxLeasesToStealAtOnce = 2
 	}
 	if r.chance(0.1) {
-		e.MaxLeasesForWorker = (w.Shards+w.Workers-1)/w.Workers + 2
+		// room for every shard a run can open (splits included) on the
+		// initial workers, which scale-in never goes below with a cap
+		e.MaxLeasesForWorker = (2*w.Shards+4+w.Workers-1)/w.Workers + 1
 	}
 	e.GetRecordsLimit = []int{10, 50, 100, 1000, 10000}[r.IntN(5)]
 	e.IdleTimeBetweenReads = r.between(100*time.Millisecond, 1500*time.Millisecond).Round(10 * time.Millisecond)

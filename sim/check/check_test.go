@@ -118,6 +118,15 @@ func TestS2(t *testing.T) {
 	bad2 := (&hb{recs: append([]trace.Record(nil), ok.recs[:3]...)}).
 		add(4, trace.KindApply, 2, "s0", write(engine.OpUpdateLease, trace.WriteTake, "w1", 2, "w2", 3, "5"))
 	expect(t, CheckS2(bad2.recs, Options{}), S2, 1)
+	// a delete of a finished, unowned row by anyone is fine
+	ok3 := (&hb{recs: append([]trace.Record(nil), ok.recs...)}).
+		add(6, trace.KindApply, 2, "s0", write(engine.OpUpdateLease, trace.WriteShardEnd, "w2", 5, "", 6, "SHARD_END")).
+		add(7, trace.KindApply, 1, "s0", write(engine.OpDeleteLease, trace.WriteDelete, "", 6, "", 0, ""))
+	expect(t, CheckS2(ok3.recs, Options{}), S2, 0)
+	// a renew of a row the writer released lands: not fenced
+	bad3 := (&hb{recs: append([]trace.Record(nil), ok3.recs[:6]...)}).
+		add(7, trace.KindApply, 2, "s0", write(engine.OpUpdateLease, trace.WriteRenew, "", 6, "", 7, "SHARD_END"))
+	expect(t, CheckS2(bad3.recs, Options{}), S2, 1)
 	// failed writes do not count
 	ok2 := (&hb{recs: append([]trace.Record(nil), ok.recs...)}).
 		add(6, trace.KindApply, 1, "s0", func(r *trace.Record) {

@@ -129,6 +129,7 @@ const (
 	WriteRenew      = "renew"
 	WriteCheckpoint = "checkpoint"
 	WriteRelease    = "release"
+	WriteShardEnd   = "shard-end"
 	WriteCreate     = "create"
 	WriteDelete     = "delete"
 )
@@ -180,7 +181,7 @@ func (r *Record) IsAct() bool {
 	case Acting, KindReceived:
 		return true
 	case KindSend:
-		return r.Reason == WriteCheckpoint
+		return r.Reason == WriteCheckpoint || r.Reason == WriteShardEnd
 	}
 	return false
 }

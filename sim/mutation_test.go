@@ -1,0 +1,61 @@
+package sim
+
+import (
+	"github.com/shardlease/shardlease/sim/check"
+	"testing"
+)
+
+// knownEngineBug reports whether v is the engine bug reported in the sim
+// report: after its own release or shard-end write applied, a worker sends
+// one more write (a renew or a second release) of the now unowned row,
+// which lands. The swarm counts these apart unless -sim.strict is set.
+func knownEngineBug(v check.Violation) bool {
+	return v.Invariant == "S2" && len(v.Workers) == 1 && containsStr(v.Detail, "landed while the row was held by <none>")
+}
+
+func containsStr(s, sub string) bool {
+	for i := 0; i+len(sub) <= len(s); i++ {
+		if s[i:i+len(sub)] == sub {
+			return true
+		}
+	}
+	return false
+}
+
+// mutationCase is a planted bug and the fault mix that exposes it.
+type mutationCase struct {
+	mutation  string
+	faults    string
+	invariant string // the invariant that must catch it
+}
+
+var mutationCases = []mutationCase{
+	{"unfenced-checkpoint", "partition,pause,crash,clog", "S2"},
+	{"unfenced-take", "partition,clog,latency", "S2"},
+	{"orphan-children", "split,merge", "S5"},
+	{"ignore-second-parent", "merge", "S5"},
+	{"skip-on-resume", "crash,shutdown,partition", "S4"},
+}
+
+// TestMutationsCaught runs the engine with a planted bug on a few seeds:
+// the simulator must catch each within the bound.
+func TestMutationsCaught(t *testing.T) {
+	const bound = 10
+	for _, mc := range mutationCases {
+		t.Run(mc.mutation, func(t *testing.T) {
+			for seed := uint64(1); seed <= bound; seed++ {
+				res, err := Run(Options{Seed: seed, Mutation: mc.mutation, Faults: mc.faults, Workers: 4, Shards: 8})
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, v := range append(res.Violations, res.Tolerated...) {
+					if v.Invariant == mc.invariant && !knownEngineBug(v) {
+						t.Logf("caught at seed %d: %s", seed, v.String())
+						return
+					}
+				}
+			}
+			t.Errorf("mutation %s not caught as %s within %d seeds", mc.mutation, mc.invariant, bound)
+		})
+	}
+}
