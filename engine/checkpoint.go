@@ -21,8 +21,8 @@ const (
 //
 // Checkpoints are ordered: the three start sentinels come before every
 // sequence number, ShardEnd after every one, and sequence numbers compare
-// numerically (they are decimal integers of up to 128 bits, never compared
-// as strings).
+// numerically (they are decimal integers of up to 128 digits — a Kinesis
+// sequence number has 56 — never compared as strings).
 type Checkpoint struct {
 	Sequence    string // a decimal sequence number or a sentinel
 	SubSequence int64
