@@ -42,3 +42,9 @@ localaws-stop:
 test-contract:
 	SHARDLEASE_REQUIRE_LOCALAWS=1 scripts/localaws.sh run -- \
 		$(GO) test -count=1 ./engine/dynamostore/... ./engine/kinesisstream/... ./fakes/...
+
+.PHONY: swarm
+# swarm runs SEEDS swarm seeds of the simulator against the engine (default 1000).
+SEEDS ?= 1000
+swarm:
+	$(GO) test -count=1 -timeout 60m ./sim -run '^TestSwarm$$' -sim.seeds=$(SEEDS)

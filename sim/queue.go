@@ -23,12 +23,11 @@ const (
 
 // event is one entry of the queue, a plain value.
 type event struct {
-	at     time.Duration
-	seq    uint64
-	kind   evKind
-	worker int32
-	proc   int32
-	a      uint64
+	at   time.Duration
+	seq  uint64
+	kind evKind
+	proc int32
+	a    uint64
 }
 
 // queue is a binary min-heap of events ordered by (at, seq).

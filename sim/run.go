@@ -20,16 +20,15 @@ var (
 
 // inflight is one call on the virtual network.
 type inflight struct {
-	call      engine.Call
-	proc      int32
-	sent      time.Duration
-	applied   time.Duration
-	result    engine.Result
-	answered  bool
-	pending   int
-	reason    string
-	fault     string
-	replyLost bool
+	call     engine.Call
+	proc     int32
+	sent     time.Duration
+	applied  time.Duration
+	result   engine.Result
+	answered bool
+	pending  int
+	reason   string
+	fault    string
 }
 
 // job is a processor's pending answer to a notice.
@@ -117,30 +116,33 @@ type simulator struct {
 	free   []int
 	jobs   []job
 	freeJ  []int
-	recs   []trace.Record
+	recs   []trace.Record // the current chunk
+	chunks [][]trace.Record
+	nrecs  int
 	hash   trace.Hash
 	sink   *trace.Writer
 	events uint64
 	healed bool
 
-	schedule        []Action
-	outside         []string
-	tableThrottle   float64
-	tableThrUntil   time.Duration
-	streamThrottle  float64
-	streamThrUntil  time.Duration
-	burst           float64
-	burstUntil      time.Duration
-	idle            []bool // initial shards that get no records
-	pkeys           []string
-	stepSent        []sentInfo
-	full            engine.Config
-	maxOpen         int
-	lastPauseID     uint64
-	pauseProc       map[uint64]int32
-	putsN           int
-	engineCfgAdjust func(*engine.Config)
+	schedule       []Action
+	outside        []string
+	tableThrottle  float64
+	tableThrUntil  time.Duration
+	streamThrottle float64
+	streamThrUntil time.Duration
+	burst          float64
+	burstUntil     time.Duration
+	idle           []bool // initial shards that get no records
+	pkeys          []string
+	stepSent       []sentInfo
+	full           engine.Config
+	maxOpen        int
+	lastPauseID    uint64
+	pauseProc      map[uint64]int32
+	putsN          int
 }
+
+const chunkSize = 4096
 
 // Run runs one simulation.
 func Run(o Options) (*Result, error) {
@@ -220,9 +222,16 @@ func (s *simulator) putMean() time.Duration {
 
 // emit records one trace record.
 func (s *simulator) emit(r *trace.Record) {
-	r.Seq = uint64(len(s.recs) + 1)
+	s.nrecs++
+	r.Seq = uint64(s.nrecs)
 	r.T = s.now
 	s.hash.Add(r)
+	if len(s.recs) == cap(s.recs) {
+		if s.recs != nil {
+			s.chunks = append(s.chunks, s.recs)
+		}
+		s.recs = make([]trace.Record, 0, chunkSize)
+	}
 	s.recs = append(s.recs, *r)
 	if s.sink != nil {
 		_ = s.sink.Write(r)
@@ -949,8 +958,14 @@ func (s *simulator) finish() (*Result, error) {
 			return nil, err
 		}
 	}
+	all := make([]trace.Record, 0, s.nrecs)
+	for _, c := range s.chunks {
+		all = append(all, c...)
+	}
+	all = append(all, s.recs...)
+	s.chunks, s.recs = nil, all
 	res := &Result{World: s.w, Schedule: s.schedule, Inside: len(s.outside) == 0, Outside: s.outside,
-		TraceHash: s.hash.Sum(), Events: s.events, Records: len(s.recs), VirtualSeconds: s.end.Seconds(),
+		TraceHash: s.hash.Sum(), Events: s.events, Records: s.nrecs, VirtualSeconds: s.end.Seconds(),
 		Final: s.tbl.snapshot(), Replay: ReplayCommand(s.o)}
 	opts := check.Options{End: s.end, Heal: s.w.Chaos, Bound: s.w.Bound, Balance: s.w.Balance, BalanceSlack: 1}
 	rep := check.All(check.History{Records: s.recs, Final: res.Final, FinalKnown: true}, opts)

@@ -13,10 +13,9 @@ import (
 // consistent). It keeps recent versions of each row so a stale scan can
 // return the row as it was some time ago.
 type table struct {
-	rows   map[string]*trow
-	keys   []string // sorted
-	keep   time.Duration
-	rowBuf []engine.Lease
+	rows map[string]*trow
+	keys []string // sorted
+	keep time.Duration
 }
 
 type version struct {
