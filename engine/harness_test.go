@@ -154,6 +154,7 @@ type cluster struct {
 	now       time.Duration
 	store     *MemStore
 	stream    *tStream
+	streams   tStreams // if set, one tStream per stream name instead of stream
 	workers   []*tWorker
 	trace     []TraceEvent
 	cfg       Config
@@ -215,7 +216,7 @@ func (c *cluster) step(tw *tWorker, in Input) {
 				r, handled = c.intercept(tw, call)
 			}
 			if !handled {
-				r = Execute(context.Background(), c.store, c.stream, call)
+				r = Execute(context.Background(), c.store, c.streamAPI(), call)
 			}
 			r.ID = call.ID
 			tw.inbox = append(tw.inbox, Input{Kind: InputResult, Result: r})
@@ -224,6 +225,58 @@ func (c *cluster) step(tw *tWorker, in Input) {
 			c.process(tw, n)
 		}
 	}
+}
+
+// streamAPI returns the Stream the cluster's calls go to.
+func (c *cluster) streamAPI() Stream {
+	if c.streams != nil {
+		return c.streams
+	}
+	return c.stream
+}
+
+// tStreams routes calls to one tStream per stream name. Its iterators are
+// "stream#" followed by the tStream's own.
+type tStreams map[string]*tStream
+
+func (m tStreams) get(stream string) (*tStream, error) {
+	if s := m[stream]; s != nil {
+		return s, nil
+	}
+	return nil, fmt.Errorf("stream %s: %w", stream, ErrNotFound)
+}
+
+func (m tStreams) ListShards(ctx context.Context, stream string) ([]Shard, error) {
+	s, err := m.get(stream)
+	if err != nil {
+		return nil, err
+	}
+	return s.ListShards(ctx, stream)
+}
+
+func (m tStreams) GetShardIterator(ctx context.Context, stream, shard string, pos Position) (string, error) {
+	s, err := m.get(stream)
+	if err != nil {
+		return "", err
+	}
+	it, err := s.GetShardIterator(ctx, stream, shard, pos)
+	if err != nil {
+		return "", err
+	}
+	return stream + "#" + it, nil
+}
+
+func (m tStreams) GetRecords(ctx context.Context, it string, limit int) (RecordsPage, error) {
+	stream, rest, _ := strings.Cut(it, "#")
+	s, err := m.get(stream)
+	if err != nil {
+		return RecordsPage{}, err
+	}
+	page, err := s.GetRecords(ctx, rest, limit)
+	if page.NextIterator != "" {
+		page.NextIterator = stream + "#" + page.NextIterator
+	}
+	return page, err
 }
 
 func (c *cluster) process(tw *tWorker, n Notice) {
