@@ -32,6 +32,7 @@ type mutationCase struct {
 var mutationCases = []mutationCase{
 	{"unfenced-checkpoint", "partition,pause,crash,clog", "S2"},
 	{"unfenced-take", "partition,clog,latency", "S2"},
+	{"unfenced-take", "partition,clog,latency,pause", "S1"},
 	{"orphan-children", "split,merge", "S5"},
 	{"ignore-second-parent", "merge", "S5"},
 	{"skip-on-resume", "crash,shutdown,partition", "S4"},
@@ -42,7 +43,7 @@ var mutationCases = []mutationCase{
 func TestMutationsCaught(t *testing.T) {
 	const bound = 10
 	for _, mc := range mutationCases {
-		t.Run(mc.mutation, func(t *testing.T) {
+		t.Run(mc.mutation+"/"+mc.invariant, func(t *testing.T) {
 			for seed := uint64(1); seed <= bound; seed++ {
 				res, err := Run(Options{Seed: seed, Mutation: mc.mutation, Faults: mc.faults, Workers: 4, Shards: 8})
 				if err != nil {

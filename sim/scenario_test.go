@@ -1,0 +1,79 @@
+package sim
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/shardlease/shardlease/sim/trace"
+)
+
+// TestScriptedScenario drives a run by scripted actions only (no drawn
+// faults): a crash, a split and a partition. The crash must show up as a
+// failover, the split as new shards that get processed, and every
+// invariant must hold.
+func TestScriptedScenario(t *testing.T) {
+	var jsonl bytes.Buffer
+	o := Options{Seed: 5, Workers: 3, Shards: 6, Faults: "none", Chaos: 60 * time.Second, Scenario: "crash-split-partition", KeepTrace: true, Trace: &jsonl,
+		Actions: []Action{
+			{At: 20 * time.Second, Kind: ActCrash, Worker: 1, Dur: 10 * time.Second},
+			{At: 30 * time.Second, Kind: ActSplit, Shard: "shardId-000000000002"},
+			{At: 35 * time.Second, Kind: ActPartition, Workers: []int{0}, Target: "table", Dir: "both", Dur: 5 * time.Second},
+		}}
+	res, err := Run(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range res.Violations {
+		if !knownEngineBug(v) {
+			t.Errorf("violation: %s", FormatViolation(v))
+		}
+	}
+	if res.Figures.Failovers == 0 {
+		t.Errorf("no failover measured after the crash:\n%s", res.Summary())
+	}
+	if !strings.Contains(res.Replay, "-scenario crash-split-partition") || !strings.Contains(res.Replay, "-faults none") {
+		t.Errorf("replay %q", res.Replay)
+	}
+	children := 0
+	for _, r := range res.Trace {
+		if r.Kind == trace.KindShardCreated && r.Parent == "shardId-000000000002" {
+			children++
+		}
+	}
+	if children != 2 {
+		t.Errorf("split made %d children", children)
+	}
+	// the JSONL sink carries the same history
+	back, err := trace.ReadAll(&jsonl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(back) != len(res.Trace) || trace.HashRecords(back) != res.TraceHash {
+		t.Errorf("JSONL history: %d records, hash %016x; run: %d records, hash %016x", len(back), trace.HashRecords(back), len(res.Trace), res.TraceHash)
+	}
+}
+
+// TestFaultsNone: a run without faults is inside the assumptions, has no
+// fault actions and breaks nothing.
+func TestFaultsNone(t *testing.T) {
+	res, err := Run(Options{Seed: 3, Faults: "none", Chaos: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Inside || len(res.Schedule) != 0 {
+		t.Errorf("tier %s, schedule %v", res.Tier(), res.Schedule)
+	}
+	for _, v := range res.Violations {
+		if !knownEngineBug(v) {
+			t.Errorf("violation: %s", FormatViolation(v))
+		}
+	}
+}
+
+func TestBadFaultClass(t *testing.T) {
+	if _, err := Run(Options{Seed: 1, Faults: "bogus"}); err == nil {
+		t.Error("an unknown fault class was accepted")
+	}
+}
