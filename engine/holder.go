@@ -236,6 +236,10 @@ func (w *Worker) onCheckpointRequest(key string, cp Checkpoint, token uint64) {
 	switch {
 	case h == nil || h.gone:
 		reject(ErrLeaseLost, "lease not held")
+	case h.write != nil && (h.write.kind == wRelease || h.write.kind == wShardEnd):
+		// The lease is being given up: a checkpoint queued now could only
+		// be written after the release, and would never be answered.
+		reject(ErrLeaseLost, "the lease is being released")
 	case !w.isActing(h):
 		reject(ErrLeaseLost, "not acting: the lease is near its own-view expiry or not yet safe to use")
 	case cp.Validate() != nil:

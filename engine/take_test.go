@@ -93,6 +93,16 @@ func TestTakeDecisions(t *testing.T) {
 			{Key: k1, Parents: []string{k0}, Checkpoint: startSeq()}},
 			// The parent is taken once expired; the child waits.
 			want: []wantTake{{k0, ld, ld + slack, Expect{"dead", 5}, "expired"}}},
+		{name: "merge_child_waits_for_its_second_parent", until: 30 * time.Second, rows: []Lease{
+			{Key: k0, Counter: 3, Checkpoint: SentinelCheckpoint(ShardEnd)},
+			dead(k1, 5),
+			{Key: shardKey(2), Parents: []string{k0, k1}, Checkpoint: startSeq()}},
+			want: []wantTake{{k1, ld, ld + slack, Expect{"dead", 5}, "expired"}}},
+		{name: "merge_child_of_ended_parents_taken", until: 30 * time.Second, rows: []Lease{
+			{Key: k0, Counter: 3, Checkpoint: SentinelCheckpoint(ShardEnd)},
+			{Key: k1, Counter: 3, Checkpoint: SentinelCheckpoint(ShardEnd)},
+			{Key: shardKey(2), Parents: []string{k0, k1}, Checkpoint: startSeq()}},
+			want: []wantTake{{shardKey(2), 0, 0, Expect{"", 0}, "unowned"}}},
 		{name: "max_leases_for_worker", cfg: Config{MaxLeasesForWorker: 2}, until: 30 * time.Second, rows: []Lease{
 			{Key: shardKey(0), Checkpoint: startSeq()}, {Key: shardKey(1), Checkpoint: startSeq()},
 			{Key: shardKey(2), Checkpoint: startSeq()}, {Key: shardKey(3), Checkpoint: startSeq()}},

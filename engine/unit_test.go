@@ -15,7 +15,7 @@ import (
 //
 // The processor is automatic unless told otherwise: Initialize, ShardEnded
 // and ShutdownRequested are answered with Done at once, Records too unless
-// holdRecords is set (the batch ids then wait in u.batches).
+// holdRecords is set; kinds in holdNotices are left to the test.
 type unit struct {
 	t      *testing.T
 	w      *Worker
@@ -28,6 +28,7 @@ type unit struct {
 	hold        func(Call) bool
 	fault       func(Call) (Result, bool)
 	holdRecords bool
+	holdNotices map[NoticeKind]bool // kinds the test answers itself
 
 	out     []Call // calls held for reply, in order
 	sent    []timedCall
@@ -115,6 +116,9 @@ func (u *unit) step(in Input) {
 		}
 		for _, n := range notices {
 			u.notices = append(u.notices, timedNotice{u.now, n})
+			if u.holdNotices[n.Kind] {
+				continue
+			}
 			switch n.Kind {
 			case NoticeInitialize, NoticeShardEnded, NoticeShutdownRequested:
 				u.inbox = append(u.inbox, Input{Kind: InputDone, Key: n.Key, Batch: n.Batch})
