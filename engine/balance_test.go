@@ -9,11 +9,22 @@ import (
 )
 
 // actSpan is when one worker acted on one lease during one tenure: its
-// first and last delivery or checkpoint write.
+// first and last delivery or checkpoint write, as times and as positions in
+// the trace. The cluster runs one step at a time, so the trace order is the
+// real order of events that share a time.
 type actSpan struct {
-	owner       string
-	first, last time.Duration
-	acts        int
+	owner             string
+	first, last       time.Duration
+	firstIdx, lastIdx int
+	acts              int
+}
+
+func (s *actSpan) act(e TraceEvent, idx int) {
+	if s.acts == 0 {
+		s.first, s.firstIdx = e.Mono, idx
+	}
+	s.last, s.lastIdx = e.Mono, idx
+	s.acts++
 }
 
 // actSpans returns, per lease key, the spans in which each worker acted
@@ -32,7 +43,7 @@ func actSpans(trace []TraceEvent) map[string][]actSpan {
 			delete(open, k)
 		}
 	}
-	for _, e := range trace {
+	for i, e := range trace {
 		k := tk{e.Owner, e.Key}
 		switch e.Kind {
 		case TraceLeaseAcquired:
@@ -44,19 +55,11 @@ func actSpans(trace []TraceEvent) map[string][]actSpan {
 				s = &actSpan{owner: e.Owner}
 				open[k] = s
 			}
-			if s.acts == 0 {
-				s.first = e.Mono
-			}
-			s.last = e.Mono
-			s.acts++
+			s.act(e, i)
 		case TraceCallSent:
 			if e.Reason == "checkpoint" || e.Reason == "shard-end" {
 				if s := open[k]; s != nil {
-					if s.acts == 0 {
-						s.first = e.Mono
-					}
-					s.last = e.Mono
-					s.acts++
+					s.act(e, i)
 				}
 			}
 		case TraceLeaseLost, TraceLeaseReleased:
@@ -107,7 +110,7 @@ func checkSingleOwner(t *testing.T, trace []TraceEvent) int {
 		for i := range ss {
 			for j := i + 1; j < len(ss); j++ {
 				a, b := ss[i], ss[j]
-				if a.owner != b.owner && a.first <= b.last && b.first <= a.last {
+				if a.owner != b.owner && a.firstIdx <= b.lastIdx && b.firstIdx <= a.lastIdx {
 					t.Errorf("S1: %s acted on %s in [%v, %v] and %s in [%v, %v]", a.owner, key, a.first, a.last, b.owner, b.first, b.last)
 				}
 			}
@@ -120,6 +123,22 @@ func TestCheckSingleOwnerDetectsOverlap(t *testing.T) {
 	ev := func(kind TraceKind, at time.Duration, owner string) TraceEvent {
 		return TraceEvent{Kind: kind, Mono: at, Owner: owner, Key: "k"}
 	}
+	// Positions in the trace decide between events of the same time.
+	sameTime := []TraceEvent{
+		ev(TraceLeaseAcquired, 0, "A"), ev(TraceDelivered, 5, "A"), ev(TraceLeaseReleased, 5, "A"),
+		ev(TraceLeaseAcquired, 5, "B"), ev(TraceDelivered, 5, "B"),
+	}
+	if n := checkSingleOwner(t, sameTime); n != 2 {
+		t.Errorf("%d spans, want 2", n)
+	}
+	ft2 := &testing.T{}
+	checkSingleOwner(ft2, []TraceEvent{
+		ev(TraceLeaseAcquired, 0, "A"), ev(TraceLeaseAcquired, 5, "B"), ev(TraceDelivered, 5, "B"),
+		ev(TraceDelivered, 5, "A"), ev(TraceDelivered, 5, "B"),
+	})
+	if !ft2.Failed() {
+		t.Errorf("interleaved acts at one time not reported")
+	}
 	overlapping := []TraceEvent{
 		ev(TraceLeaseAcquired, 0, "A"), ev(TraceDelivered, 1, "A"),
 		ev(TraceLeaseAcquired, 2, "B"), ev(TraceDelivered, 3, "B"),
@@ -127,6 +146,9 @@ func TestCheckSingleOwnerDetectsOverlap(t *testing.T) {
 	}
 	ft := &testing.T{}
 	checkSingleOwner(ft, overlapping)
+	if !ft.Failed() {
+		t.Errorf("overlap not reported")
+	}
 	spans := actSpans(overlapping)["k"]
 	if len(spans) != 2 || spans[0].first != 1 || spans[0].last != 4 || spans[1].first != 3 {
 		t.Fatalf("spans %+v", spans)

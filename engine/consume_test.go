@@ -333,6 +333,13 @@ func TestGracefulRelease(t *testing.T) {
 	if !u.stopped {
 		t.Errorf("not stopped after the release")
 	}
+	// Nothing is written after the release: the worker no longer holds
+	// the lease (S2).
+	for _, s := range u.sent {
+		if s.c.Op.IsWrite() && s.c.ID > rel.ID {
+			t.Errorf("write after the release: %v", s.c)
+		}
+	}
 	if rl := u.traceOf(TraceLeaseReleased, key); len(rl) != 1 || rl[0].Reason != "shutdown" {
 		t.Errorf("released %v", rl)
 	}
@@ -347,5 +354,53 @@ func TestGracefulRelease(t *testing.T) {
 	u.runTo(30 * time.Second)
 	if len(u.sent) != before {
 		t.Errorf("calls after stopping: %v", u.sent[before:])
+	}
+}
+
+// At the end of a shard the processor is told, the children are learnt,
+// and SHARD_END is written (owner cleared, children recorded, a CAS on the
+// holder's version); nothing more is written to the row by this worker.
+func TestShardEndWrite(t *testing.T) {
+	for _, childShards := range []bool{false, true} {
+		t.Run(fmt.Sprintf("children_from_records_%v", childShards), func(t *testing.T) {
+			u := newUnit(t, Config{})
+			u.stream.childShards = childShards
+			key := u.holding(shardKey(0), startSeq(), 2)
+			last := u.stream.recs[key][1].Sequence
+			if n, ok := u.checkpoint(key, SequenceCheckpoint(last)); !ok || n.Err != nil {
+				t.Fatalf("checkpoint %v", n.Err)
+			}
+			u.runTo(time.Second)
+			u.stream.split(key, shardKey(1), shardKey(2))
+			u.hold = func(c Call) bool { return c.Op == OpUpdateLease && c.Lease.Key == key && c.Lease.Checkpoint.IsShardEnd() }
+			u.runTo(5 * time.Second)
+			if len(u.noticesOf(NoticeShardEnded, key)) != 1 {
+				t.Fatalf("processor not told of the shard end\n%s", u.dump())
+			}
+			end := u.mustPending(OpUpdateLease, key)
+			if end.Expect.Owner != me || end.Lease.Owner != "" || end.Lease.Counter != end.Expect.Counter+1 ||
+				!slices.Equal(end.Lease.Children, []string{shardKey(1), shardKey(2)}) {
+				t.Errorf("shard end %v children %v", end, end.Lease.Children)
+			}
+			u.reply(end, u.apply(end))
+			if len(u.traceOf(TraceShardEnded, key)) != 1 || len(u.w.Held()) != 0 {
+				t.Errorf("shard end not applied: held %v", u.w.Held())
+			}
+			for _, s := range u.sent {
+				if s.c.ID > end.ID && s.c.Op == OpUpdateLease && s.c.Lease.Key == key {
+					t.Errorf("write of the ended row after SHARD_END: %v", s.c)
+				}
+			}
+			u.hold = nil
+			u.runTo(30 * time.Second)
+			// The children get leases and are consumed; the parent row
+			// is deleted once both started.
+			if !slices.Equal(u.w.Held(), []string{shardKey(1), shardKey(2)}) {
+				t.Errorf("held %v, want the children", u.w.Held())
+			}
+			if _, err := u.store.GetLease(t.Context(), key); err == nil {
+				t.Errorf("finished parent row not deleted")
+			}
+		})
 	}
 }

@@ -239,6 +239,9 @@ func TestRenewConditionFailedLosesLease(t *testing.T) {
 	if res := u.traceOf(TraceResolved, key); len(res) != 1 || res[0].Reason != "renew superseded" {
 		t.Errorf("resolved %v", res)
 	}
+	if len(u.out) != 0 {
+		t.Errorf("calls after the loss: %v", u.out)
+	}
 	if r := u.row(key); r.Owner != "thief" {
 		t.Errorf("row %v", r)
 	}

@@ -78,6 +78,12 @@ func (w *Worker) acquired(wr *write) {
 
 // tickHolding does what time demands of one held lease.
 func (w *Worker) tickHolding(h *holding) {
+	if h.gone {
+		// Released or lost earlier in this step: the worker no longer
+		// holds the row and must write nothing more to it (a renew or a
+		// second release built on the row it gave up would land).
+		return
+	}
 	now := w.now.Mono
 	if now >= w.validUntil(h) {
 		w.loseLease(h, "expired: no renewal applied within the lease duration")
