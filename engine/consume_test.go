@@ -372,7 +372,9 @@ func TestShardEndWrite(t *testing.T) {
 			}
 			u.runTo(time.Second)
 			u.stream.split(key, shardKey(1), shardKey(2))
-			u.hold = func(c Call) bool { return c.Op == OpUpdateLease && c.Lease.Key == key && c.Lease.Checkpoint.IsShardEnd() }
+			u.hold = func(c Call) bool {
+				return c.Op == OpUpdateLease && c.Lease.Key == key && c.Lease.Checkpoint.IsShardEnd()
+			}
 			u.runTo(5 * time.Second)
 			if len(u.noticesOf(NoticeShardEnded, key)) != 1 {
 				t.Fatalf("processor not told of the shard end\n%s", u.dump())
