@@ -1,0 +1,99 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/shardlease/shardlease/cmd/live/internal/awsenv"
+	"github.com/shardlease/shardlease/cmd/live/internal/history"
+	"github.com/shardlease/shardlease/cmd/live/internal/livecheck"
+	"github.com/shardlease/shardlease/engine/dynamostore"
+	"github.com/shardlease/shardlease/engine/kinesisstream"
+)
+
+// runCheck merges the histories in the given directories, runs the
+// checkers and prints the figures. It exits 1 if a guarantee was broken.
+func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("live check", flag.ContinueOnError)
+	var a awsFlags
+	a.register(fs)
+	table := fs.String("table", "", "lease table to read the final checkpoints from (needed to check that checkpoints cover every record)")
+	stream := fs.String("stream", "", "stream to list the shards of (their parents), for the parents-first check")
+	jsonOut := fs.String("json", "", "also write the report as JSON to this file")
+	grace := fs.Duration("grace", 0, "do not require records put in the last GRACE of the history to be delivered")
+	maxV := fs.Int("max", 20, "most violations reported per invariant")
+	timeout := fs.Duration("timeout", time.Minute, "bound on reading the table and the stream")
+	if err := parseFlags(fs, args, stderr); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		fmt.Fprintln(stderr, "live check:", err)
+		return exitUsage
+	}
+	if fs.NArg() == 0 {
+		fmt.Fprintln(stderr, "usage: live check [-table T] [-stream S] [-json FILE] DIR...")
+		return exitUsage
+	}
+	files, err := history.ReadDirs(fs.Args()...)
+	if err != nil {
+		fmt.Fprintln(stderr, "live check:", err)
+		return exitUsage
+	}
+	var mo history.MergeOptions
+	var o livecheck.Options
+	o.Grace, o.MaxPerCheck = *grace, *maxV
+	if *table != "" || *stream != "" {
+		clients, err := awsenv.Load(ctx, awsenv.Settings{Region: a.region, DynamoDBEndpoint: a.dynamoEndpoint, KinesisEndpoint: a.kinesisEndpoint})
+		if err != nil {
+			fmt.Fprintln(stderr, "live check:", err)
+			return exitUsage
+		}
+		ctx, cancel := context.WithTimeout(ctx, *timeout)
+		defer cancel()
+		if *table != "" {
+			l, err := dynamostore.New(clients.DynamoDB, *table).ListLeases(ctx, true)
+			if err != nil {
+				fmt.Fprintf(stderr, "live check: reading the final lease table %q: %v\n", *table, err)
+				return exitFailed
+			}
+			o.Final, o.FinalKnown = l.Leases, true
+			mo.Final = l.Leases
+		}
+		if *stream != "" {
+			shards, err := kinesisstream.New(clients.Kinesis).ListShards(ctx, *stream)
+			if err != nil {
+				fmt.Fprintf(stderr, "live check: listing the shards of %q: %v\n", *stream, err)
+				return exitFailed
+			}
+			mo.Shards = shards
+		}
+	}
+	m := history.Merge(files, mo)
+	rep := livecheck.Check(m, o)
+	fmt.Fprintf(stdout, "live check: %d history files, %d records\n", len(files), len(m.Records))
+	if !o.FinalKnown {
+		fmt.Fprintln(stdout, "(no -table: checkpoint coverage of the final table not checked)")
+	}
+	rep.Print(stdout)
+	if *jsonOut != "" {
+		b, err := json.MarshalIndent(rep, "", "  ")
+		if err == nil {
+			err = os.WriteFile(*jsonOut, b, 0o644)
+		}
+		if err != nil {
+			fmt.Fprintln(stderr, "live check: -json:", err)
+			return exitFailed
+		}
+	}
+	if rep.Failed() {
+		return exitFailed
+	}
+	return exitOK
+}
+

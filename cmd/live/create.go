@@ -1,0 +1,73 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/shardlease/shardlease/cmd/live/internal/awsenv"
+	"github.com/shardlease/shardlease/engine/dynamostore"
+	"github.com/shardlease/shardlease/engine/kinesisstream"
+)
+
+// runCreate creates the lease table and the stream if they are missing.
+func runCreate(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("live create", flag.ContinueOnError)
+	var a awsFlags
+	a.register(fs)
+	table := fs.String("table", "", "DynamoDB lease table to create (on-demand billing, hash key leaseKey)")
+	stream := fs.String("stream", "", "Kinesis stream to create (provisioned)")
+	shards := fs.Int("shards", 4, "shards of a new stream")
+	timeout := fs.Duration("timeout", 3*time.Minute, "bound on waiting for the table and the stream to become ACTIVE")
+	if err := parseFlags(fs, args, stderr); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		fmt.Fprintln(stderr, "live create:", err)
+		return exitUsage
+	}
+	if *table == "" && *stream == "" {
+		fmt.Fprintln(stderr, "live create: name -table, -stream or both")
+		return exitUsage
+	}
+	if *shards < 1 {
+		fmt.Fprintln(stderr, "live create: -shards must be at least 1")
+		return exitUsage
+	}
+	clients, err := awsenv.Load(ctx, awsenv.Settings{Region: a.region, DynamoDBEndpoint: a.dynamoEndpoint, KinesisEndpoint: a.kinesisEndpoint})
+	if err != nil {
+		fmt.Fprintln(stderr, "live create:", err)
+		return exitUsage
+	}
+	ctx, cancel := context.WithTimeout(ctx, *timeout)
+	defer cancel()
+	if *table != "" {
+		if err := dynamostore.CreateTable(ctx, clients.DynamoDB, *table); err != nil {
+			fmt.Fprintln(stderr, "live create:", err)
+			return exitFailed
+		}
+		fmt.Fprintf(stdout, "lease table %s: ACTIVE\n", *table)
+	}
+	if *stream != "" {
+		if err := kinesisstream.CreateStream(ctx, clients.Kinesis, *stream, int32(*shards)); err != nil {
+			fmt.Fprintln(stderr, "live create:", err)
+			return exitFailed
+		}
+		list, err := kinesisstream.New(clients.Kinesis).ListShards(ctx, *stream)
+		if err != nil {
+			fmt.Fprintln(stderr, "live create:", err)
+			return exitFailed
+		}
+		open := 0
+		for _, s := range list {
+			if !s.Closed() {
+				open++
+			}
+		}
+		fmt.Fprintf(stdout, "stream %s: ACTIVE, %d open shards\n", *stream, open)
+	}
+	return exitOK
+}

@@ -1,0 +1,145 @@
+package livecheck
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/shardlease/shardlease/sim/check"
+)
+
+func secs(d time.Duration) string { return fmt.Sprintf("%.2fs", d.Seconds()) }
+
+// Print writes the report for people.
+func (r *Report) Print(w io.Writer) {
+	p := func(format string, a ...any) { fmt.Fprintf(w, format+"\n", a...) }
+	stops := make([]string, 0, len(r.Stops))
+	for k, n := range r.Stops {
+		stops = append(stops, fmt.Sprintf("%s %d", k, n))
+	}
+	sort.Strings(stops)
+	p("run: %s, %d processes (%d worker processes: %s)", secs(r.Duration), r.Processes, r.Workers, strings.Join(stops, ", "))
+	wc := r.Writes
+	p("lease-table writes: %d sent, %d applied (%d acknowledged, %d of unknown outcome to the writer, shown applied by the history), %d not applied; %d applies reordered by version",
+		wc.Sent, wc.Acknowledged+wc.Inferred, wc.Acknowledged, wc.Inferred, wc.NotApplied, wc.Reordered)
+	p("")
+	p("records")
+	p("  produced (as the producer recorded)          %d", r.Produced)
+	p("  delivered at least once                      %d", r.Delivered)
+	p("  lost (never delivered)                       %d", r.Lost)
+	for _, e := range r.LostExamples {
+		p("      %s", e)
+	}
+	p("  delivered, not covered by a final checkpoint %d", r.Uncovered)
+	for _, e := range r.UncoveredEx {
+		p("      %s", e)
+	}
+	if r.BeforeLatest > 0 {
+		p("  put before the shard's first LATEST iterator, never read (outside the contract) %d", r.BeforeLatest)
+	}
+	if r.NotRequired > 0 {
+		p("  put within the grace period at the end (not required) %d", r.NotRequired)
+	}
+	p("  delivered more than once                     %d (%d extra deliveries)", r.Duplicated, r.Extra)
+	p("    re-delivered after the last checkpoint     %d", r.DupCauses["after-checkpoint"])
+	p("    retried after a failed batch               %d", r.DupCauses["failed-batch-retry"])
+	p("    anything else                              %d", r.DupCauses["other"])
+	for _, e := range r.DupOther {
+		p("      %s", e)
+	}
+	p("  child shards read: %d from splits, %d from merges (both parents first: S5)", r.ChildrenSplit, r.ChildrenMerge)
+	p("")
+	p("leases")
+	p("  checkpoint regressions in the write logs     %d", r.CheckpointRegressions)
+	for _, e := range r.RegressionEx {
+		p("      %s", e)
+	}
+	p("  writes landed after the writer lost the lease %d", r.LateWrites)
+	for _, e := range r.LateEx {
+		p("      %s", e)
+	}
+	losses := make([]string, 0, len(r.Losses))
+	for k, n := range r.Losses {
+		losses = append(losses, fmt.Sprintf("%s %d", k, n))
+	}
+	sort.Strings(losses)
+	p("  lease losses: %s; balance steals %d", orNone(strings.Join(losses, ", ")), r.BalanceSteals)
+	p("  healthy workers' leases lost to another worker's write (not a balance steal) %d", r.HealthyLostToOthers)
+	for _, e := range r.HealthyLostEx {
+		p("      %s", e)
+	}
+	p("  healthy workers' leases expired (their renewals did not apply in time) %d", r.HealthyExpired)
+	p("")
+	p("faults")
+	if len(r.Kills) == 0 && len(r.Pauses) == 0 {
+		p("  none recorded")
+	}
+	for _, k := range r.Kills {
+		p("  kill  %-14s at %8s: %d shards, failover max %s mean %s%s", k.Who, secs(k.At), k.Shards, secs(k.Max), secs(k.Mean), pending(k.Pending))
+	}
+	for _, x := range r.Pauses {
+		p("  pause %-14s at %8s for %s: %d shards, takeover max %s mean %s%s; expired in its own view at resume %d, zombie acts after resume %d",
+			x.Who, secs(x.At), secs(x.Resumed-x.At), x.Shards, secs(x.Max), secs(x.Mean), pending(x.Pending), x.Expired, x.Zombie)
+		for _, e := range x.ZombieEx {
+			p("      %s", e)
+		}
+	}
+	h := r.Handoffs
+	mean := 0.0
+	if h.Count > 0 {
+		mean = float64(h.Redelivered) / float64(h.Count)
+	}
+	p("  handoffs %d: records re-delivered %d (per handoff: mean %.1f, max %d)", h.Count, h.Redelivered, mean, h.Max)
+	causes := make([]string, 0, len(h.ByCause))
+	for k := range h.ByCause {
+		causes = append(causes, k)
+	}
+	sort.Strings(causes)
+	for _, k := range causes {
+		c := h.ByCause[k]
+		p("    after %-18s %3d handoffs, %5d re-delivered (max %d)", k+":", c.Count, c.Redelivered, c.Max)
+	}
+	if len(r.Measure.Failovers) > 0 {
+		p("  failovers (old owner's last act to new owner's first, sim/check.Measure): p50 %s, max %s over %d",
+			secs(check.Percentile(r.Measure.Failovers, 50)), secs(check.Percentile(r.Measure.Failovers, 100)), len(r.Measure.Failovers))
+	}
+	p("")
+	p("invariants (sim/check)")
+	names := map[string]string{check.S1: "single owner (informational: wall clocks, not true time)", check.S2: "fenced writes",
+		check.S3: "no lost checkpoint", check.S4: "at-least-once", check.S5: "parents first", check.S6: "order within a shard"}
+	for _, inv := range []string{check.S1, check.S2, check.S3, check.S4, check.S5, check.S6} {
+		p("  %s %-58s %d", inv, names[inv], r.Invariants[inv])
+	}
+	if len(r.Violations) > 0 {
+		p("")
+		p("violations")
+		for _, v := range r.Violations {
+			p("  %s", v.String())
+			for _, l := range v.Excerpt {
+				p("      %s", l)
+			}
+		}
+	}
+	p("")
+	if r.Failed() {
+		p("verdict: FAIL")
+	} else {
+		p("verdict: PASS")
+	}
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
+}
+
+func pending(n int) string {
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (%d never acted on again)", n)
+}

@@ -1,0 +1,191 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math/big"
+	"math/rand/v2"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/shardlease/shardlease/cmd/live/internal/awsenv"
+	"github.com/shardlease/shardlease/cmd/live/internal/history"
+	"github.com/shardlease/shardlease/engine"
+	"github.com/shardlease/shardlease/engine/kinesisstream"
+	"github.com/shardlease/shardlease/sim/trace"
+)
+
+// runProduce puts records into a stream at a given rate until -duration
+// passes or SIGTERM/SIGINT, recording each record put (shard and sequence
+// number) so that `live check` can judge what was lost against what was
+// really put.
+func runProduce(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("live produce", flag.ContinueOnError)
+	var a awsFlags
+	a.register(fs)
+	stream := fs.String("stream", "", "Kinesis stream to write to (required)")
+	rate := fs.Float64("rate", 100, "records per second")
+	duration := fs.Duration("duration", 0, "how long to produce (0: until SIGTERM/SIGINT)")
+	count := fs.Int("count", 0, "stop after this many records (0: no limit)")
+	size := fs.Int("size", 64, "bytes per record")
+	tick := fs.Duration("tick", 100*time.Millisecond, "how often to send a PutRecords call")
+	record := fs.String("record", "", "directory to write the history of what was put to (for `live check`)")
+	callTimeout := fs.Duration("call-timeout", 10*time.Second, "deadline of each PutRecords call")
+	shardPoll := fs.Duration("shard-poll", time.Second, "how often to list shards to record splits and merges (with -record; 0: never)")
+	logLevel := fs.String("log-level", "info", "log level")
+	logFormat := fs.String("log-format", "text", "log format: text or json")
+	if err := parseFlags(fs, args, stderr); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		fmt.Fprintln(stderr, "live produce:", err)
+		return exitUsage
+	}
+	log, err := newLogger(stderr, *logLevel, *logFormat)
+	if err != nil {
+		fmt.Fprintln(stderr, "live produce:", err)
+		return exitUsage
+	}
+	if *stream == "" || *rate <= 0 || *size < 1 || *tick <= 0 {
+		fmt.Fprintln(stderr, "live produce: need -stream, a positive -rate, -size and -tick")
+		return exitUsage
+	}
+	clients, err := awsenv.Load(ctx, awsenv.Settings{Region: a.region, DynamoDBEndpoint: a.dynamoEndpoint, KinesisEndpoint: a.kinesisEndpoint})
+	if err != nil {
+		fmt.Fprintln(stderr, "live produce:", err)
+		return exitUsage
+	}
+	ks := kinesisstream.New(clients.Kinesis)
+	var rec *history.Recorder
+	if *record != "" {
+		rec, err = history.Create(*record, history.Options{Role: "producer", Owner: "producer", Worker: -1})
+		if err != nil {
+			fmt.Fprintln(stderr, "live produce: -record:", err)
+			return exitUsage
+		}
+		defer rec.Close()
+		rec.ProcStart(history.ConfigString("role", "producer", "stream", *stream, "rate", *rate))
+	}
+
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	if *duration > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, *duration)
+		defer cancel()
+	}
+	sctx, scancel := context.WithTimeout(ctx, *callTimeout)
+	shards, err := ks.ListShards(sctx, *stream)
+	scancel()
+	if err != nil {
+		if errors.Is(err, engine.ErrNotFound) {
+			fmt.Fprintf(stderr, "live produce: the stream %q does not exist; create it with `live create -stream %s`\n", *stream, *stream)
+		} else {
+			fmt.Fprintln(stderr, "live produce:", err)
+		}
+		return exitFailed
+	}
+	seen := map[string]bool{}
+	recordShards := func(list []engine.Shard) {
+		for _, s := range list {
+			if !seen[s.ID] {
+				seen[s.ID] = true
+				rec.Write(trace.Record{Kind: trace.KindShardCreated, Key: s.ID, Parent: s.Parent, Parent2: s.AdjacentParent})
+			}
+			if s.Closed() && !seen["closed "+s.ID] {
+				seen["closed "+s.ID] = true
+				rec.Write(trace.Record{Kind: trace.KindShardClosed, Key: s.ID, Last: s.EndingSequence})
+			}
+		}
+	}
+	recordShards(shards)
+	log.Info("producing", "stream", *stream, "rate", *rate, "shards", len(shards))
+
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), uint64(os.Getpid())))
+	payload := make([]byte, *size)
+	start := time.Now()
+	lastPoll := start
+	var sent, failed, unknown int
+	var retry []kinesisstream.PutEntry
+	t := time.NewTicker(*tick)
+	defer t.Stop()
+	pid := os.Getpid()
+	n := 0
+loop:
+	for {
+		select {
+		case <-ctx.Done():
+			break loop
+		case <-t.C:
+		}
+		want := int(time.Since(start).Seconds()**rate) - sent - len(retry)
+		if *count > 0 && sent+len(retry)+want > *count {
+			want = *count - sent - len(retry)
+		}
+		entries := retry
+		retry = nil
+		for i := 0; i < want; i++ {
+			n++
+			copy(payload, fmt.Sprintf("p%d-%d ", pid, n))
+			hash := new(big.Int).Lsh(new(big.Int).SetUint64(rng.Uint64()), 64)
+			hash.Or(hash, new(big.Int).SetUint64(rng.Uint64()))
+			entries = append(entries, kinesisstream.PutEntry{PartitionKey: fmt.Sprintf("k%d", n), ExplicitHashKey: hash.String(), Data: append([]byte(nil), payload...)})
+		}
+		for len(entries) > 0 {
+			batch := entries[:min(len(entries), kinesisstream.MaxPutRecords)]
+			entries = entries[len(batch):]
+			callSent := time.Now()
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), *callTimeout)
+			results, err := ks.PutRecords(cctx, *stream, batch)
+			cancel()
+			replied := time.Now()
+			if err != nil {
+				if errors.Is(err, engine.ErrThrottled) {
+					retry = append(retry, batch...)
+					continue
+				}
+				// The call failed as a whole: some records may have been
+				// written without our knowing where. Say so in the history.
+				unknown += len(batch)
+				log.Warn("PutRecords failed; its records may or may not have been written", "records", len(batch), "err", err)
+				rec.Write(trace.Record{Kind: trace.KindFault, Reason: fmt.Sprintf("put-unknown %d records", len(batch))})
+				continue
+			}
+			for i, r := range results {
+				if r.Err != nil {
+					failed++
+					retry = append(retry, batch[i])
+					continue
+				}
+				sent++
+				rec.Write(trace.Record{T: history.Stamp(replied), Wall: replied.UnixNano(), Kind: trace.KindPut, Key: r.Shard, First: r.Sequence,
+					Sent: history.Stamp(callSent)})
+			}
+		}
+		if *count > 0 && sent >= *count {
+			break
+		}
+		if rec != nil && *shardPoll > 0 && time.Since(lastPoll) >= *shardPoll {
+			lastPoll = time.Now()
+			sctx, scancel := context.WithTimeout(ctx, *callTimeout)
+			if list, err := ks.ListShards(sctx, *stream); err == nil {
+				recordShards(list)
+			}
+			scancel()
+		}
+	}
+	rec.ProcStop("exit")
+	fmt.Fprintf(stdout, "produced %d records to %s in %v (%d entry failures retried, %d of unknown outcome)\n",
+		sent, *stream, time.Since(start).Round(time.Millisecond), failed, unknown)
+	if err := rec.Err(); err != nil {
+		fmt.Fprintln(stderr, "live produce: writing the history:", err)
+		return exitFailed
+	}
+	return exitOK
+}
+

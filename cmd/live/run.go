@@ -1,0 +1,311 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/shardlease/shardlease/cmd/live/internal/awsenv"
+	"github.com/shardlease/shardlease/cmd/live/internal/history"
+	"github.com/shardlease/shardlease/cmd/live/internal/metrics"
+	"github.com/shardlease/shardlease/engine"
+	"github.com/shardlease/shardlease/engine/dynamostore"
+	"github.com/shardlease/shardlease/engine/kinesisstream"
+)
+
+// workerFlags are the flags of `live run`.
+type workerFlags struct {
+	aws          awsFlags
+	stream       string
+	table        string
+	owner        string
+	initial      string
+	atTimestamp  string
+	lease        time.Duration
+	renew        time.Duration
+	margin       time.Duration
+	drift        float64
+	take         time.Duration
+	sync         time.Duration
+	maxLeases    int
+	maxSteal     int
+	limit        int
+	idle         time.Duration
+	consistent   bool
+	callTimeout  time.Duration
+	shutdownTime time.Duration
+	metricsAddr  string
+	record       string
+	worker       int
+	cpEvery      int
+	cpInterval   time.Duration
+	batchDelay   time.Duration
+	failEvery    int
+	logLevel     string
+	logFormat    string
+	startTimeout time.Duration
+}
+
+func (f *workerFlags) register(fs *flag.FlagSet) {
+	f.aws.register(fs)
+	fs.StringVar(&f.stream, "stream", "", "Kinesis stream to consume (required)")
+	fs.StringVar(&f.table, "table", "", "DynamoDB lease table (required; create it with `live create`)")
+	fs.StringVar(&f.owner, "owner", "", "owner id of this worker, unique among live workers (default: host name plus a random suffix)")
+	fs.StringVar(&f.initial, "initial-position", engine.Latest, "where the shards that exist when the application first starts begin: LATEST, TRIM_HORIZON or AT_TIMESTAMP (children of splits and merges always begin at TRIM_HORIZON)")
+	fs.StringVar(&f.atTimestamp, "at-timestamp", "", "the AT_TIMESTAMP position, RFC 3339")
+	fs.DurationVar(&f.lease, "lease-duration", 0, "lease duration (default 10s)")
+	fs.DurationVar(&f.renew, "renew-interval", 0, "time between renewals (default 3s)")
+	fs.DurationVar(&f.margin, "safety-margin", 0, "how long before its own view of expiry a holder stops acting (default lease/10)")
+	fs.Float64Var(&f.drift, "max-clock-drift", 0, "bound on the clock rate drift between workers (default 0.01)")
+	fs.DurationVar(&f.take, "take-interval", 0, "time between table scans for leases to take (default: the lease duration)")
+	fs.DurationVar(&f.sync, "shard-sync-interval", 0, "time between shard syncs (default 10s)")
+	fs.IntVar(&f.maxLeases, "max-leases", 0, "most leases this worker holds (0: no cap)")
+	fs.IntVar(&f.maxSteal, "max-steal", 0, "most leases one balancing round steals (default 1; negative disables stealing)")
+	fs.IntVar(&f.limit, "get-records-limit", 0, "most records per GetRecords (default 10000)")
+	fs.DurationVar(&f.idle, "idle-time-between-reads", 0, "pause after an empty GetRecords (default 1s)")
+	fs.BoolVar(&f.consistent, "consistent-take-scans", false, "make the take scans strongly consistent")
+	fs.DurationVar(&f.callTimeout, "call-timeout", 0, "deadline of each AWS call (default: the renew interval)")
+	fs.DurationVar(&f.shutdownTime, "shutdown-timeout", 0, "bound on the graceful shutdown (default: the lease duration)")
+	fs.StringVar(&f.metricsAddr, "metrics-addr", ":9464", "address of the Prometheus /metrics endpoint (empty: none)")
+	fs.StringVar(&f.record, "record", "", "directory to write this worker's history to (for `live check`)")
+	fs.IntVar(&f.worker, "worker", -1, "worker slot number written into the history (harnesses restart a slot under new processes)")
+	fs.IntVar(&f.cpEvery, "checkpoint-every", 100, "example processor: checkpoint after this many records")
+	fs.DurationVar(&f.cpInterval, "checkpoint-interval", 5*time.Second, "example processor: checkpoint at least this often while records flow")
+	fs.DurationVar(&f.batchDelay, "batch-delay", 0, "example processor: simulated work per batch")
+	fs.IntVar(&f.failEvery, "fail-every", 0, "example processor: fail every N-th batch once, to exercise re-delivery (0: never)")
+	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	fs.StringVar(&f.logFormat, "log-format", "text", "log format: text or json")
+	fs.DurationVar(&f.startTimeout, "start-timeout", 30*time.Second, "bound on the start-up checks of the table and the stream")
+}
+
+func defaultOwner() string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "worker"
+	}
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return host + "-" + hex.EncodeToString(b[:])
+}
+
+// engineConfig builds the engine configuration from the flags.
+func (f *workerFlags) engineConfig() (engine.Config, error) {
+	sc := engine.StreamConfig{Name: f.stream, InitialPosition: strings.ToUpper(f.initial)}
+	if f.atTimestamp != "" {
+		ts, err := time.Parse(time.RFC3339, f.atTimestamp)
+		if err != nil {
+			return engine.Config{}, fmt.Errorf("-at-timestamp %q: %w", f.atTimestamp, err)
+		}
+		sc.Timestamp = ts
+	}
+	cfg := engine.Config{
+		Owner:                  f.owner,
+		Streams:                []engine.StreamConfig{sc},
+		LeaseDuration:          f.lease,
+		RenewInterval:          f.renew,
+		SafetyMargin:           f.margin,
+		MaxClockDrift:          f.drift,
+		TakeInterval:           f.take,
+		ShardSyncInterval:      f.sync,
+		MaxLeasesForWorker:     f.maxLeases,
+		MaxLeasesToStealAtOnce: f.maxSteal,
+		GetRecordsLimit:        f.limit,
+		IdleTimeBetweenReads:   f.idle,
+		ConsistentTakeScans:    f.consistent,
+	}
+	var seed [8]byte
+	_, _ = rand.Read(seed[:])
+	for _, b := range seed {
+		cfg.Seed = cfg.Seed<<8 | uint64(b)
+	}
+	return cfg, nil
+}
+
+func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("live run", flag.ContinueOnError)
+	var f workerFlags
+	f.register(fs)
+	if err := parseFlags(fs, args, stderr); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		fmt.Fprintln(stderr, "live run:", err)
+		return exitUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "live run: unexpected arguments %q\n", fs.Args())
+		return exitUsage
+	}
+	log, err := newLogger(stderr, f.logLevel, f.logFormat)
+	if err != nil {
+		fmt.Fprintln(stderr, "live run:", err)
+		return exitUsage
+	}
+	var missing []string
+	if f.stream == "" {
+		missing = append(missing, "-stream (or LIVE_STREAM)")
+	}
+	if f.table == "" {
+		missing = append(missing, "-table (or LIVE_TABLE)")
+	}
+	if len(missing) > 0 {
+		fmt.Fprintf(stderr, "live run: missing %s\n", strings.Join(missing, " and "))
+		return exitUsage
+	}
+	if f.owner == "" {
+		f.owner = defaultOwner()
+	}
+	cfg, err := f.engineConfig()
+	if err != nil {
+		fmt.Fprintln(stderr, "live run:", err)
+		return exitUsage
+	}
+	log = log.With("owner", f.owner)
+
+	clients, err := awsenv.Load(ctx, awsenv.Settings{Region: f.aws.region, DynamoDBEndpoint: f.aws.dynamoEndpoint, KinesisEndpoint: f.aws.kinesisEndpoint})
+	if err != nil {
+		fmt.Fprintln(stderr, "live run:", err)
+		return exitUsage
+	}
+	store := dynamostore.New(clients.DynamoDB, f.table)
+	stream := kinesisstream.New(clients.Kinesis)
+
+	var rec *history.Recorder
+	if f.record != "" {
+		rec, err = history.Create(f.record, history.Options{Role: "worker", Owner: f.owner, Worker: int32(f.worker)})
+		if err != nil {
+			fmt.Fprintln(stderr, "live run: -record:", err)
+			return exitUsage
+		}
+		defer rec.Close()
+	}
+	m := metrics.New(f.owner)
+	tap := history.NewTap(rec, m)
+	cfg.Trace = tap.Tracer()
+	total := new(atomic.Int64)
+	consumer, err := engine.NewConsumer(engine.ConsumerOptions{
+		Config: cfg,
+		Store:  tap.Store(store),
+		Stream: tap.Stream(stream),
+		Processor: tap.Processors(newCounterFactory(counterOptions{
+			Every: f.cpEvery, Interval: f.cpInterval, BatchDelay: f.batchDelay, FailEvery: f.failEvery, Total: total, Log: log,
+		})),
+		CallTimeout:     f.callTimeout,
+		ShutdownTimeout: f.shutdownTime,
+		Logger:          log,
+	})
+	if err != nil {
+		// NewConsumer names every rule the configuration breaks.
+		fmt.Fprintln(stderr, "live run:", err)
+		return exitUsage
+	}
+	if f.cpEvery < 1 || f.cpInterval <= 0 {
+		fmt.Fprintln(stderr, "live run: -checkpoint-every must be at least 1 and -checkpoint-interval positive")
+		return exitUsage
+	}
+	full, _ := cfg.Validate() // valid: NewConsumer accepted it
+
+	region, dynEP, kinEP := clients.Where()
+	log.Info("starting worker", "stream", f.stream, "table", f.table, "region", region, "dynamodb_endpoint", dynEP, "kinesis_endpoint", kinEP,
+		"initial_position", full.Streams[0].InitialPosition, "lease_duration", full.LeaseDuration, "renew_interval", full.RenewInterval,
+		"safety_margin", full.SafetyMargin, "take_interval", full.TakeInterval, "shard_sync_interval", full.ShardSyncInterval)
+	if err := startupChecks(ctx, store, stream, f, region, dynEP, kinEP); err != nil {
+		log.Error("start-up check failed", "err", err)
+		fmt.Fprintln(stderr, "live run:", err)
+		return exitFailed
+	}
+
+	var srv *http.Server
+	if f.metricsAddr != "" {
+		ln, err := net.Listen("tcp", f.metricsAddr)
+		if err != nil {
+			fmt.Fprintf(stderr, "live run: -metrics-addr %s: %v\n", f.metricsAddr, err)
+			return exitUsage
+		}
+		mux := http.NewServeMux()
+		mux.Handle("/metrics", m.Handler())
+		mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok\n") })
+		srv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+		go func() { _ = srv.Serve(ln) }()
+		log.Info("metrics endpoint up", "url", "http://"+ln.Addr().String()+"/metrics")
+	}
+
+	rec.ProcStart(history.ConfigString("role", "worker", "stream", f.stream, "table", f.table,
+		"initial", full.Streams[0].InitialPosition, "lease", full.LeaseDuration, "renew", full.RenewInterval,
+		"margin", full.SafetyMargin, "take", full.TakeInterval, "sync", full.ShardSyncInterval))
+
+	// SIGTERM or SIGINT: graceful shutdown (drain, checkpoint, release).
+	// A second signal exits at once.
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
+	defer signal.Stop(sigs)
+	go func() {
+		s := <-sigs
+		log.Info("signal received: shutting down gracefully (a second signal exits at once)", "signal", s.String())
+		cancel()
+		s = <-sigs
+		log.Warn("second signal: exiting without releasing leases; they expire after the lease duration", "signal", s.String())
+		rec.ProcStop("second signal")
+		_ = rec.Close()
+		os.Exit(130)
+	}()
+
+	runErr := consumer.Run(runCtx)
+	if srv != nil {
+		sctx, scancel := context.WithTimeout(context.Background(), time.Second)
+		_ = srv.Shutdown(sctx)
+		scancel()
+	}
+	if runErr != nil {
+		log.Error("worker stopped with an error", "err", runErr, "records_processed", total.Load())
+		rec.ProcStop("error")
+		return exitFailed
+	}
+	rec.ProcStop("exit")
+	if err := rec.Err(); err != nil {
+		log.Error("writing the history failed", "err", err)
+		return exitFailed
+	}
+	log.Info("worker stopped cleanly", "records_processed", total.Load())
+	return exitOK
+}
+
+// startupChecks verifies that the lease table exists with the right key
+// and that the stream exists, and says plainly which one is missing.
+func startupChecks(ctx context.Context, store *dynamostore.Store, stream *kinesisstream.Stream, f workerFlags, region, dynEP, kinEP string) error {
+	ctx, cancel := context.WithTimeout(ctx, f.startTimeout)
+	defer cancel()
+	if err := store.CheckTable(ctx); err != nil {
+		if errors.Is(err, engine.ErrNotFound) {
+			return fmt.Errorf("the lease table %q does not exist (region %s, DynamoDB endpoint %s); create it with `live create -table %s -stream %s`",
+				f.table, region, dynEP, f.table, f.stream)
+		}
+		return fmt.Errorf("checking the lease table %q (region %s, DynamoDB endpoint %s): %w", f.table, region, dynEP, err)
+	}
+	shards, err := stream.ListShards(ctx, f.stream)
+	if err != nil {
+		if errors.Is(err, engine.ErrNotFound) {
+			return fmt.Errorf("the stream %q does not exist (region %s, Kinesis endpoint %s); create it with `live create -table %s -stream %s`",
+				f.stream, region, kinEP, f.table, f.stream)
+		}
+		return fmt.Errorf("listing the shards of stream %q (region %s, Kinesis endpoint %s): %w", f.stream, region, kinEP, err)
+	}
+	if len(shards) == 0 {
+		return fmt.Errorf("the stream %q has no shards", f.stream)
+	}
+	return nil
+}
