@@ -96,4 +96,3 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	return exitOK
 }
-

@@ -188,4 +188,3 @@ loop:
 	}
 	return exitOK
 }
-

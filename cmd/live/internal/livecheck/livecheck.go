@@ -76,11 +76,11 @@ type Report struct {
 	Pauses   []Pause
 	Handoffs HandoffStats
 
-	Losses          map[string]int // lease losses by cause
-	BalanceSteals   int
+	Losses              map[string]int // lease losses by cause
+	BalanceSteals       int
 	HealthyLostToOthers int // leases a healthy worker lost to another worker's write (not a balance steal)
-	HealthyLostEx   []string
-	HealthyExpired  int // leases a healthy worker lost because its own renewals did not apply
+	HealthyLostEx       []string
+	HealthyExpired      int // leases a healthy worker lost because its own renewals did not apply
 
 	Invariants map[string]int // violations per invariant (S1 is informational)
 	Violations []check.Violation
@@ -110,8 +110,8 @@ type Pause struct {
 	// process's own act-until time when it resumed; Zombie counts what
 	// it delivered, received or checkpointed on those after resuming
 	// (it must be zero).
-	Expired int
-	Zombie  int
+	Expired  int
+	Zombie   int
 	ZombieEx []string
 }
 
