@@ -120,7 +120,8 @@ func Excerpt(recs []trace.Record, v Violation, pad time.Duration, n int) []strin
 	i := sort.Search(len(recs), func(i int) bool { return recs[i].T >= from })
 	for ; i < len(recs) && recs[i].T <= to; i++ {
 		r := &recs[i]
-		if seqs[r.Seq] || (v.Key != "" && r.Key == v.Key && r.Kind != trace.KindPut) || (r.Kind == trace.KindFault && (r.Key == "" || r.Key == v.Key)) || (r.Kind == trace.KindProcStop && ws[who(r)]) {
+		noise := r.Kind == trace.KindPut || r.Kind == trace.KindTrim || (r.Kind == trace.KindReply && r.Op == engine.OpGetRecords)
+		if seqs[r.Seq] || (v.Key != "" && r.Key == v.Key && !noise) || (r.Kind == trace.KindFault && (r.Key == "" || r.Key == v.Key)) || (r.Kind == trace.KindProcStop && ws[who(r)]) {
 			mark := "  "
 			if seqs[r.Seq] {
 				mark = "> "
