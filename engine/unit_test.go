@@ -280,7 +280,3 @@ func (u *unit) holding(key string, cp Checkpoint, records int) string {
 	}
 	return key
 }
-
-// isUpdate reports whether c is an UpdateLease (a take, renew, checkpoint,
-// release or shard end).
-func isUpdate(c Call) bool { return c.Op == OpUpdateLease }
