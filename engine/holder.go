@@ -154,8 +154,13 @@ func (w *Worker) holderWriteApplied(h *holding, wr *write) {
 	w.observeRow(wr.row)
 	if wr.kind != wRelease && wr.kind != wShardEnd {
 		h.validFrom = wr.sentAt
-		if w.now.Mono < w.actUntil(h) {
+		if h.stoppedTraced && w.now.Mono < w.actUntil(h) {
+			// A late renewal extended the lease past the margin again: the
+			// worker acts again, and says so.
 			h.stoppedTraced = false
+			if h.actingTraced {
+				w.emit(TraceEvent{Kind: TraceActing, Key: h.key, Shard: h.ref, Counter: wr.row.Counter, Checkpoint: wr.row.Checkpoint, Reason: "renewed after the margin"})
+			}
 		}
 	}
 	switch wr.kind {

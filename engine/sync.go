@@ -10,6 +10,8 @@ import (
 // finished leases whose children have all started.
 type syncState struct {
 	next    time.Duration
+	sentAt  time.Duration
+	round   uint64
 	waiting int
 	failed  bool
 	scanned bool
@@ -30,6 +32,8 @@ func (s *syncState) soon(now time.Duration) {
 func (w *Worker) startSync() {
 	s := &w.sync
 	s.next = w.now.Mono + w.jitter(w.cfg.ShardSyncInterval)
+	s.sentAt = w.now.Mono
+	s.round++
 	s.failed = false
 	s.scanned = false
 	if s.shards == nil {
@@ -39,10 +43,10 @@ func (w *Worker) startSync() {
 	for _, sc := range w.cfg.Streams {
 		s.fresh[sc.Name] = false
 		s.waiting++
-		w.call(Call{Op: OpListShards, Stream: sc.Name}, pendingCall{purpose: forSyncShards, key: sc.Name})
+		w.call(Call{Op: OpListShards, Stream: sc.Name}, pendingCall{purpose: forSyncShards, key: sc.Name, gen: s.round})
 	}
 	s.waiting++
-	w.call(Call{Op: OpListLeases, Consistent: true}, pendingCall{purpose: forSyncScan})
+	w.call(Call{Op: OpListLeases, Consistent: true}, pendingCall{purpose: forSyncScan, gen: s.round})
 }
 
 func (w *Worker) onSyncShards(stream string, r Result) {

@@ -56,6 +56,7 @@ func (w *Worker) observeRow(row Lease) *observation {
 
 func (w *Worker) startScan() {
 	w.scanInFlight = true
+	w.scanSentAt = w.now.Mono
 	w.nextScan = w.now.Mono + w.jitter(w.cfg.TakeInterval)
 	w.call(Call{Op: OpListLeases, Consistent: w.cfg.ConsistentTakeScans}, pendingCall{purpose: forScan})
 }

@@ -46,6 +46,7 @@ type Worker struct {
 	shutdown     bool
 	stopped      bool
 	scanInFlight bool
+	scanSentAt   time.Duration
 	nextScan     time.Duration
 	sync         syncState
 }
@@ -169,9 +170,13 @@ func (w *Worker) onResult(r Result) {
 	case forRecords:
 		w.onRecords(pc, r)
 	case forSyncShards:
-		w.onSyncShards(pc.key, r)
+		if pc.gen == w.sync.round {
+			w.onSyncShards(pc.key, r)
+		}
 	case forSyncScan:
-		w.onSyncScan(r)
+		if pc.gen == w.sync.round {
+			w.onSyncScan(r)
+		}
 	}
 }
 
@@ -190,6 +195,15 @@ func (w *Worker) advance() {
 			w.stopped = true
 		}
 		return
+	}
+	// A driver answers every call, but should a reply never come, do not
+	// stop scanning for good.
+	if w.scanInFlight && now-w.scanSentAt > 2*w.cfg.LeaseDuration {
+		w.scanInFlight = false
+	}
+	if w.sync.inFlight() && now-w.sync.sentAt > 2*w.cfg.LeaseDuration {
+		w.sync.waiting = 0
+		w.sync.round++
 	}
 	if !w.sync.inFlight() && now >= w.sync.next {
 		w.startSync()
