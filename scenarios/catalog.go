@@ -1,0 +1,212 @@
+package scenarios
+
+import (
+	"sort"
+	"time"
+
+	"github.com/shardlease/shardlease/engine"
+	"github.com/shardlease/shardlease/sim"
+)
+
+// Scenario is a named, readable story from production, run by the simulator.
+type Scenario struct {
+	Name  string // e.g. "rolling-deploy"
+	Story string // one or two sentences: what happens in production
+	// Options are the workers, shards, durations, faults ("none" or a
+	// list) and scripted Actions of the story; Seed is left 0 (the caller
+	// picks it) and Scenario is set to Name. Fields left zero are drawn
+	// from the seed.
+	Options sim.Options
+}
+
+// Default names the default scenario: swarm faults on a drawn world.
+const Default = "swarm"
+
+const s = time.Second
+
+// shard returns the id of initial shard i of the simulated stream.
+func shard(i int) string {
+	const digits = "000000000000"
+	n := []byte(digits)
+	for p := len(n) - 1; i > 0 && p >= 0; p-- {
+		n[p] = byte('0' + i%10)
+		i /= 10
+	}
+	return "shardId-" + string(n)
+}
+
+// catalog returns fresh values (Options hold slices and funcs; callers may
+// change their copy).
+func catalog() []Scenario {
+	list := []Scenario{
+		{
+			Name:    Default,
+			Story:   "The swarm: a drawn world (cluster, stream, engine configuration) under a drawn mix of every fault class.",
+			Options: sim.Options{Faults: "swarm"},
+		},
+		{
+			Name: "rolling-deploy",
+			Story: "A deploy restarts every one of five workers in turn, one every 15 s: each shuts down gracefully, " +
+				"hands its leases back and comes back 3 s later under the same owner id.",
+			Options: sim.Options{Workers: 5, Shards: 12, Faults: "none", Chaos: 120 * s, Actions: rolling(5, 20*s, 15*s, 3*s)},
+		},
+		{
+			Name: "crash-mid-split",
+			Story: "A reshard splits every shard of the stream and, half a second later, worker 0 (which owns some of the " +
+				"closing parents) crashes and stays down 20 s: its parents must be finished by others before any child is read. " +
+				"(Approximation: the simulator cannot target \"the owner of shard X\", so every shard is split and a worker that owns some is crashed.)",
+			Options: sim.Options{Workers: 3, Shards: 3, Faults: "none", Chaos: 90 * s, Actions: []sim.Action{
+				{At: 30 * s, Kind: sim.ActSplit, Shard: shard(0)},
+				{At: 30 * s, Kind: sim.ActSplit, Shard: shard(1)},
+				{At: 30 * s, Kind: sim.ActSplit, Shard: shard(2)},
+				{At: 30*s + 500*time.Millisecond, Kind: sim.ActCrash, Worker: 0, Dur: 20 * s},
+			}},
+		},
+		{
+			Name: "partitioned-while-checkpointing",
+			Story: "Worker 0 keeps reading the stream and its processor keeps checkpointing, but the lease table is " +
+				"unreachable from it for 45 s: its checkpoints and renewals fail, worker 1 takes its shards, and no checkpoint of the cut-off owner may land afterwards.",
+			Options: sim.Options{Workers: 2, Shards: 6, Faults: "none", Chaos: 100 * s, Actions: []sim.Action{
+				{At: 30 * s, Kind: sim.ActPartition, Workers: []int{0}, Target: "table", Dir: "both", Dur: 45 * s},
+			}},
+		},
+		{
+			Name: "gc-pause-longer-than-lease",
+			Story: "A stop-the-world GC pause freezes worker 0 for 60 s, longer than any lease duration; the others take its " +
+				"shards, and when it wakes its queued results and timers must not let it deliver or checkpoint on leases it lost.",
+			Options: sim.Options{Workers: 3, Shards: 8, Faults: "none", Chaos: 120 * s, Actions: []sim.Action{
+				{At: 30 * s, Kind: sim.ActPause, Worker: 0, Dur: 60 * s},
+			}},
+		},
+		{
+			Name: "clock-step-backward",
+			Story: "NTP steps worker 0's wall clock back by 10 minutes while it holds leases (and worker 1's back by 1 minute later): " +
+				"lease decisions use the monotonic clock only, so nothing may change.",
+			Options: sim.Options{Workers: 3, Shards: 6, Faults: "none", Chaos: 90 * s, Actions: []sim.Action{
+				{At: 30 * s, Kind: sim.ActClockStep, Worker: 0, Extra: -10 * time.Minute},
+				{At: 50 * s, Kind: sim.ActClockStep, Worker: 1, Extra: -time.Minute},
+			}},
+		},
+		{
+			Name: "clock-step-forward",
+			Story: "NTP steps worker 0's wall clock forward by 10 minutes while it holds leases (and worker 1's forward by 1 minute later): " +
+				"nobody may think a lease expired because a wall clock jumped.",
+			Options: sim.Options{Workers: 3, Shards: 6, Faults: "none", Chaos: 90 * s, Actions: []sim.Action{
+				{At: 30 * s, Kind: sim.ActClockStep, Worker: 0, Extra: 10 * time.Minute},
+				{At: 50 * s, Kind: sim.ActClockStep, Worker: 1, Extra: time.Minute},
+			}},
+		},
+		{
+			Name: "throttled-failover",
+			Story: "Worker 0 crashes and, at the same moment, the lease table starts throttling 90% of calls for 40 s: " +
+				"the survivors must take over its shards through the throttling, without double ownership.",
+			Options: sim.Options{Workers: 3, Shards: 9, Faults: "none", Chaos: 100 * s, Actions: []sim.Action{
+				{At: 30 * s, Kind: sim.ActCrash, Worker: 0},
+				{At: 30 * s, Kind: sim.ActTableThrottle, Dur: 40 * s, Value: 0.9},
+			}},
+		},
+		{
+			Name: "scale-1-20-2",
+			Story: "Traffic spikes: the fleet scales from 1 worker to 20 (one every second), then back down to 2 " +
+				"(one every 2 s), while the leases are rebalanced across it.",
+			Options: sim.Options{Workers: 1, Shards: 24, Faults: "none", Chaos: 150 * s, Actions: scale1to20to2()},
+		},
+		{
+			Name: "merge-split-owners",
+			Story: "Two adjacent shards owned by two different workers are merged: the child must not be read before both " +
+				"parents are finished. (Each worker is capped at one lease, which pins the two parents to different workers.)",
+			Options: sim.Options{Workers: 2, Shards: 2, Faults: "none", Chaos: 90 * s,
+				Engine: func(c *engine.Config) { c.MaxLeasesForWorker = 1 },
+				Actions: []sim.Action{
+					{At: 40 * s, Kind: sim.ActMerge, Shard: shard(0)},
+				}},
+		},
+		{
+			Name: "stale-reads-takeover",
+			Story: "The lease table serves eventually consistent scans that return stale rows while worker 0 crashes and the " +
+				"others take over its shards: a stale row may delay a take, never make a wrong one.",
+			Options: sim.Options{Workers: 3, Shards: 9, Faults: "stale-reads", Chaos: 100 * s,
+				Engine: func(c *engine.Config) { c.ConsistentTakeScans = false },
+				Actions: []sim.Action{
+					{At: 30 * s, Kind: sim.ActCrash, Worker: 0, Dur: 30 * s},
+				}},
+		},
+		{
+			Name: "sdk-retry-applied-take",
+			Story: "Worker 0 crashes, and while the others take its shards the SDK retries conditional writes that already " +
+				"applied: the retry fails its condition and must not read as a lost lease. " +
+				"(Approximation: duplicates come from the drawn \"dup\" rate on every write, not on takes only.)",
+			Options: sim.Options{Workers: 4, Shards: 12, Faults: "dup", Chaos: 100 * s, Actions: []sim.Action{
+				{At: 30 * s, Kind: sim.ActCrash, Worker: 0, Dur: 30 * s},
+				{At: 60 * s, Kind: sim.ActCrash, Worker: 1, Dur: 20 * s},
+			}},
+		},
+		{
+			Name: "restart-same-owner",
+			Story: "Worker 0 crashes and its process manager restarts it 1 s later under the same owner id, well inside its " +
+				"leases: the new process resumes them from the stored checkpoints, not from its predecessor's memory.",
+			Options: sim.Options{Workers: 3, Shards: 6, Faults: "none", Chaos: 90 * s, Actions: []sim.Action{
+				{At: 30 * s, Kind: sim.ActCrash, Worker: 0, Dur: time.Second},
+				{At: 60 * s, Kind: sim.ActCrash, Worker: 0, Dur: time.Second},
+			}},
+		},
+		{
+			Name: "checkpoint-older-than-retention",
+			Story: "The only worker is down for 6 minutes while the stream keeps a short retention (30 s to 5 min): when " +
+				"it comes back its checkpoints point below the trim horizon, and the lost records are counted, not hidden.",
+			Options: sim.Options{Workers: 1, Shards: 4, Faults: "retention", Chaos: 7 * time.Minute, Actions: []sim.Action{
+				{At: 30 * s, Kind: sim.ActCrash, Worker: 0, Dur: 6 * time.Minute},
+			}},
+		},
+	}
+	for i := range list {
+		list[i].Options.Scenario = list[i].Name
+	}
+	sort.Slice(list, func(i, j int) bool { return list[i].Name < list[j].Name })
+	return list
+}
+
+// rolling restarts workers 0..n-1 one after another: worker i shuts down
+// gracefully at first+i·every and restarts down later.
+func rolling(n int, first, every, down time.Duration) []sim.Action {
+	var out []sim.Action
+	for i := 0; i < n; i++ {
+		out = append(out, sim.Action{At: first + time.Duration(i)*every, Kind: sim.ActShutdown, Worker: i, Dur: down})
+	}
+	return out
+}
+
+// scale1to20to2 adds 19 workers one a second from 20 s, then removes 18 of
+// them one every 2 s from 60 s, leaving workers 0 and 1.
+func scale1to20to2() []sim.Action {
+	var out []sim.Action
+	for i := 1; i <= 19; i++ {
+		out = append(out, sim.Action{At: 20*s + time.Duration(i-1)*s, Kind: sim.ActScaleOut})
+	}
+	for i := 19; i >= 2; i-- {
+		out = append(out, sim.Action{At: 60*s + time.Duration(19-i)*2*s, Kind: sim.ActScaleIn, Worker: i})
+	}
+	return out
+}
+
+// All returns the catalog, sorted by name; it includes the default.
+func All() []Scenario { return catalog() }
+
+// Lookup returns the scenario named name.
+func Lookup(name string) (Scenario, bool) {
+	for _, sc := range catalog() {
+		if sc.Name == name {
+			return sc, true
+		}
+	}
+	return Scenario{}, false
+}
+
+// Names returns the names of the catalog, sorted.
+func Names() []string {
+	var out []string
+	for _, sc := range catalog() {
+		out = append(out, sc.Name)
+	}
+	return out
+}
