@@ -45,6 +45,7 @@ type counter struct {
 	last      engine.Checkpoint // last record processed
 	batches   int
 	failedAt  string // first sequence number of the batch failed on purpose
+	eager     bool   // checkpoint the next batch at once (the lease starts at a sentinel)
 	lost      bool
 	lastError error
 }
@@ -79,6 +80,11 @@ func sleepCtx(ctx context.Context, d time.Duration) {
 func (c *counter) Initialize(ctx context.Context, in engine.InitInput) error {
 	c.lastCP = c.o.Now()
 	c.last = engine.Checkpoint{}
+	// A lease that starts at LATEST or AT_TIMESTAMP has no position in
+	// the table until its first checkpoint: if it changed hands before,
+	// the next owner would resolve LATEST anew and skip what came in
+	// between. Checkpoint the first batch at once to close that window.
+	c.eager = in.Start.Sequence == engine.Latest || in.Start.Sequence == engine.AtTimestamp
 	c.log.Info("processing shard", "lease", in.Key, "from", in.Start.String())
 	return nil
 }
@@ -102,7 +108,11 @@ func (c *counter) ProcessRecords(ctx context.Context, in engine.RecordsInput) er
 	c.sinceCP += n
 	r := in.Records[n-1]
 	c.last = engine.Checkpoint{Sequence: r.Sequence, SubSequence: r.SubSequence}
-	if c.sinceCP >= c.o.Every || c.o.Now().Sub(c.lastCP) >= c.o.Interval {
+	switch {
+	case c.eager:
+		c.eager = false
+		c.checkpoint(ctx, in.Checkpointer, "first batch after a LATEST or AT_TIMESTAMP start")
+	case c.sinceCP >= c.o.Every || c.o.Now().Sub(c.lastCP) >= c.o.Interval:
 		c.checkpoint(ctx, in.Checkpointer, "periodic")
 	}
 	return nil

@@ -264,7 +264,7 @@ func deriveApplies(recs []trace.Record, final []engine.Lease, wc *WriteCounts) [
 	calls := map[ck]*wcall{}
 	var order []*wcall
 	witnessed := map[version]bool{}
-	resolved := map[[2]string]bool{} // "proc key", "counter" -> applied by the writer's re-read
+	resolved := map[string]bool{} // applied, as the writer's re-read resolved it
 	deleted := map[int32][]*trace.Record{}
 	for i := range recs {
 		r := &recs[i]
@@ -280,8 +280,11 @@ func deriveApplies(recs []trace.Record, final []engine.Lease, wc *WriteCounts) [
 			if r.Op == engine.OpGetLease && r.Outcome == trace.OutcomeOK {
 				witnessed[version{r.Key, r.RowOwner, r.Counter}] = true
 			}
-		case r.Kind == trace.Resolved && strings.HasSuffix(r.Reason, " applied"):
-			resolved[[2]string{fmt.Sprint(r.Proc, " ", r.Key), fmt.Sprint(r.Counter)}] = true
+		case r.Kind == trace.Resolved:
+			// Reason is "<write class> applied|not applied|superseded"
+			if class, ok := strings.CutSuffix(r.Reason, " applied"); ok && !strings.HasSuffix(class, " not") {
+				resolved[resolvedKey(r.Proc, r.Key, class, r.Counter)] = true
+			}
 		case r.Kind == trace.LeaseDeleted:
 			deleted[r.Proc] = append(deleted[r.Proc], r)
 		}
@@ -328,7 +331,7 @@ func deriveApplies(recs []trace.Record, final []engine.Lease, wc *WriteCounts) [
 			if producedBy[v] != nil {
 				break
 			}
-			if witnessed[v] || resolved[[2]string{fmt.Sprint(w.send.Proc, " ", w.send.Key), fmt.Sprint(w.send.Counter)}] {
+			if witnessed[v] || resolved[resolvedKey(w.send.Proc, w.send.Key, w.send.Reason, w.send.Counter)] {
 				w.applied = true
 				producedBy[v] = w
 				if w.send.Op != engine.OpCreateLease {
@@ -396,4 +399,8 @@ func b2i(b bool) int {
 		return 1
 	}
 	return 0
+}
+
+func resolvedKey(proc int32, key, class string, counter int64) string {
+	return fmt.Sprint(proc, "\x00", key, "\x00", class, "\x00", counter)
 }

@@ -200,70 +200,79 @@ func faultFigures(recs []trace.Record, procs map[int32]*history.Proc, rep *Repor
 		return
 	}
 	stops := map[int32]time.Duration{}
+	cuts := map[int32]time.Duration{}
 	for i := range recs {
 		r := &recs[i]
 		if r.Kind != trace.KindFault {
 			continue
 		}
-		word, _, _ := strings.Cut(r.Reason, " ")
-		switch word {
-		case FaultKill:
+		word, what, _ := strings.Cut(r.Reason, " ")
+		switch {
+		case word == FaultKill:
 			keys := actingAt(ts, r.Proc, r.T)
 			mx, mean, pending := measure(keys, r.Proc, r.T)
 			rep.Kills = append(rep.Kills, Failover{At: r.T, Who: procName(procs, r.Proc), Shards: len(keys), Max: mx, Mean: mean, Pending: pending})
-		case FaultStop:
+		case word == FaultStop:
 			stops[r.Proc] = r.T
-		case FaultCont:
-			at, ok := stops[r.Proc]
+		case word == FaultBegin && what == "cut" && r.Proc >= 0:
+			cuts[r.Proc] = r.T
+		case word == FaultCont || (word == FaultEnd && what == "cut" && r.Proc >= 0):
+			kind, from := "pause", stops
+			if word == FaultEnd {
+				kind, from = "cut", cuts
+			}
+			at, ok := from[r.Proc]
 			if !ok {
 				continue
 			}
-			delete(stops, r.Proc)
+			delete(from, r.Proc)
 			keys := actingAt(ts, r.Proc, at)
 			mx, mean, pending := measure(keys, r.Proc, at)
-			p := Pause{At: at, Resumed: r.T, Who: procName(procs, r.Proc), Shards: len(keys), Max: mx, Mean: mean, Pending: pending}
-			zombies(recs, procs, r.Proc, keys, at, r.T, &p)
+			p := Pause{Kind: kind, At: at, Resumed: r.T, Who: procName(procs, r.Proc), Shards: len(keys), Max: mx, Mean: mean, Pending: pending}
+			zombies(recs, procs, r.Proc, keys, at, &p)
 			rep.Pauses = append(rep.Pauses, p)
 		}
 	}
 }
 
-// zombies counts what a paused process did, after it resumed at cont, on
-// the leases whose own-view act-until time had passed by then.
-func zombies(recs []trace.Record, procs map[int32]*history.Proc, proc int32, keys []string, stop, cont time.Duration, p *Pause) {
+// zombies counts what a paused or cut-off process did on each of keys once
+// its own view of the lease had passed its act-until time (the send time
+// of its last write of the lease that applied, plus the lease duration,
+// minus the safety margin), until it took the lease again. A pause or cut
+// that outlasts the lease must leave every one of those leases expired
+// in the process's own view, and it must not act on them.
+func zombies(recs []trace.Record, procs map[int32]*history.Proc, proc int32, keys []string, from time.Duration, p *Pause) {
 	lease, margin, _ := leaseTimings(procs, proc)
 	for _, key := range keys {
-		// the last write of the lease the process sent before the pause
-		// that applied: its validity starts at its send time
-		var from time.Duration = -1
+		var sent time.Duration = -1
+		expired := false
 		for i := range recs {
 			r := &recs[i]
-			if r.T > cont {
-				break
+			if r.Proc != proc || r.Key != key {
+				continue
 			}
-			if r.Kind == trace.KindApply && r.Proc == proc && r.Key == key && r.Sent < stop &&
-				(r.Reason == trace.WriteTake || r.Reason == trace.WriteRenew || r.Reason == trace.WriteCheckpoint) {
-				from = max(from, r.Sent)
+			if r.Kind == trace.KindApply && (r.Reason == trace.WriteTake || r.Reason == trace.WriteRenew || r.Reason == trace.WriteCheckpoint) {
+				sent = max(sent, r.Sent)
+				continue
 			}
-		}
-		if from < 0 || cont < from+lease-margin {
-			continue
-		}
-		p.Expired++
-		for i := range recs {
-			r := &recs[i]
-			if r.T < cont || r.Proc != proc || r.Key != key {
+			if r.T < from || sent < 0 {
 				continue
 			}
 			if r.Kind == trace.LeaseAcquired {
 				break
 			}
-			if r.Kind == trace.Delivered || r.IsAct() {
-				p.Zombie++
-				if len(p.ZombieEx) < 5 {
-					p.ZombieEx = append(p.ZombieEx, r.String())
+			if r.T >= sent+lease-margin {
+				expired = true
+				if r.Kind == trace.Delivered || r.IsAct() {
+					p.Zombie++
+					if len(p.ZombieEx) < 5 {
+						p.ZombieEx = append(p.ZombieEx, r.String())
+					}
 				}
 			}
+		}
+		if expired {
+			p.Expired++
 		}
 	}
 }

@@ -98,18 +98,20 @@ type Failover struct {
 	Pending int // shards nobody acted on again within the history
 }
 
-// Pause is one SIGSTOP/SIGCONT: the takeover time of each shard the
-// paused process had been acting on, and what it did after it resumed.
+// Pause is one SIGSTOP/SIGCONT, or one cut of a process's link to the
+// table: the takeover time of each shard the process had been acting on,
+// and what it did on them once its own view of the lease had expired.
 type Pause struct {
+	Kind        string // "pause" or "cut"
 	At, Resumed time.Duration
 	Who         string
 	Shards      int
 	Max, Mean   time.Duration
 	Pending     int
-	// Expired counts the shards whose lease had passed the paused
-	// process's own act-until time when it resumed; Zombie counts what
-	// it delivered, received or checkpointed on those after resuming
-	// (it must be zero).
+	// Expired counts the shards whose lease passed the process's own
+	// act-until time; Zombie counts what it delivered, received or
+	// checkpointed on them after that, before taking them again (it must
+	// be zero).
 	Expired  int
 	Zombie   int
 	ZombieEx []string

@@ -80,8 +80,8 @@ func (r *Report) Print(w io.Writer) {
 		p("  kill  %-14s at %8s: %d shards, failover max %s mean %s%s", k.Who, secs(k.At), k.Shards, secs(k.Max), secs(k.Mean), pending(k.Pending))
 	}
 	for _, x := range r.Pauses {
-		p("  pause %-14s at %8s for %s: %d shards, takeover max %s mean %s%s; expired in its own view at resume %d, zombie acts after resume %d",
-			x.Who, secs(x.At), secs(x.Resumed-x.At), x.Shards, secs(x.Max), secs(x.Mean), pending(x.Pending), x.Expired, x.Zombie)
+		p("  %-5s %-14s at %8s for %s: %d shards, takeover max %s mean %s%s; leases expired in its own view %d, acts on them after that %d",
+			x.Kind, x.Who, secs(x.At), secs(x.Resumed-x.At), x.Shards, secs(x.Max), secs(x.Mean), pending(x.Pending), x.Expired, x.Zombie)
 		for _, e := range x.ZombieEx {
 			p("      %s", e)
 		}
