@@ -3,23 +3,38 @@ package sim
 import (
 	"flag"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 )
 
 var flagExplore = flag.Int("sim.explore", 0, "TestExplore: seeds to run, printing one line per violation")
 
+var flagList = flag.String("sim.list", "", "TestExplore: comma-separated seeds")
+
 func TestExplore(t *testing.T) {
-	if *flagExplore == 0 {
-		t.Skip("set -sim.explore=N")
-	}
+	var seeds []uint64
 	for seed := *flagFirst; seed < *flagFirst+uint64(*flagExplore); seed++ {
+		seeds = append(seeds, seed)
+	}
+	for _, f := range strings.Split(*flagList, ",") {
+		if n, err := strconv.ParseUint(strings.TrimSpace(f), 10, 64); err == nil {
+			seeds = append(seeds, n)
+		}
+	}
+	if len(seeds) == 0 {
+		t.Skip("set -sim.explore=N or -sim.list")
+	}
+	for _, seed := range seeds {
 		res, err := Run(Options{Seed: seed})
 		if err != nil {
 			t.Errorf("seed %d: %v", seed, err)
 			continue
 		}
 		for _, v := range res.Violations {
+			if knownEngineBug(v) {
+				continue
+			}
 			d := v.Detail
 			if len(d) > 160 {
 				d = d[:160]

@@ -376,6 +376,11 @@ func (s *simulator) heal() {
 	for _, sl := range s.slots {
 		for _, l := range s.links(sl, "both") {
 			l.cutReq, l.cutRep, l.clogUntil = false, false, 0
+			// the latency fault class ends too: no spikes, a normal tail
+			l.lat.Spike = 0
+			if l.lat.Tail > 20*time.Millisecond {
+				l.lat.Tail = 20 * time.Millisecond
+			}
 		}
 	}
 	for id := range s.pauseProc {

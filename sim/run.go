@@ -40,6 +40,7 @@ type job struct {
 	first  string
 	last   string
 	cp     string // checkpoint to ask for before answering
+	gen    uint64 // the key's generation when the notice came
 }
 
 type slot struct {
@@ -67,6 +68,7 @@ type link struct {
 type pkey struct {
 	processed string // last record processed (sequence)
 	asked     string // last checkpoint asked for
+	gen       uint64 // incremented by every Initialize
 }
 
 type proc struct {
@@ -749,6 +751,7 @@ func (s *simulator) notice(p *proc, n *engine.Notice) {
 	switch n.Kind {
 	case engine.NoticeInitialize:
 		k := s.pk(p, n.Key)
+		k.gen++
 		k.processed, k.asked = "", ""
 		if !n.Start.IsSentinel() {
 			k.processed, k.asked = n.Start.Sequence, n.Start.Sequence
@@ -767,7 +770,7 @@ func (s *simulator) notice(p *proc, n *engine.Notice) {
 			}
 		}
 		s.emit(s.procRec(p, &r))
-		jb := job{proc: p.id, key: n.Key, batch: n.Batch, first: r.First, last: r.Last}
+		jb := job{proc: p.id, key: n.Key, batch: n.Batch, first: r.First, last: r.Last, gen: s.pk(p, n.Key).gen}
 		if len(n.Records) > 0 && s.rProc.chance(s.rate(s.w.Rates.FailedBatch)) {
 			jb.failed = true
 		} else if len(n.Records) > 0 && s.rProc.chance(s.w.Rates.Checkpoint) {
@@ -780,7 +783,7 @@ func (s *simulator) notice(p *proc, n *engine.Notice) {
 		s.q.push(event{at: s.now + s.procDelay(), kind: evJob, proc: p.id, a: uint64(j)})
 	case engine.NoticeShardEnded, engine.NoticeShutdownRequested:
 		s.emit(s.procRec(p, &trace.Record{Kind: trace.KindNotice, Key: n.Key, Reason: n.Kind.String()}))
-		jb := job{proc: p.id, key: n.Key, batch: n.Batch}
+		jb := job{proc: p.id, key: n.Key, batch: n.Batch, gen: s.pk(p, n.Key).gen}
 		if n.Kind == engine.NoticeShutdownRequested {
 			if k := p.keys[n.Key]; k != nil && k.processed != "" && k.processed != k.asked {
 				jb.cp = k.processed
@@ -815,12 +818,14 @@ func (s *simulator) onJob(i int) {
 		s.q.push(event{at: s.now + 10*time.Millisecond, kind: evJob, proc: p.id, a: uint64(k)})
 		return
 	}
-	if j.first != "" && !j.failed {
-		if k := p.keys[j.key]; k != nil {
+	current := false
+	if k := p.keys[j.key]; k != nil && k.gen == j.gen {
+		current = true
+		if j.first != "" && !j.failed {
 			k.processed = j.last
 		}
 	}
-	if j.cp != "" {
+	if j.cp != "" && (current || j.first == "") {
 		s.askCheckpoint(p, j.key, j.cp)
 	}
 	r := trace.Record{Kind: trace.KindDone, Key: j.key, Reason: "ok", First: j.first, Last: j.last}

@@ -155,6 +155,7 @@ func drawWorld(o Options) (World, error) {
 		e.MaxLeasesForWorker = (2*w.Shards+4+w.Workers-1)/w.Workers + 1
 	}
 	e.GetRecordsLimit = []int{10, 50, 100, 1000, 10000}[r.IntN(5)]
+	putRate := r.rangeF(0.1, 5)
 	e.IdleTimeBetweenReads = r.between(100*time.Millisecond, 1500*time.Millisecond).Round(10 * time.Millisecond)
 	e.ConsistentTakeScans = r.chance(0.3)
 	if o.Engine != nil {
@@ -245,7 +246,12 @@ func drawWorld(o Options) (World, error) {
 	if w.has("retention") {
 		w.Retention = r.between(30*time.Second, 5*time.Minute).Round(time.Second)
 	}
-	w.PutRate = r.rangeF(0.1, 5)
+	w.PutRate = putRate
+	// the consumers must be able to drain a burst's backlog: small pages
+	// only with a light load
+	if e.GetRecordsLimit < 100 && (w.PutRate > 0.5 || w.has("bursts")) {
+		e.GetRecordsLimit = 100
+	}
 	w.DriftBound = full.MaxClockDrift / 2 * 0.98
 	if w.has("drift-beyond") {
 		w.DriftBound = full.MaxClockDrift * r.rangeF(2, 10)

@@ -208,6 +208,16 @@ func TestS4(t *testing.T) {
 	vs, _ = CheckS4(History{Records: skip.recs, Final: final, FinalKnown: true}, o)
 	expect(t, vs, S4, 1)
 
+	// a failed answer to a batch of an earlier tenure does not rewind
+	late := mk().
+		add(3, trace.KindReceived, 1, "s0", batch("10", "10", 1)).
+		add(4, trace.KindInitialized, 1, "s0", cp("TRIM_HORIZON")).
+		add(5, trace.KindReceived, 1, "s0", batch("10", "12", 3)).
+		add(6, trace.KindDone, 1, "s0", func(r *trace.Record) { r.Reason = "failed"; r.First, r.Last = "10", "10" }).
+		add(7, trace.KindReceived, 1, "s0", batch("13", "13", 1))
+	vs, _ = CheckS4(History{Records: late.recs, Final: final, FinalKnown: true}, o)
+	expect(t, vs, S4, 0)
+
 	// a batch that leaves a record out
 	hole := mk().add(3, trace.KindReceived, 1, "s0", batch("10", "13", 3))
 	vs, _ = CheckS4(History{Records: hole.recs, Final: final, FinalKnown: true}, o)
@@ -257,7 +267,7 @@ func TestS6(t *testing.T) {
 	ok := (&hb{}).
 		add(1, trace.KindInitialized, 1, "s0", cp("TRIM_HORIZON")).
 		add(2, trace.KindReceived, 1, "s0", batch("10", "11", 2)).
-		add(3, trace.KindDone, 1, "s0", func(r *trace.Record) { r.Reason = "failed"; r.First = "10" }).
+		add(3, trace.KindDone, 1, "s0", func(r *trace.Record) { r.Reason = "failed"; r.First, r.Last = "10", "11" }).
 		add(4, trace.KindReceived, 1, "s0", batch("10", "11", 2)).
 		add(5, trace.KindReceived, 1, "s0", batch("12", "12", 1)).
 		add(6, trace.KindInitialized, 2, "s0", cp("10")).

@@ -45,18 +45,48 @@ func CheckL1(h History, o Options) []Violation {
 	if len(live) == 0 {
 		return nil
 	}
-	acting := map[string]bool{}
+	// ownership: from Heal+Bound on, an open shard may go without an
+	// acting process for at most Bound at a time (a handover in progress
+	// at the end is not a failure)
+	cover := map[string][][2]time.Duration{}
 	for _, t := range Tenures(recs) {
+		end := t.EndT
 		if t.Open {
-			if _, ok := live[t.Proc]; ok {
-				acting[t.Key] = true
+			end = o.End
+			if _, ok := live[t.Proc]; !ok {
+				end = t.End
 			}
 		}
+		cover[t.Key] = append(cover[t.Key], [2]time.Duration{t.Start, end})
 	}
 	for _, key := range order {
-		if open[key] && !acting[key] {
-			add(Violation{Key: key, From: o.Heal + o.Bound, To: o.End,
-				Detail: "open shard has no live process acting on it at the end, " + (o.End - o.Heal).String() + " after healing (bound " + o.Bound.String() + ")"})
+		if !open[key] {
+			continue
+		}
+		iv := cover[key]
+		sort.Slice(iv, func(i, j int) bool { return iv[i][0] < iv[j][0] })
+		from := o.Heal + o.Bound
+		reach := from // covered up to here
+		worst, worstAt := time.Duration(0), from
+		for _, x := range iv {
+			if x[1] <= reach {
+				continue
+			}
+			if x[0] > reach {
+				if g := x[0] - reach; g > worst {
+					worst, worstAt = g, reach
+				}
+			}
+			if x[1] > reach {
+				reach = x[1]
+			}
+		}
+		if g := o.End - reach; g > worst {
+			worst, worstAt = g, reach
+		}
+		if worst > o.Bound {
+			add(Violation{Key: key, From: worstAt, To: worstAt + worst,
+				Detail: "open shard had no process acting on it for " + worst.String() + " after healing (bound " + o.Bound.String() + ")"})
 		}
 	}
 	// progress

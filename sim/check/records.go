@@ -57,6 +57,13 @@ type readState struct {
 	failedAt int // index of the first record of a failed batch; -1 none
 	lastLast string
 	failedF  string
+	// the last batch received, to match a failed answer to it (an answer to
+	// a batch of an earlier tenure does not count)
+	batchF, batchL string
+}
+
+func (st *readState) isLastBatch(r *trace.Record) bool {
+	return r.First == st.batchF && r.Last == st.batchL
 }
 
 // CheckS4 reports records that were never delivered although retention
@@ -125,7 +132,7 @@ func CheckS4(h History, o Options) ([]Violation, int) {
 			}
 			st := states[pk{r.Proc, r.Key}]
 			p := puts[r.Key]
-			if st == nil || p == nil {
+			if st == nil || p == nil || !st.isLastBatch(r) {
 				continue
 			}
 			st.next = p.index(r.First)
@@ -148,6 +155,7 @@ func CheckS4(h History, o Options) ([]Violation, int) {
 			if st == nil {
 				continue
 			}
+			st.batchF, st.batchL = r.First, r.Last
 			if st.next >= 0 {
 				exp := st.next
 				for exp < len(p.puts) && p.puts[exp].trimmed >= 0 && p.puts[exp].trimmed <= r.T {
@@ -299,7 +307,7 @@ func CheckS6(recs []trace.Record, o Options) []Violation {
 			states[pk{r.Proc, r.Key}] = &readState{}
 		case trace.KindDone:
 			if r.Reason == "failed" && r.First != "" {
-				if st := states[pk{r.Proc, r.Key}]; st != nil {
+				if st := states[pk{r.Proc, r.Key}]; st != nil && st.isLastBatch(r) {
 					st.failedF = r.First
 				}
 			}
@@ -323,6 +331,7 @@ func CheckS6(recs []trace.Record, o Options) []Violation {
 			}
 			st.failedF = ""
 			st.lastLast = r.Last
+			st.batchF, st.batchL = r.First, r.Last
 		}
 	}
 	return out
