@@ -1,0 +1,373 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/shardlease/shardlease/scenarios"
+	"github.com/shardlease/shardlease/sim"
+)
+
+// Defaults of the sweep that `make sim` (no flags) runs.
+const (
+	defaultFirst = 1
+	defaultSeeds = 32
+)
+
+// config is the parsed command line.
+type config struct {
+	scenario scenarios.Scenario
+	base     sim.Options // the scenario's options with the flags applied; Seed unset
+	first    uint64
+	last     uint64
+	parallel int
+	json     bool
+	out      string // report folder ("" with -report=false)
+	trace    string
+	list     bool
+	verbose  bool
+	command  string
+	options  map[string]string
+}
+
+// errUsage marks an error of the command line (exit status 2).
+type errUsage struct{ msg string }
+
+func (e errUsage) Error() string { return e.msg }
+
+func usagef(format string, a ...any) error { return errUsage{fmt.Sprintf(format, a...)} }
+
+func newFlagSet(stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet("simrun", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), `usage: simrun [flags]
+
+Runs a scenario of the shardlease simulator on one seed or a sweep of seeds
+against the in-memory fakes (no AWS), prints a summary, writes summary.json
+and report.html, and exits 0 when every seed passed, 1 when any broke an
+invariant, 2 on bad usage. With no flags: scenario %q, seeds %d-%d.
+
+flags:
+`, scenarios.Default, defaultFirst, defaultFirst+defaultSeeds-1)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// parseArgs parses the command line. It returns flag.ErrHelp for -h.
+func parseArgs(args []string, stderr io.Writer) (*config, error) {
+	fs := newFlagSet(stderr)
+	var (
+		scenario = fs.String("scenario", scenarios.Default, "the scenario to run (see -list)")
+		seed     = fs.String("seed", "", "run this one seed (replays it exactly: same trace hash)")
+		seeds    = fs.String("seeds", "", fmt.Sprintf("run the seeds A-B (inclusive); default %d-%d", defaultFirst, defaultFirst+defaultSeeds-1))
+		workers  = fs.Int("workers", 0, "initial workers (0: the scenario's, or drawn from the seed)")
+		shards   = fs.Int("shards", 0, "initial shards (0: the scenario's, or drawn from the seed)")
+		duration = fs.Duration("duration", 0, "virtual length of the chaos phase, in which the faults are in force (0: the scenario's, or drawn); a healing phase follows")
+		chaos    = fs.Duration("chaos", 0, "the same as -duration (the replay commands use it)")
+		quiet    = fs.Duration("quiet", 0, "virtual length of the healing phase after the chaos (0: derived from the liveness bound)")
+		faults   = fs.String("faults", "", "fault classes: swarm (each seed draws its mix), none, all, or a comma-separated list (see -list); default: the scenario's")
+		mutation = fs.String("mutation", "", "plant a bug (see -list) to show the checkers catch it")
+		parallel = fs.Int("parallel", runtime.NumCPU(), "seeds run at a time (each seed is single-threaded and deterministic)")
+		asJSON   = fs.Bool("json", false, "print one JSON object per seed, one per line, in seed order")
+		out      = fs.String("out", "", "write summary.json and report.html to this folder (default: reports/out/SCENARIO, or reports/out/SCENARIO-seed-N for one seed)")
+		report   = fs.Bool("report", true, "write the report (summary.json, report.html); -report=false skips it")
+		list     = fs.Bool("list", false, "list the scenarios, fault classes and mutations, and exit")
+		traceTo  = fs.String("trace", "", "write the trace of the run as JSON Lines to this file (one seed only)")
+		verbose  = fs.Bool("v", false, "print every seed's full summary (world, schedule, figures, violations)")
+	)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil, err
+		}
+		return nil, errUsage{err.Error()}
+	}
+	if fs.NArg() > 0 {
+		return nil, usagef("unexpected argument %q (all options are flags; see -h)", fs.Arg(0))
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+
+	c := &config{json: *asJSON, list: *list, verbose: *verbose, trace: *traceTo, parallel: *parallel, options: map[string]string{}}
+	c.command = commandLine(args)
+	if c.list {
+		return c, nil
+	}
+	sc, ok := scenarios.Lookup(*scenario)
+	if !ok {
+		return nil, usagef("unknown scenario %q; known: %s", *scenario, strings.Join(scenarioNames(), ", "))
+	}
+	c.scenario = sc
+	o := sc.Options
+	o.Scenario = sc.Name
+	o.Seed = 0
+
+	// seeds
+	switch {
+	case set["seed"] && set["seeds"]:
+		return nil, usagef("-seed and -seeds are exclusive")
+	case set["seed"]:
+		n, err := strconv.ParseUint(strings.TrimSpace(*seed), 10, 64)
+		if err != nil {
+			return nil, usagef("-seed %q: not a seed (a non-negative integer)", *seed)
+		}
+		c.first, c.last = n, n
+	case set["seeds"]:
+		a, b, err := parseRange(*seeds)
+		if err != nil {
+			return nil, err
+		}
+		c.first, c.last = a, b
+	default:
+		c.first, c.last = defaultFirst, defaultFirst+defaultSeeds-1
+	}
+
+	// the world
+	if *workers < 0 || *shards < 0 {
+		return nil, usagef("-workers and -shards must not be negative")
+	}
+	if set["workers"] {
+		o.Workers = *workers
+	}
+	if set["shards"] {
+		o.Shards = *shards
+	}
+	if *duration < 0 || *chaos < 0 || *quiet < 0 {
+		return nil, usagef("-duration, -chaos and -quiet must not be negative")
+	}
+	if set["duration"] && set["chaos"] && *duration != *chaos {
+		return nil, usagef("-duration %v and -chaos %v disagree (they are the same setting)", *duration, *chaos)
+	}
+	if set["duration"] {
+		o.Chaos = *duration
+	}
+	if set["chaos"] {
+		o.Chaos = *chaos
+	}
+	if set["quiet"] {
+		o.Quiet = *quiet
+	}
+	if set["faults"] {
+		f, err := checkFaults(*faults)
+		if err != nil {
+			return nil, err
+		}
+		o.Faults = f
+	}
+	if set["mutation"] {
+		if *mutation != "" {
+			if _, ok := sim.Mutations[*mutation]; !ok {
+				return nil, usagef("unknown mutation %q; known: %s", *mutation, strings.Join(mutationNames(), ", "))
+			}
+		}
+		o.Mutation = *mutation
+	}
+	c.base = o
+
+	if c.parallel < 1 {
+		return nil, usagef("-parallel %d: need at least 1", c.parallel)
+	}
+	if n := c.last - c.first + 1; uint64(c.parallel) > n {
+		c.parallel = int(n)
+	}
+	if c.trace != "" && c.first != c.last {
+		return nil, usagef("-trace writes the trace of one run: use it with -seed N")
+	}
+	if *report {
+		c.out = *out
+		if c.out == "" {
+			name := sc.Name
+			if c.first == c.last {
+				name += "-seed-" + strconv.FormatUint(c.first, 10)
+			}
+			c.out = filepath.Join(repoRoot(), "reports", "out", name)
+		}
+	} else if set["out"] {
+		return nil, usagef("-out and -report=false disagree")
+	}
+
+	c.options["scenario"] = sc.Name
+	if c.first == c.last {
+		c.options["seed"] = strconv.FormatUint(c.first, 10)
+	} else {
+		c.options["seeds"] = fmt.Sprintf("%d-%d", c.first, c.last)
+	}
+	if o.Workers != 0 {
+		c.options["workers"] = strconv.Itoa(o.Workers)
+	}
+	if o.Shards != 0 {
+		c.options["shards"] = strconv.Itoa(o.Shards)
+	}
+	if o.Chaos != 0 {
+		c.options["chaos"] = o.Chaos.String()
+	}
+	if o.Quiet != 0 {
+		c.options["quiet"] = o.Quiet.String()
+	}
+	f := o.Faults
+	if f == "" {
+		f = "swarm"
+	}
+	c.options["faults"] = f
+	if o.Mutation != "" {
+		c.options["mutation"] = o.Mutation
+	}
+	if len(o.Actions) > 0 {
+		c.options["scripted_actions"] = strconv.Itoa(len(o.Actions))
+	}
+	if o.Engine != nil {
+		c.options["engine"] = "adjusted by the scenario"
+	}
+	c.options["parallel"] = strconv.Itoa(c.parallel)
+	return c, nil
+}
+
+// parseRange parses "A-B" (inclusive) or "A".
+func parseRange(s string) (uint64, uint64, error) {
+	s = strings.TrimSpace(s)
+	as, bs, found := strings.Cut(s, "-")
+	a, err := strconv.ParseUint(strings.TrimSpace(as), 10, 64)
+	if err != nil {
+		return 0, 0, usagef("-seeds %q: want A-B, e.g. 1-100", s)
+	}
+	if !found {
+		return a, a, nil
+	}
+	b, err := strconv.ParseUint(strings.TrimSpace(bs), 10, 64)
+	if err != nil {
+		return 0, 0, usagef("-seeds %q: want A-B, e.g. 1-100", s)
+	}
+	if b < a {
+		return 0, 0, usagef("-seeds %q: the range is empty (B < A)", s)
+	}
+	if b-a >= 1<<24 {
+		return 0, 0, usagef("-seeds %q: more than %d seeds", s, 1<<24)
+	}
+	return a, b, nil
+}
+
+// checkFaults validates a -faults value as sim reads it.
+func checkFaults(f string) (string, error) {
+	f = strings.TrimSpace(f)
+	switch f {
+	case "", "swarm", "none", "all":
+		return f, nil
+	}
+	known := map[string]bool{}
+	for _, c := range append(append([]string(nil), sim.FaultClasses...), sim.OutsideClasses...) {
+		known[c] = true
+	}
+	for _, c := range strings.Split(f, ",") {
+		if !known[strings.TrimSpace(c)] {
+			return "", usagef("-faults: unknown fault class %q; use swarm, none, all or a comma-separated list of: %s", strings.TrimSpace(c),
+				strings.Join(append(append([]string(nil), sim.FaultClasses...), sim.OutsideClasses...), ","))
+		}
+	}
+	return f, nil
+}
+
+func scenarioNames() []string {
+	var out []string
+	for _, s := range scenarios.All() {
+		out = append(out, s.Name)
+	}
+	return out
+}
+
+func mutationNames() []string {
+	var out []string
+	for m := range sim.Mutations {
+		out = append(out, m)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// commandLine renders the command that was run, for the report.
+func commandLine(args []string) string {
+	parts := []string{"go run ./cmd/simrun"}
+	for _, a := range args {
+		if a == "" || strings.ContainsAny(a, " \t\"'$`\\|&;<>()*?[]{}!#~") {
+			a = strconv.Quote(a)
+		}
+		parts = append(parts, a)
+	}
+	return strings.Join(parts, " ")
+}
+
+// repoRoot returns the root of this module's checkout if the working
+// directory is inside one, else the working directory.
+func repoRoot() string {
+	wd, err := os.Getwd()
+	if err != nil {
+		return "."
+	}
+	for d := wd; ; {
+		if b, err := os.ReadFile(filepath.Join(d, "go.mod")); err == nil && strings.Contains(string(b), "module github.com/shardlease/shardlease\n") {
+			return d
+		}
+		p := filepath.Dir(d)
+		if p == d {
+			return wd
+		}
+		d = p
+	}
+}
+
+// listing is what -list prints.
+func listing(w io.Writer) {
+	fmt.Fprintln(w, "scenarios (-scenario NAME):")
+	for _, s := range scenarios.All() {
+		def := ""
+		if s.Name == scenarios.Default {
+			def = " (default)"
+		}
+		fmt.Fprintf(w, "  %s%s\n", s.Name, def)
+		for _, l := range wrap(s.Story, 76) {
+			fmt.Fprintf(w, "      %s\n", l)
+		}
+	}
+	fmt.Fprintf(w, "\nfault classes (-faults swarm|none|all|A,B,...):\n  inside the assumptions: %s\n  outside (S1 tolerated): %s\n",
+		strings.Join(sim.FaultClasses, ", "), strings.Join(sim.OutsideClasses, ", "))
+	fmt.Fprintln(w, "\nmutations (-mutation NAME), planted bugs the checkers must catch:")
+	for _, m := range mutationNames() {
+		fmt.Fprintf(w, "  %-22s %s\n", m, sim.Mutations[m])
+	}
+}
+
+func wrap(s string, width int) []string {
+	var out []string
+	line := ""
+	for _, w := range strings.Fields(s) {
+		if line != "" && len(line)+1+len(w) > width {
+			out = append(out, line)
+			line = ""
+		}
+		if line != "" {
+			line += " "
+		}
+		line += w
+	}
+	if line != "" {
+		out = append(out, line)
+	}
+	return out
+}
+
+// durationString is a Duration for messages.
+func durationString(d time.Duration) string {
+	if d < time.Second {
+		return d.Round(time.Millisecond).String()
+	}
+	return d.Round(10 * time.Millisecond).String()
+}

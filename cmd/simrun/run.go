@@ -1,0 +1,340 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/shardlease/shardlease/reports"
+	"github.com/shardlease/shardlease/sim"
+)
+
+// Exit statuses.
+const (
+	exitPass      = 0
+	exitViolation = 1
+	exitUsage     = 2
+)
+
+// outcome is one seed's run.
+type outcome struct {
+	seed reports.Seed
+	res  *sim.Result // kept only for the one-seed run (with its trace)
+	err  error
+}
+
+// run is the command; it returns the exit status.
+func run(args []string, stdout, stderr io.Writer) int {
+	c, err := parseArgs(args, stderr)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitPass
+		}
+		fmt.Fprintf(stderr, "simrun: %v\n(see simrun -h)\n", err)
+		return exitUsage
+	}
+	if c.list {
+		listing(stdout)
+		return exitPass
+	}
+	out := bufio.NewWriter(stdout)
+	defer out.Flush()
+
+	single := c.first == c.last
+	var traceFile *os.File
+	if c.trace != "" {
+		if err := os.MkdirAll(filepath.Dir(c.trace), 0o755); err != nil {
+			fmt.Fprintf(stderr, "simrun: -trace: %v\n", err)
+			return exitUsage
+		}
+		traceFile, err = os.Create(c.trace)
+		if err != nil {
+			fmt.Fprintf(stderr, "simrun: -trace: %v\n", err)
+			return exitUsage
+		}
+	}
+
+	n := int(c.last - c.first + 1)
+	results := make([]outcome, n)
+	done := make([]chan struct{}, n)
+	for i := range done {
+		done[i] = make(chan struct{})
+	}
+	prog := newProgress(stderr, n, !c.json && n > 1 && isTerminal(stderr))
+	start := time.Now()
+
+	// a bounded pool: each worker takes the next seed; each seed runs on
+	// one goroutine, a pure function of its options
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for w := 0; w < c.parallel; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				o := c.base
+				o.Seed = c.first + uint64(i)
+				if single {
+					o.KeepTrace = true
+					if traceFile != nil {
+						o.Trace = traceFile
+					}
+				}
+				t0 := time.Now()
+				res, err := sim.Run(o)
+				wall := time.Since(t0)
+				if err != nil {
+					results[i] = outcome{seed: reports.Seed{Scenario: c.scenario.Name, Seed: o.Seed, Mutation: o.Mutation, Error: err.Error(), Faults: []string{}, Violations: []reports.Violation{}}, err: err}
+				} else {
+					results[i] = outcome{seed: reports.NewSeed(c.scenario.Name, o, res, wall)}
+					if single {
+						results[i].res = res
+					}
+				}
+				prog.done(!results[i].seed.OK)
+				close(done[i])
+			}
+		}()
+	}
+	go func() {
+		for i := 0; i < n; i++ {
+			next <- i
+		}
+		close(next)
+	}()
+
+	// print in seed order as results arrive
+	var seeds []reports.Seed
+	status := exitPass
+	for i := 0; i < n; i++ {
+		<-done[i]
+		r := results[i]
+		seeds = append(seeds, r.seed)
+		switch {
+		case r.err != nil:
+			fmt.Fprintf(stderr, "simrun: seed %d: %v\n", r.seed.Seed, r.err)
+			status = exitUsage
+		case !r.seed.OK && status == exitPass:
+			status = exitViolation
+		}
+		if c.json {
+			b, err := json.Marshal(r.seed)
+			if err != nil {
+				fmt.Fprintf(stderr, "simrun: %v\n", err)
+				return exitUsage
+			}
+			out.Write(b)
+			out.WriteByte('\n')
+			out.Flush()
+			continue
+		}
+		prog.clear()
+		printSeed(out, r, single, c.verbose)
+		out.Flush()
+	}
+	wg.Wait()
+	wall := time.Since(start)
+	prog.finish()
+	if traceFile != nil {
+		if err := traceFile.Close(); err != nil {
+			fmt.Fprintf(stderr, "simrun: -trace: %v\n", err)
+			return exitUsage
+		}
+	}
+
+	sw := reports.NewSweep(c.scenario.Name, c.scenario.Story, c.command, seeds, wall, c.parallel)
+	sw.Options = c.options
+
+	// the timeline: the one-seed run's own result, or a re-run of the
+	// first violating seed (or the first seed) of a sweep with its trace
+	var drawn *sim.Result
+	if c.out != "" {
+		if single {
+			drawn = results[0].res
+		} else if anyRan(seeds) {
+			ts := sw.TimelineSeed
+			o := c.base
+			o.Seed = ts
+			o.KeepTrace = true
+			res, err := sim.Run(o)
+			if err == nil {
+				drawn = res
+				sw.TimelineHash = fmt.Sprintf("%016x", res.TraceHash)
+				for _, s := range seeds {
+					if s.Seed == ts && s.TraceHash != sw.TimelineHash {
+						sw.TimelineNote = "the re-run's trace hash differs from the sweep's run: determinism broken (D1)"
+						fmt.Fprintf(stderr, "simrun: seed %d re-run for the report: trace hash %s, sweep had %s: NOT DETERMINISTIC\n", ts, sw.TimelineHash, s.TraceHash)
+						status = exitViolation
+					}
+				}
+			}
+		}
+		if drawn != nil {
+			sw.TimelineSeed = drawn.World.Seed
+			sw.TimelineHash = fmt.Sprintf("%016x", drawn.TraceHash)
+		}
+		if err := reports.Write(c.out, sw, drawn); err != nil {
+			fmt.Fprintf(stderr, "simrun: writing the report: %v\n", err)
+			return exitUsage
+		}
+	}
+	if c.json {
+		if c.out != "" {
+			fmt.Fprintf(stderr, "report: %s\n", filepath.Join(c.out, reports.HTMLFile))
+		}
+		return status
+	}
+	printTotals(out, c, sw, single)
+	return status
+}
+
+func anyRan(seeds []reports.Seed) bool {
+	for _, s := range seeds {
+		if s.Error == "" {
+			return true
+		}
+	}
+	return false
+}
+
+// printSeed prints what a human needs of one seed: one line for a passing
+// seed of a sweep (only with -v), the violations of a failing one.
+func printSeed(w io.Writer, r outcome, single, verbose bool) {
+	s := r.seed
+	if r.err != nil {
+		return // reported on stderr
+	}
+	if single && r.res != nil {
+		if verbose {
+			fmt.Fprint(w, r.res.Summary())
+			return
+		}
+		res := r.res
+		fmt.Fprintf(w, "seed %d: %s\n", s.Seed, res.World.String())
+		fmt.Fprintf(w, "tier %s", s.Tier)
+		if len(s.Outside) > 0 {
+			fmt.Fprintf(w, " (%s)", strings.Join(s.Outside, "; "))
+		}
+		fmt.Fprintf(w, ", %d scheduled actions, trace hash %s, %d events, %.0f virtual seconds\n", s.Actions, s.TraceHash, s.Events, s.VirtualSeconds)
+		for _, v := range res.Violations {
+			fmt.Fprint(w, sim.FormatViolation(v))
+		}
+		for _, v := range res.Tolerated {
+			fmt.Fprintf(w, "tolerated (outside the assumptions): %s\n", v.String())
+		}
+		return
+	}
+	if verbose {
+		res := "ok"
+		if !s.OK {
+			res = fmt.Sprintf("FAIL (%d violations)", len(s.Violations))
+		}
+		fmt.Fprintf(w, "seed %d: %s, %s, %d workers, %d shards, faults [%s], hash %s, %d events, %.0f vs in %.2fs\n",
+			s.Seed, res, s.Tier, s.Workers, s.Shards, strings.Join(s.Faults, ","), s.TraceHash, s.Events, s.VirtualSeconds, s.WallSeconds)
+	}
+	if !s.OK {
+		const show = 3
+		for i, v := range s.Violations {
+			if i == show && !verbose {
+				fmt.Fprintf(w, "  ... and %d more (see the report, or replay with -v)\n", len(s.Violations)-show)
+				break
+			}
+			fmt.Fprintf(w, "seed %d: VIOLATION %s shard=%s workers=%v window=[%.3fs, %.3fs]\n  %s\n", s.Seed, v.Invariant, v.Shard, v.Workers, v.FromS, v.ToS, v.Detail)
+		}
+		fmt.Fprintf(w, "  replay: %s\n", s.Replay)
+	}
+}
+
+// printTotals prints the closing summary.
+func printTotals(w io.Writer, c *config, sw *reports.Sweep, single bool) {
+	t := sw.Totals
+	if single {
+		s := sw.Seeds[0]
+		switch {
+		case s.Error != "":
+		case s.OK:
+			fmt.Fprintf(w, "PASS: no invariant broken")
+			if len(s.Tolerated) > 0 {
+				fmt.Fprintf(w, " (%d S1 violations tolerated outside the assumptions)", len(s.Tolerated))
+			}
+			fmt.Fprintln(w)
+		default:
+			fmt.Fprintf(w, "FAIL: %d violations; replay: %s\n", len(s.Violations), s.Replay)
+		}
+	} else {
+		verdict := "PASS"
+		if t.Failed > 0 || t.Errors > 0 {
+			verdict = "FAIL"
+		}
+		fmt.Fprintf(w, "%s: scenario %s, seeds %d-%d: %d run, %d passed, %d failed", verdict, sw.Scenario, c.first, c.last, t.Seeds, t.Passed, t.Failed)
+		if t.Errors > 0 {
+			fmt.Fprintf(w, ", %d could not run", t.Errors)
+		}
+		fmt.Fprintf(w, "; violations %d", t.Violations)
+		if len(t.ByInvariant) > 0 {
+			var parts []string
+			for _, k := range sortedKeys(t.ByInvariant) {
+				parts = append(parts, fmt.Sprintf("%s %d", k, t.ByInvariant[k]))
+			}
+			fmt.Fprintf(w, " (%s)", strings.Join(parts, ", "))
+		}
+		if t.Tolerated > 0 {
+			fmt.Fprintf(w, ", %d S1 tolerated outside the assumptions", t.Tolerated)
+		}
+		fmt.Fprintf(w, "; tiers: %d inside, %d outside\n", t.Tiers["inside"], t.Tiers["outside"])
+	}
+	if t.Errors == t.Seeds {
+		return
+	}
+	fmt.Fprintf(w, "figures: failovers %d (p50 %s, max %s), handoffs %d, re-deliveries/handoff %.2f, table ops/shard-hour %.0f, stream ops/shard-hour %.0f\n",
+		t.Failovers, fmtMs(t.FailoverP50Ms), fmtMs(t.FailoverMaxMs), t.Handoffs, t.RedeliveriesPerHandoff, t.TableOpsPerShardHour, t.StreamOpsPerShardHour)
+	par := ""
+	if t.Parallel > 1 {
+		par = fmt.Sprintf(", %d seeds at a time", t.Parallel)
+	}
+	fmt.Fprintf(w, "speed: %.0f virtual s in %s wall%s: %.0f virtual s per wall s (%.0f per core), %.0f events/s\n",
+		t.VirtualSeconds, durationString(time.Duration(t.WallSeconds*float64(time.Second))), par, t.VirtualPerWallSecond, t.VirtualPerCoreSecond, t.EventsPerWallSecond)
+	if sw.TimelineNote != "" {
+		fmt.Fprintf(w, "WARNING: %s\n", sw.TimelineNote)
+	}
+	if c.out != "" {
+		fmt.Fprintf(w, "report: %s (timeline of seed %d; summary.json beside it)\n", rel(filepath.Join(c.out, reports.HTMLFile)), sw.TimelineSeed)
+	}
+}
+
+func fmtMs(ms float64) string {
+	return durationString(time.Duration(ms * float64(time.Millisecond)))
+}
+
+func sortedKeys(m map[string]int) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	for i := 1; i < len(out); i++ {
+		for j := i; j > 0 && out[j] < out[j-1]; j-- {
+			out[j], out[j-1] = out[j-1], out[j]
+		}
+	}
+	return out
+}
+
+// rel shortens p relative to the working directory when it lies inside it.
+func rel(p string) string {
+	wd, err := os.Getwd()
+	if err != nil {
+		return p
+	}
+	if r, err := filepath.Rel(wd, p); err == nil && !strings.HasPrefix(r, "..") {
+		return r
+	}
+	return p
+}

@@ -1,0 +1,312 @@
+// Package reports turns simulator runs into reports: one JSON object per
+// seed (the lines `simrun -json` prints), a summary.json for a run of one
+// seed or a sweep of many, and a self-contained report.html (inline CSS,
+// SVG and script; nothing is fetched) with the configuration, the fault
+// schedule, a timeline of the run (one lane per shard, bars coloured by
+// owner, bands for faults, marks for splits, merges and violations) and
+// the figures.
+//
+// Reports written by `go run ./cmd/simrun` go to reports/out/ (ignored by
+// git); reports/example/ holds the report the README quotes.
+package reports
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"time"
+
+	"github.com/shardlease/shardlease/sim"
+	"github.com/shardlease/shardlease/sim/check"
+)
+
+// Violation is a broken invariant in JSON form.
+type Violation struct {
+	Invariant string   `json:"invariant"`
+	Shard     string   `json:"shard"`
+	Detail    string   `json:"detail"`
+	Workers   []string `json:"workers,omitempty"`
+	FromS     float64  `json:"from_s"`
+	ToS       float64  `json:"to_s"`
+	// Excerpt is the trace around the violation, for the first violation
+	// of a seed only (the report and a replay show the others).
+	Excerpt []string `json:"excerpt,omitempty"`
+}
+
+// Seed is the outcome of one seed: a line of `simrun -json` and an entry
+// of summary.json.
+type Seed struct {
+	Scenario string   `json:"scenario"`
+	Seed     uint64   `json:"seed"`
+	Mutation string   `json:"mutation,omitempty"`
+	OK       bool     `json:"ok"`
+	Tier     string   `json:"tier"`
+	Outside  []string `json:"outside,omitempty"`
+	// TraceHash is the run's trace hash as 16 hex digits (as sim prints it).
+	TraceHash      string  `json:"trace_hash"`
+	Events         uint64  `json:"events"`
+	Records        int     `json:"records"`
+	VirtualSeconds float64 `json:"virtual_seconds"`
+	WallSeconds    float64 `json:"wall_seconds"`
+
+	Workers int      `json:"workers"`
+	Shards  int      `json:"shards"`
+	Faults  []string `json:"faults"`
+	Actions int      `json:"actions"`
+
+	Violations []Violation `json:"violations"`
+	Tolerated  []Violation `json:"tolerated,omitempty"`
+
+	Failovers              int     `json:"failovers"`
+	FailoverP50Ms          float64 `json:"failover_p50_ms"`
+	FailoverMaxMs          float64 `json:"failover_max_ms"`
+	Handoffs               int     `json:"handoffs"`
+	RedeliveriesPerHandoff float64 `json:"redeliveries_per_handoff"`
+	TableOpsPerShardHour   float64 `json:"table_ops_per_shard_hour"`
+	StreamOpsPerShardHour  float64 `json:"stream_ops_per_shard_hour"`
+	Puts                   int     `json:"puts"`
+	LostToRetention        int     `json:"lost_to_retention"`
+
+	Replay string `json:"replay"`
+	// Error is set, and nothing else but Scenario and Seed, when the run
+	// could not start (its configuration was rejected).
+	Error string `json:"error,omitempty"`
+}
+
+// NewSeed summarizes one run. wall is the wall time the run took.
+func NewSeed(scenario string, o sim.Options, res *sim.Result, wall time.Duration) Seed {
+	s := Seed{Scenario: scenario, Seed: res.World.Seed, Mutation: o.Mutation, OK: res.OK(), Tier: res.Tier(), Outside: res.Outside,
+		TraceHash: fmt.Sprintf("%016x", res.TraceHash), Events: res.Events, Records: res.Records,
+		VirtualSeconds: res.VirtualSeconds, WallSeconds: round(wall.Seconds(), 4),
+		Workers: res.World.Workers, Shards: res.World.Shards, Faults: res.World.Faults, Actions: len(res.Schedule),
+		Violations: violations(res.Violations), Tolerated: violations(res.Tolerated), Replay: res.Replay}
+	if s.Faults == nil {
+		s.Faults = []string{}
+	}
+	if s.Tolerated != nil && len(s.Tolerated) == 0 {
+		s.Tolerated = nil
+	}
+	f := res.Figures
+	s.Failovers = f.Failovers
+	s.FailoverP50Ms = ms(f.FailoverP50)
+	s.FailoverMaxMs = ms(f.FailoverMax)
+	s.Handoffs = f.Handoffs
+	s.RedeliveriesPerHandoff = round(f.RedeliveriesPerHandoff, 3)
+	s.TableOpsPerShardHour = round(f.TableOpsPerShardHour, 1)
+	s.StreamOpsPerShardHour = round(f.StreamOpsPerShardHour, 1)
+	s.Puts = f.Puts
+	s.LostToRetention = f.LostToRetention
+	return s
+}
+
+func violations(vs []check.Violation) []Violation {
+	out := []Violation{}
+	for i, v := range vs {
+		x := Violation{Invariant: v.Invariant, Shard: v.Key, Detail: v.Detail, Workers: v.Workers,
+			FromS: round(v.From.Seconds(), 6), ToS: round(v.To.Seconds(), 6)}
+		if i == 0 {
+			x.Excerpt = v.Excerpt // the first only: a sweep's JSON stays small
+		}
+		out = append(out, x)
+	}
+	return out
+}
+
+func ms(d time.Duration) float64 { return round(float64(d)/float64(time.Millisecond), 3) }
+
+func round(x float64, digits int) float64 {
+	p := 1.0
+	for i := 0; i < digits; i++ {
+		p *= 10
+	}
+	if x < 0 {
+		return -float64(int64(-x*p+0.5)) / p
+	}
+	return float64(int64(x*p+0.5)) / p
+}
+
+// Totals aggregate a sweep.
+type Totals struct {
+	Seeds      int            `json:"seeds"`
+	Passed     int            `json:"passed"`
+	Failed     int            `json:"failed"`
+	Errors     int            `json:"errors"`
+	Violations int            `json:"violations"`
+	Tolerated  int            `json:"tolerated"`
+	Tiers      map[string]int `json:"tiers"`
+	// ByInvariant counts violations per invariant.
+	ByInvariant map[string]int `json:"by_invariant"`
+
+	// Figures over the seeds: the median of the seeds' failover p50s, the
+	// largest failover, re-deliveries over all handoffs, and the mean of
+	// the seeds' table and stream operations per shard-hour.
+	Failovers              int     `json:"failovers"`
+	FailoverP50Ms          float64 `json:"failover_p50_ms"`
+	FailoverMaxMs          float64 `json:"failover_max_ms"`
+	Handoffs               int     `json:"handoffs"`
+	RedeliveriesPerHandoff float64 `json:"redeliveries_per_handoff"`
+	TableOpsPerShardHour   float64 `json:"table_ops_per_shard_hour"`
+	StreamOpsPerShardHour  float64 `json:"stream_ops_per_shard_hour"`
+
+	// Speed. WallSeconds is the sweep's elapsed time (seeds run Parallel
+	// at a time); SeedWallSeconds the sum of the seeds' own wall times.
+	Events               uint64  `json:"events"`
+	VirtualSeconds       float64 `json:"virtual_seconds"`
+	WallSeconds          float64 `json:"wall_seconds"`
+	SeedWallSeconds      float64 `json:"seed_wall_seconds"`
+	Parallel             int     `json:"parallel"`
+	VirtualPerWallSecond float64 `json:"virtual_seconds_per_wall_second"`
+	VirtualPerCoreSecond float64 `json:"virtual_seconds_per_core_second"`
+	EventsPerWallSecond  float64 `json:"events_per_wall_second"`
+	SeedsPerWallSecond   float64 `json:"seeds_per_wall_second"`
+}
+
+// Sweep is a run of one or more seeds of one scenario: summary.json.
+type Sweep struct {
+	Scenario string `json:"scenario"`
+	Story    string `json:"story,omitempty"`
+	// Command is the command line that ran the sweep.
+	Command string `json:"command"`
+	// Options describe the flags in force (what was not drawn).
+	Options map[string]string `json:"options,omitempty"`
+	Seeds   []Seed            `json:"seeds"`
+	Totals  Totals            `json:"totals"`
+	// TimelineSeed is the seed whose timeline report.html draws: the first
+	// violating seed, or the first seed. TimelineHash is the trace hash of
+	// the re-run that drew it (equal to the seed's: D1).
+	TimelineSeed uint64 `json:"timeline_seed"`
+	TimelineHash string `json:"timeline_trace_hash,omitempty"`
+	TimelineNote string `json:"timeline_note,omitempty"`
+}
+
+// NewSweep sorts seeds by seed and computes the totals. wall is the
+// elapsed time of the sweep, parallel the number of seeds run at a time.
+func NewSweep(scenario, story, command string, seeds []Seed, wall time.Duration, parallel int) *Sweep {
+	sw := &Sweep{Scenario: scenario, Story: story, Command: command, Seeds: append([]Seed(nil), seeds...)}
+	sort.SliceStable(sw.Seeds, func(i, j int) bool { return sw.Seeds[i].Seed < sw.Seeds[j].Seed })
+	t := &sw.Totals
+	t.Tiers = map[string]int{}
+	t.ByInvariant = map[string]int{}
+	t.Parallel = parallel
+	t.WallSeconds = round(wall.Seconds(), 4)
+	var p50s []float64
+	var redelivered float64
+	var tableOps, streamOps float64
+	measured := 0
+	for _, s := range sw.Seeds {
+		t.Seeds++
+		if s.Error != "" {
+			t.Errors++
+			continue
+		}
+		if s.OK {
+			t.Passed++
+		} else {
+			t.Failed++
+		}
+		t.Tiers[s.Tier]++
+		t.Violations += len(s.Violations)
+		t.Tolerated += len(s.Tolerated)
+		for _, v := range s.Violations {
+			t.ByInvariant[v.Invariant]++
+		}
+		t.Events += s.Events
+		t.VirtualSeconds += s.VirtualSeconds
+		t.SeedWallSeconds += s.WallSeconds
+		t.Failovers += s.Failovers
+		if s.Failovers > 0 {
+			p50s = append(p50s, s.FailoverP50Ms)
+		}
+		if s.FailoverMaxMs > t.FailoverMaxMs {
+			t.FailoverMaxMs = s.FailoverMaxMs
+		}
+		t.Handoffs += s.Handoffs
+		redelivered += s.RedeliveriesPerHandoff * float64(s.Handoffs)
+		tableOps += s.TableOpsPerShardHour
+		streamOps += s.StreamOpsPerShardHour
+		measured++
+	}
+	if len(p50s) > 0 {
+		sort.Float64s(p50s)
+		t.FailoverP50Ms = round(p50s[len(p50s)/2], 3)
+	}
+	if t.Handoffs > 0 {
+		t.RedeliveriesPerHandoff = round(redelivered/float64(t.Handoffs), 3)
+	}
+	if measured > 0 {
+		t.TableOpsPerShardHour = round(tableOps/float64(measured), 1)
+		t.StreamOpsPerShardHour = round(streamOps/float64(measured), 1)
+	}
+	t.SeedWallSeconds = round(t.SeedWallSeconds, 4)
+	t.VirtualSeconds = round(t.VirtualSeconds, 3)
+	if wall > 0 {
+		t.VirtualPerWallSecond = round(t.VirtualSeconds/wall.Seconds(), 1)
+		t.EventsPerWallSecond = round(float64(t.Events)/wall.Seconds(), 0)
+		t.SeedsPerWallSecond = round(float64(t.Seeds)/wall.Seconds(), 3)
+	}
+	if t.SeedWallSeconds > 0 {
+		t.VirtualPerCoreSecond = round(t.VirtualSeconds/t.SeedWallSeconds, 1)
+	}
+	sw.TimelineSeed = sw.PickTimeline()
+	return sw
+}
+
+// PickTimeline returns the seed whose timeline the report draws: the
+// first violating seed, or else the first seed that ran.
+func (sw *Sweep) PickTimeline() uint64 {
+	for _, s := range sw.Seeds {
+		if s.Error == "" && !s.OK {
+			return s.Seed
+		}
+	}
+	for _, s := range sw.Seeds {
+		if s.Error == "" {
+			return s.Seed
+		}
+	}
+	return 0
+}
+
+// Failing returns the seeds that broke an invariant.
+func (sw *Sweep) Failing() []Seed {
+	var out []Seed
+	for _, s := range sw.Seeds {
+		if s.Error == "" && !s.OK {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// Paths of the files Write writes.
+const (
+	SummaryFile = "summary.json"
+	HTMLFile    = "report.html"
+)
+
+// Write writes dir/summary.json and dir/report.html. res is the full
+// result (with its trace: sim.Options.KeepTrace) of the seed the timeline
+// draws, sw.TimelineSeed; nil draws none.
+func Write(dir string, sw *Sweep, res *sim.Result) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	js, err := json.MarshalIndent(sw, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, SummaryFile), append(js, '\n'), 0o644); err != nil {
+		return err
+	}
+	f, err := os.Create(filepath.Join(dir, HTMLFile))
+	if err != nil {
+		return err
+	}
+	if err := HTML(f, sw, res); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
