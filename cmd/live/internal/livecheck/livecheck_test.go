@@ -1,0 +1,237 @@
+package livecheck
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/shardlease/shardlease/cmd/live/internal/history"
+	"github.com/shardlease/shardlease/engine"
+	"github.com/shardlease/shardlease/sim/check"
+	"github.com/shardlease/shardlease/sim/trace"
+)
+
+// hb builds raw histories (as the processes write them: Proc is the pid).
+type hb struct{ recs []trace.Record }
+
+func (b *hb) add(ms float64, k trace.Kind, owner string, pid int32, key string, fs ...func(r *trace.Record)) *hb {
+	r := trace.Record{T: time.Duration(ms * float64(time.Millisecond)), Kind: k, Owner: owner, Proc: pid, Worker: -1, Key: key}
+	for _, f := range fs {
+		f(&r)
+	}
+	b.recs = append(b.recs, r)
+	return b
+}
+
+func cp(s string) func(r *trace.Record) {
+	return func(r *trace.Record) { r.Checkpoint = engine.Checkpoint{Sequence: s} }
+}
+func reason(s string) func(r *trace.Record) { return func(r *trace.Record) { r.Reason = s } }
+func batch(first, last string, n int) func(r *trace.Record) {
+	return func(r *trace.Record) { r.First, r.Last, r.Count = first, last, n }
+}
+func putSeq(seq string) func(r *trace.Record) {
+	return func(r *trace.Record) { r.First = seq; r.Sent = r.T - time.Millisecond }
+}
+
+// wr adds an acknowledged write (send and reply).
+func (b *hb) wr(ms float64, owner string, pid int32, key string, call uint64, class, expOwner string, expCounter int64, rowOwner string, counter int64, checkpoint string) *hb {
+	b.add(ms, trace.KindSend, owner, pid, key, func(r *trace.Record) {
+		r.Call, r.Op, r.Reason = call, engine.OpUpdateLease, class
+		r.ExpOwner, r.ExpCounter, r.RowOwner, r.Counter = expOwner, expCounter, rowOwner, counter
+		r.Checkpoint = engine.Checkpoint{Sequence: checkpoint}
+	})
+	return b.add(ms+0.5, trace.KindReply, owner, pid, key, func(r *trace.Record) {
+		r.Call, r.Op, r.Reason, r.Outcome = call, engine.OpUpdateLease, class, trace.OutcomeOK
+	})
+}
+
+const workerCfg = "role=worker lease=3s renew=1s margin=300ms"
+
+func run(t *testing.T, final []engine.Lease, files ...*hb) *Report {
+	t.Helper()
+	var fs []history.File
+	for _, f := range files {
+		fs = append(fs, history.File{Records: f.recs})
+	}
+	m := history.Merge(fs, history.MergeOptions{Final: final})
+	rep := Check(m, Options{Final: final, FinalKnown: final != nil})
+	var buf bytes.Buffer
+	rep.Print(&buf)
+	t.Log("\n" + buf.String())
+	return rep
+}
+
+func producer(seqs ...string) *hb {
+	p := &hb{}
+	for i, s := range seqs {
+		p.add(float64(100+i), trace.KindPut, "producer", 9, "s0", putSeq(s))
+	}
+	return p
+}
+
+func TestCleanRunPasses(t *testing.T) {
+	a := &hb{}
+	a.add(0, trace.KindProcStart, "w1", 100, "", reason(workerCfg))
+	a.wr(10, "w1", 100, "s0", 1, "take", "", 1, "w1", 2, "TRIM_HORIZON")
+	a.add(11, trace.LeaseAcquired, "w1", 100, "s0", reason("unowned"))
+	a.add(12, trace.Acting, "w1", 100, "s0", cp("TRIM_HORIZON"))
+	a.add(13, trace.KindInitialized, "w1", 100, "s0", cp("TRIM_HORIZON"))
+	a.add(200, trace.Delivered, "w1", 100, "s0", batch("1", "3", 3))
+	a.add(201, trace.KindReceived, "w1", 100, "s0", batch("1", "3", 3))
+	a.wr(202, "w1", 100, "s0", 2, "checkpoint", "w1", 2, "w1", 3, "3")
+	a.add(203, trace.KindCheckpointAck, "w1", 100, "s0", cp("3"), func(r *trace.Record) { r.Outcome = trace.OutcomeOK })
+	a.add(204, trace.KindDone, "w1", 100, "s0", reason("ok"))
+	a.wr(300, "w1", 100, "s0", 3, "release", "w1", 3, "", 4, "3")
+	a.add(301, trace.LeaseReleased, "w1", 100, "s0", reason("shutdown"))
+	a.add(302, trace.KindProcStop, "w1", 100, "", reason("exit"))
+	rep := run(t, []engine.Lease{{Key: "s0", Counter: 4, Checkpoint: engine.SequenceCheckpoint("3")}}, a, producer("1", "2", "3"))
+	if rep.Failed() || rep.Produced != 3 || rep.Delivered != 3 || rep.Lost != 0 || rep.Uncovered != 0 {
+		t.Fatalf("want a clean pass: %+v", rep)
+	}
+}
+
+func TestLostUncoveredAndExcused(t *testing.T) {
+	a := &hb{}
+	a.add(0, trace.KindProcStart, "w1", 100, "", reason(workerCfg))
+	a.add(12, trace.Acting, "w1", 100, "s0", cp("LATEST"))
+	a.add(13, trace.KindInitialized, "w1", 100, "s0", cp("LATEST"))
+	// the first LATEST iterator is answered at 100.5 ms: the put sent at
+	// 99 ms is outside the contract
+	a.add(100.5, trace.KindReply, "w1", 100, "s0", func(r *trace.Record) {
+		r.Op, r.Reason, r.Outcome = engine.OpGetIterator, "LATEST", trace.OutcomeOK
+	})
+	a.add(200, trace.KindReceived, "w1", 100, "s0", batch("2", "2", 1))
+	a.add(300, trace.KindProcStop, "w1", 100, "", reason("exit"))
+	rep := run(t, []engine.Lease{{Key: "s0", Counter: 4, Checkpoint: engine.SentinelCheckpoint(engine.Latest)}}, a, producer("1", "2", "3"))
+	if rep.BeforeLatest != 1 || rep.Lost != 1 || rep.Uncovered != 1 || !rep.Failed() {
+		t.Fatalf("want 1 excused, 1 lost (3), 1 uncovered (2): %+v", rep)
+	}
+	if rep.Invariants[check.S4] == 0 {
+		t.Fatalf("S4 should see the lost record")
+	}
+}
+
+// A killed holder is replaced; the new owner starts from the checkpoint
+// and re-delivers what followed it; a third one starts past a record and
+// still gets it: that is not explained by a checkpoint.
+func TestDuplicatesFailoverAndHandoffs(t *testing.T) {
+	a, b, c, h := &hb{}, &hb{}, &hb{}, &hb{}
+	a.add(0, trace.KindProcStart, "w1", 100, "", reason(workerCfg))
+	a.wr(10, "w1", 100, "s0", 1, "take", "", 1, "w1", 2, "TRIM_HORIZON")
+	a.add(12, trace.Acting, "w1", 100, "s0", cp("TRIM_HORIZON"))
+	a.add(13, trace.KindInitialized, "w1", 100, "s0", cp("TRIM_HORIZON"))
+	a.add(200, trace.KindReceived, "w1", 100, "s0", batch("1", "3", 3))
+	a.wr(201, "w1", 100, "s0", 2, "checkpoint", "w1", 2, "w1", 3, "1")
+	h.add(250, trace.KindFault, "w1", 100, "", reason(FaultKill))
+	h.add(251, trace.KindProcStop, "w1", 100, "", reason("crash"))
+
+	b.add(1, trace.KindProcStart, "w2", 200, "", reason(workerCfg))
+	b.wr(3000, "w2", 200, "s0", 1, "take", "w1", 3, "w2", 4, "1")
+	b.add(3001, trace.LeaseAcquired, "w2", 200, "s0", reason("expired"))
+	b.add(3002, trace.Acting, "w2", 200, "s0", cp("1"))
+	b.add(3003, trace.KindInitialized, "w2", 200, "s0", cp("1"))
+	b.add(3010, trace.KindReceived, "w2", 200, "s0", batch("2", "3", 2))
+	b.wr(3011, "w2", 200, "s0", 2, "checkpoint", "w2", 4, "w2", 5, "3")
+	b.wr(3100, "w2", 200, "s0", 3, "release", "w2", 5, "", 6, "3")
+	b.add(3101, trace.LeaseReleased, "w2", 200, "s0", reason("shutdown"))
+	b.add(3102, trace.KindProcStop, "w2", 200, "", reason("exit"))
+
+	c.add(2, trace.KindProcStart, "w3", 300, "", reason(workerCfg))
+	c.wr(3200, "w3", 300, "s0", 1, "take", "", 6, "w3", 7, "3")
+	c.add(3201, trace.LeaseAcquired, "w3", 300, "s0", reason("unowned"))
+	c.add(3202, trace.Acting, "w3", 300, "s0", cp("3"))
+	c.add(3203, trace.KindInitialized, "w3", 300, "s0", cp("3"))
+	c.add(3210, trace.KindReceived, "w3", 300, "s0", batch("3", "3", 1))
+	c.add(3300, trace.KindProcStop, "w3", 300, "", reason("exit"))
+
+	rep := run(t, nil, a, b, c, h, producer("1", "2", "3"))
+	if rep.Duplicated != 2 || rep.Extra != 3 || rep.DupCauses["after-checkpoint"] != 2 || rep.DupCauses["other"] != 1 {
+		t.Fatalf("duplicates: %d (%d extra) %v", rep.Duplicated, rep.Extra, rep.DupCauses)
+	}
+	if len(rep.Kills) != 1 || rep.Kills[0].Shards != 1 || rep.Kills[0].Max != 3002*time.Millisecond-250*time.Millisecond {
+		t.Fatalf("kills: %+v", rep.Kills)
+	}
+	if rep.Handoffs.Count != 2 || rep.Handoffs.ByCause["process crash"].Redelivered != 2 || rep.Handoffs.ByCause["released"].Redelivered != 1 {
+		t.Fatalf("handoffs: %+v", rep.Handoffs)
+	}
+	if !rep.Failed() {
+		t.Fatal("an unexplained re-delivery must fail the run")
+	}
+}
+
+func TestLateWriteRegressionAndHealthyLoss(t *testing.T) {
+	a, b := &hb{}, &hb{}
+	a.add(0, trace.KindProcStart, "w1", 100, "", reason(workerCfg))
+	b.add(1, trace.KindProcStart, "w2", 200, "", reason(workerCfg))
+	a.wr(10, "w1", 100, "s0", 1, "take", "", 1, "w1", 2, "5")
+	a.add(11, trace.LeaseAcquired, "w1", 100, "s0", reason("unowned"))
+	// w2 takes the lease of a healthy w1 as "expired": a wrong take
+	b.wr(500, "w2", 200, "s0", 1, "take", "w1", 2, "w2", 3, "5")
+	b.add(501, trace.LeaseAcquired, "w2", 200, "s0", reason("expired"))
+	a.add(600, trace.LeaseLost, "w1", 100, "s0", reason("condition failed: the row changed under renew"))
+	// w2 stores a lower checkpoint
+	b.wr(700, "w2", 200, "s0", 2, "checkpoint", "w2", 3, "w2", 4, "3")
+	// w1 writes after its loss, and it lands (a planted bug); it also
+	// stores 3 again, below the highest checkpoint 5
+	a.wr(800, "w1", 100, "s0", 2, "renew", "w2", 4, "w1", 5, "3")
+	rep := run(t, nil, a, b)
+	if rep.CheckpointRegressions != 2 || rep.LateWrites != 1 || rep.HealthyLostToOthers != 1 || rep.Losses["superseded"] != 1 {
+		t.Fatalf("regressions %d late %d healthy-lost %d losses %v", rep.CheckpointRegressions, rep.LateWrites, rep.HealthyLostToOthers, rep.Losses)
+	}
+	if rep.Invariants[check.S2] == 0 || rep.Invariants[check.S3] == 0 {
+		t.Fatalf("S2 and S3 should fire: %v", rep.Invariants)
+	}
+}
+
+func TestBalanceStealIsNotAHealthyLoss(t *testing.T) {
+	a, b := &hb{}, &hb{}
+	a.add(0, trace.KindProcStart, "w1", 100, "", reason(workerCfg))
+	b.add(1, trace.KindProcStart, "w2", 200, "", reason(workerCfg))
+	a.wr(10, "w1", 100, "s0", 1, "take", "", 1, "w1", 2, "5")
+	b.wr(500, "w2", 200, "s0", 1, "take", "w1", 2, "w2", 3, "5")
+	b.add(501, trace.LeaseAcquired, "w2", 200, "s0", reason("stolen"))
+	a.add(600, trace.LeaseLost, "w1", 100, "s0", reason("condition failed: the row changed under renew"))
+	rep := run(t, nil, a, b)
+	if rep.HealthyLostToOthers != 0 || rep.BalanceSteals != 1 || rep.Losses["stolen for balance"] != 1 {
+		t.Fatalf("healthy-lost %d steals %d losses %v", rep.HealthyLostToOthers, rep.BalanceSteals, rep.Losses)
+	}
+}
+
+// A paused worker whose own view of the lease expired during the pause
+// must not deliver after SIGCONT; one that does is counted.
+func TestZombieActsAfterAPause(t *testing.T) {
+	for _, zombie := range []bool{false, true} {
+		a, h := &hb{}, &hb{}
+		a.add(0, trace.KindProcStart, "w1", 100, "", reason(workerCfg))
+		a.wr(10, "w1", 100, "s0", 1, "take", "", 1, "w1", 2, "TRIM_HORIZON")
+		a.add(11, trace.Acting, "w1", 100, "s0", cp("TRIM_HORIZON"))
+		a.add(12, trace.Delivered, "w1", 100, "s0", batch("1", "1", 1))
+		h.add(1000, trace.KindFault, "w1", 100, "", reason(FaultStop))
+		h.add(5000, trace.KindFault, "w1", 100, "", reason(FaultCont))
+		if zombie {
+			a.add(5001, trace.Delivered, "w1", 100, "s0", batch("2", "2", 1))
+		}
+		a.add(5002, trace.LeaseLost, "w1", 100, "s0", reason("expired: no renewal applied within the lease duration"))
+		rep := run(t, nil, a, h)
+		if len(rep.Pauses) != 1 || rep.Pauses[0].Expired != 1 {
+			t.Fatalf("pauses: %+v", rep.Pauses)
+		}
+		if got := rep.Pauses[0].Zombie; (got > 0) != zombie || rep.Failed() != zombie {
+			t.Fatalf("zombie=%v: counted %d, failed %v", zombie, got, rep.Failed())
+		}
+	}
+}
+
+func TestPrintNamesEveryFigure(t *testing.T) {
+	rep := run(t, nil, producer("1"))
+	var buf bytes.Buffer
+	rep.Print(&buf)
+	for _, want := range []string{"produced", "lost", "delivered more than once", "re-delivered after the last checkpoint",
+		"checkpoint regressions", "writes landed after the writer lost the lease", "handoffs", "S1", "S6", "verdict: FAIL"} {
+		if !strings.Contains(buf.String(), want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+}
