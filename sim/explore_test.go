@@ -32,9 +32,6 @@ func TestExplore(t *testing.T) {
 			continue
 		}
 		for _, v := range res.Violations {
-			if knownEngineBug(v) {
-				continue
-			}
 			d := v.Detail
 			if len(d) > 160 {
 				d = d[:160]

@@ -26,9 +26,7 @@ func TestScriptedScenario(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, v := range res.Violations {
-		if !knownEngineBug(v) {
-			t.Errorf("violation: %s", FormatViolation(v))
-		}
+		t.Errorf("violation: %s", FormatViolation(v))
 	}
 	if res.Figures.Failovers == 0 {
 		t.Errorf("no failover measured after the crash:\n%s", res.Summary())
@@ -66,9 +64,7 @@ func TestFaultsNone(t *testing.T) {
 		t.Errorf("tier %s, schedule %v", res.Tier(), res.Schedule)
 	}
 	for _, v := range res.Violations {
-		if !knownEngineBug(v) {
-			t.Errorf("violation: %s", FormatViolation(v))
-		}
+		t.Errorf("violation: %s", FormatViolation(v))
 	}
 }
 

@@ -9,10 +9,9 @@ import (
 )
 
 var (
-	flagSeeds  = flag.Int("sim.seeds", 0, "number of swarm seeds TestSwarm runs (0: a reduced default)")
-	flagFirst  = flag.Uint64("sim.first", 1, "first swarm seed")
-	flagVerb   = flag.Bool("sim.verbose", false, "print every run's summary")
-	flagStrict = flag.Bool("sim.strict", false, "TestSwarm: count known engine bugs as failures too")
+	flagSeeds = flag.Int("sim.seeds", 0, "number of swarm seeds TestSwarm runs (0: a reduced default)")
+	flagFirst = flag.Uint64("sim.first", 1, "first swarm seed")
+	flagVerb  = flag.Bool("sim.verbose", false, "print every run's summary")
 )
 
 // TestSwarm runs swarm seeds of the correct engine: none may break an
@@ -29,7 +28,7 @@ func TestSwarm(t *testing.T) {
 	}
 	var mu sync.Mutex
 	tiers := map[string]int{}
-	failed, known := 0, 0
+	failed := 0
 	t.Run("seeds", func(t *testing.T) {
 		for seed := *flagFirst; seed < *flagFirst+uint64(n); seed++ {
 			t.Run(fmt.Sprint(seed), func(t *testing.T) {
@@ -42,19 +41,11 @@ func TestSwarm(t *testing.T) {
 					t.Log(res.Summary())
 				}
 				var bad []string
-				nknown := 0
 				for _, v := range res.Violations {
-					if knownEngineBug(v) && !*flagStrict {
-						nknown++
-						continue
-					}
 					bad = append(bad, v.Invariant+" "+v.Key)
 				}
 				mu.Lock()
 				tiers[res.Tier()]++
-				if nknown > 0 {
-					known++
-				}
 				if len(bad) > 0 {
 					failed++
 				}
@@ -65,5 +56,5 @@ func TestSwarm(t *testing.T) {
 			})
 		}
 	})
-	t.Logf("%d seeds, %d failed, %d with the known engine bug (renew/release after own release), tiers %v", n, failed, known, tiers)
+	t.Logf("%d seeds, %d failed, tiers %v", n, failed, tiers)
 }
