@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"html"
 	"math"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -691,14 +690,4 @@ type legendItem struct {
 	Idx   int
 	Owner string
 	Color string
-}
-
-// sortedStrings returns the keys of m, sorted.
-func sortedStrings(m map[string]int) []string {
-	var out []string
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
