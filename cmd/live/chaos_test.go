@@ -420,6 +420,22 @@ func (r *chaosRun) waitActedElsewhere(what string, keys []string, notPid int, si
 	})
 }
 
+// waitHolding waits until p acts on a shard (balancing gives it one), so
+// that a fault on p hits a holder.
+func (r *chaosRun) waitHolding(p *workerProc) {
+	r.t.Helper()
+	waitFor(r.t, p.owner+" acting on a shard", 30*time.Second, func() (bool, string) {
+		return len(r.acting(p)) > 0, "not acting on any shard yet"
+	})
+}
+
+// waitPast waits until d has passed since the record time at.
+func (r *chaosRun) waitPast(at, d time.Duration) {
+	if left := at + d - r.harness.Now(); left > 0 {
+		time.Sleep(left) // the fault lasts at least this long
+	}
+}
+
 // pollTable reads the table (strongly consistent) until ctx ends and
 // notes every checkpoint that goes back on a row that was not re-created.
 func (r *chaosRun) pollTable(ctx context.Context) {
@@ -750,11 +766,13 @@ func (r *chaosRun) cycle(c int) {
 	// 4. SIGSTOP past the lease, then SIGCONT: the paused worker must not
 	// act on what it lost.
 	p = r.slots[3]
+	r.waitHolding(p)
 	keys, at = r.acting(p), r.harness.Now()
 	r.fault(p, livecheck.FaultStop)
 	_ = syscall.Kill(p.pid, syscall.SIGSTOP)
 	r.logf("paused %s (pid %d), acting on %v", p.owner, p.pid, keys)
 	r.waitActedElsewhere("takeover from paused "+p.owner, keys, p.pid, at, 30*time.Second)
+	r.waitPast(at, chaosLease+time.Second) // past the lease in any case
 	resumed := r.harness.Now() // before SIGCONT: the worker acts at once
 	r.harness.WriteAs(trace.Record{T: resumed, Kind: trace.KindFault, Reason: livecheck.FaultCont, Owner: p.owner, Proc: int32(p.pid), Worker: int32(p.slot)})
 	_ = syscall.Kill(p.pid, syscall.SIGCONT)
@@ -801,6 +819,7 @@ func (r *chaosRun) cycle(c int) {
 		t.Fatal(err)
 	}
 	r.fault(p, livecheck.FaultEnd+" latency")
+	r.waitHolding(p)
 	keys, at = r.acting(p), r.harness.Now()
 	r.fault(p, livecheck.FaultBegin+" cut")
 	if _, err := r.toxi.call("POST", "/proxies/"+r.toxiName+"/toxics", map[string]any{"name": "cut", "type": "timeout", "stream": "upstream",
@@ -809,6 +828,7 @@ func (r *chaosRun) cycle(c int) {
 	}
 	r.logf("cut %s's link to the table", p.owner)
 	r.waitActedElsewhere("takeover from cut-off "+p.owner, keys, p.pid, at, 30*time.Second)
+	r.waitPast(at, chaosLease+time.Second)
 	if _, err := r.toxi.call("DELETE", "/proxies/"+r.toxiName+"/toxics/cut", nil); err != nil {
 		t.Fatal(err)
 	}
@@ -881,6 +901,8 @@ func (r *chaosRun) verify() {
 	}
 	must(rep.ChildrenSplit > 0, "no child of a split was read")
 	must(rep.ChildrenMerge > 0, "no child of a merge was read")
+	must(rep.ChildEarly > 0, "no record was put into a child shard before its lease was held: the case was not exercised")
+	must(rep.ChildEarlyGot == rep.ChildEarly, "%d of %d records put into a child before anyone held its lease were delivered", rep.ChildEarlyGot, rep.ChildEarly)
 }
 
 // waitFor polls cond every 200 ms until it holds, or fails t after bound

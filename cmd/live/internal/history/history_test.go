@@ -278,14 +278,22 @@ func TestMergeDerivesAppliesFromOutcomesAndWitnesses(t *testing.T) {
 	b.add(60, trace.KindSend, "w2", 200, "s0", write(3, engine.OpUpdateLease, "renew", "w2", 5, "w2", 6, "17"))
 	b.add(61, trace.KindReply, "w2", 200, "s0", reply(3, engine.OpUpdateLease, trace.OutcomeTimeout))
 	b.add(62, trace.Resolved, "w2", 200, "s0", func(r *trace.Record) { r.Counter, r.Reason = 6, "renew not applied" })
+	// two workers delete the finished row: one acknowledged, the other
+	// saw its condition fail and traced the delete after re-reading
+	// nothing; only one delete applied
+	b.add(64, trace.KindSend, "w2", 200, "s9", write(4, engine.OpDeleteLease, "delete", "", 8, "", 0, ""))
+	b.add(65, trace.KindReply, "w2", 200, "s9", reply(4, engine.OpDeleteLease, trace.OutcomeOK))
+	a.add(64.5, trace.KindSend, "w1", 100, "s9", write(5, engine.OpDeleteLease, "delete", "", 8, "", 0, ""))
+	a.add(66, trace.KindReply, "w1", 100, "s9", reply(5, engine.OpDeleteLease, trace.OutcomeCondition))
+	a.add(67, trace.LeaseDeleted, "w1", 100, "s9", nil)
 	b.add(70, trace.KindProcStop, "w2", 200, "", func(r *trace.Record) { r.Reason = "exit" })
 
 	m := Merge([]File{{Records: a.recs}, {Records: b.recs}}, MergeOptions{})
-	want := []string{"w1#0 take /1->w1/2", "w1#0 renew w1/2->w1/3", "w2#1 take w1/3->w2/4", "w2#1 checkpoint w2/4->w2/5"}
+	want := []string{"w1#0 take /1->w1/2", "w1#0 renew w1/2->w1/3", "w2#1 take w1/3->w2/4", "w2#1 checkpoint w2/4->w2/5", "w2#1 delete /8->/0"}
 	if got := applies(m); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("applies:\n%q\nwant\n%q", got, want)
 	}
-	if m.Writes.Sent != 7 || m.Writes.Acknowledged != 2 || m.Writes.Inferred != 2 || m.Writes.NotApplied != 3 {
+	if m.Writes.Sent != 9 || m.Writes.Acknowledged != 3 || m.Writes.Inferred != 2 || m.Writes.NotApplied != 4 {
 		t.Fatalf("write counts %+v", m.Writes)
 	}
 	// w1 never said it stopped: it vanished after its last record

@@ -293,13 +293,16 @@ func deriveApplies(recs []trace.Record, final []engine.Lease, wc *WriteCounts) [
 		witnessed[version{l.Key, l.Owner, l.Counter}] = true
 	}
 	wc.Sent = len(order)
-	// known outcomes; what applied writes expected witnesses versions
+	// known outcomes; what applied writes expected witnesses versions, and
+	// each version is replaced (or deleted) by one write only
 	producedBy := map[version]*wcall{}
+	consumed := map[version]bool{}
 	for _, w := range order {
 		if w.reply != nil && w.reply.Outcome == trace.OutcomeOK {
 			w.applied, w.known = true, true
 			if w.send.Op != engine.OpCreateLease {
 				witnessed[w.expects()] = true
+				consumed[w.expects()] = true
 			}
 			if w.send.Op != engine.OpDeleteLease {
 				producedBy[w.produces()] = w
@@ -316,6 +319,9 @@ func deriveApplies(recs []trace.Record, final []engine.Lease, wc *WriteCounts) [
 		if w.known {
 			continue
 		}
+		if w.send.Op != engine.OpCreateLease && consumed[w.expects()] {
+			continue // another write replaced the version this one expected
+		}
 		switch w.send.Op {
 		case engine.OpDeleteLease:
 			// the writer traced the delete (directly or by its re-read)
@@ -323,6 +329,7 @@ func deriveApplies(recs []trace.Record, final []engine.Lease, wc *WriteCounts) [
 			for _, d := range deleted[w.send.Proc] {
 				if d.Key == w.send.Key && d.T >= w.send.T && (w.reply == nil || d.T >= w.reply.T) {
 					w.applied = true
+					consumed[w.expects()] = true
 					break
 				}
 			}
@@ -336,6 +343,7 @@ func deriveApplies(recs []trace.Record, final []engine.Lease, wc *WriteCounts) [
 				producedBy[v] = w
 				if w.send.Op != engine.OpCreateLease {
 					witnessed[w.expects()] = true
+					consumed[w.expects()] = true
 				}
 			}
 		}

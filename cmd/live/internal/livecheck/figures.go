@@ -199,6 +199,26 @@ func faultFigures(recs []trace.Record, procs map[int32]*history.Proc, rep *Repor
 		}
 		return
 	}
+	killed := map[int32]bool{}
+	for i := range recs {
+		if recs[i].Kind == trace.KindFault && strings.HasPrefix(recs[i].Reason, FaultKill) {
+			killed[recs[i].Proc] = true
+		}
+	}
+	ids := make([]int32, 0, len(procs))
+	for id := range procs {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	for _, id := range ids {
+		p := procs[id]
+		if p.StopReason != "vanished" || killed[id] || p.Config["role"] != "worker" {
+			continue
+		}
+		keys := actingAt(ts, id, p.Stop)
+		mx, mean, pending := measure(keys, id, p.Stop)
+		rep.Vanished = append(rep.Vanished, Failover{At: p.Stop, Who: procName(procs, id), Shards: len(keys), Max: mx, Mean: mean, Pending: pending})
+	}
 	stops := map[int32]time.Duration{}
 	cuts := map[int32]time.Duration{}
 	for i := range recs {

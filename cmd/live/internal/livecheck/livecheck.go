@@ -66,6 +66,10 @@ type Report struct {
 	DupOther      []string
 	ChildrenMerge int // merged children whose records were received (both parents checked by S5)
 	ChildrenSplit int
+	// ChildEarly counts records put into a child shard before any worker
+	// held the child's lease; ChildEarlyGot those of them delivered.
+	ChildEarly    int
+	ChildEarlyGot int
 
 	CheckpointRegressions int // stored checkpoints that went back, from the write logs
 	RegressionEx          []string
@@ -73,6 +77,10 @@ type Report struct {
 	LateEx                []string
 
 	Kills    []Failover
+	// Vanished are processes that ended without saying so and without a
+	// harness recording a kill (killed by hand, crashed): failover is
+	// measured from their last record.
+	Vanished []Failover
 	Pauses   []Pause
 	Handoffs HandoffStats
 
@@ -201,6 +209,7 @@ func Check(m history.Merged, o Options) *Report {
 
 	d := newDeliveries(recs, excused)
 	d.figures(rep, o, m.End, shardEnds(recs))
+	d.childFigures(recs, rep)
 	writeLogFigures(recs, rep)
 	faultFigures(recs, procs, rep)
 	handoffFigures(recs, d, procs, rep)
@@ -425,4 +434,36 @@ func (d *deliveries) dupCause(key string, p *put, k int) (string, string) {
 		return "other", where + " twice in one processing run without a failed batch"
 	}
 	return "after-checkpoint", where
+}
+
+// childFigures counts the records put into child shards before anyone held
+// their lease, and how many of them were delivered: a child starts at its
+// first record, whatever the initial position.
+func (d *deliveries) childFigures(recs []trace.Record, rep *Report) {
+	child := map[string]bool{}
+	firstHeld := map[string]time.Duration{}
+	for i := range recs {
+		r := &recs[i]
+		switch r.Kind {
+		case trace.KindShardCreated:
+			if r.Parent != "" || r.Parent2 != "" {
+				child[r.Key] = true
+			}
+		case trace.LeaseAcquired:
+			if _, ok := firstHeld[r.Key]; !ok {
+				firstHeld[r.Key] = r.T
+			}
+		}
+	}
+	for key := range child {
+		t, held := firstHeld[key]
+		for _, p := range d.puts[key] {
+			if !held || p.t < t {
+				rep.ChildEarly++
+				if len(p.got) > 0 {
+					rep.ChildEarlyGot++
+				}
+			}
+		}
+	}
 }

@@ -50,6 +50,7 @@ func (r *Report) Print(w io.Writer) {
 		p("      %s", e)
 	}
 	p("  child shards read: %d from splits, %d from merges (both parents first: S5)", r.ChildrenSplit, r.ChildrenMerge)
+	p("  records put into a child shard before anyone held its lease: %d, delivered %d", r.ChildEarly, r.ChildEarlyGot)
 	p("")
 	p("leases")
 	p("  checkpoint regressions in the write logs     %d", r.CheckpointRegressions)
@@ -73,11 +74,14 @@ func (r *Report) Print(w io.Writer) {
 	p("  healthy workers' leases expired (their renewals did not apply in time) %d", r.HealthyExpired)
 	p("")
 	p("faults")
-	if len(r.Kills) == 0 && len(r.Pauses) == 0 {
+	if len(r.Kills) == 0 && len(r.Pauses) == 0 && len(r.Vanished) == 0 {
 		p("  none recorded")
 	}
 	for _, k := range r.Kills {
 		p("  kill  %-14s at %8s: %d shards, failover max %s mean %s%s", k.Who, secs(k.At), k.Shards, secs(k.Max), secs(k.Mean), pending(k.Pending))
+	}
+	for _, k := range r.Vanished {
+		p("  ended without a word %-14s at %8s (killed?): %d shards, failover max %s mean %s%s", k.Who, secs(k.At), k.Shards, secs(k.Max), secs(k.Mean), pending(k.Pending))
 	}
 	for _, x := range r.Pauses {
 		p("  %-5s %-14s at %8s for %s: %d shards, takeover max %s mean %s%s; leases expired in its own view %d, acts on them after that %d",
