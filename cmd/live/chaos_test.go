@@ -773,7 +773,7 @@ func (r *chaosRun) cycle(c int) {
 	r.logf("paused %s (pid %d), acting on %v", p.owner, p.pid, keys)
 	r.waitActedElsewhere("takeover from paused "+p.owner, keys, p.pid, at, 30*time.Second)
 	r.waitPast(at, chaosLease+time.Second) // past the lease in any case
-	resumed := r.harness.Now() // before SIGCONT: the worker acts at once
+	resumed := r.harness.Now()             // before SIGCONT: the worker acts at once
 	r.harness.WriteAs(trace.Record{T: resumed, Kind: trace.KindFault, Reason: livecheck.FaultCont, Owner: p.owner, Proc: int32(p.pid), Worker: int32(p.slot)})
 	_ = syscall.Kill(p.pid, syscall.SIGCONT)
 	r.logf("resumed %s", p.owner)

@@ -76,7 +76,7 @@ type Report struct {
 	LateWrites            int // writes that landed although sent after the writer lost or released the lease
 	LateEx                []string
 
-	Kills    []Failover
+	Kills []Failover
 	// Vanished are processes that ended without saying so and without a
 	// harness recording a kill (killed by hand, crashed): failover is
 	// measured from their last record.
