@@ -747,6 +747,7 @@ func (r *chaosRun) cycle(c int) {
 	t := r.t
 	// 1. SIGKILL, restart under the same owner id: it resumes its leases.
 	p := r.slots[0]
+	r.waitHolding(p)
 	keys, at := r.acting(p), r.harness.Now()
 	r.kill(p)
 	r.startWorker(0, p.owner)
@@ -754,6 +755,7 @@ func (r *chaosRun) cycle(c int) {
 
 	// 2. SIGKILL, restart under a new owner id: others wait out the lease.
 	p = r.slots[2]
+	r.waitHolding(p)
 	keys, at = r.acting(p), r.harness.Now()
 	r.kill(p)
 	r.startWorker(2, fmt.Sprintf("w2-%d", c+1))
