@@ -64,11 +64,11 @@ func catalog() []Scenario {
 		},
 		{
 			Name: "partitioned-while-checkpointing",
-			Story: "Worker 0 keeps reading the stream and its processor keeps checkpointing, but the lease table is " +
-				"unreachable from it for 45 s: its checkpoints and renewals fail, worker 1 takes its shards, and no checkpoint of the cut-off owner may land afterwards.",
-			Options: sim.Options{Workers: 2, Shards: 6, Faults: "none", Chaos: 100 * s, Actions: []sim.Action{
-				{At: 30 * s, Kind: sim.ActPartition, Workers: []int{0}, Target: "table", Dir: "both", Dur: 45 * s},
-			}},
+			Story: "Five times, for 15 s each, the lease table becomes unreachable from worker 0 while it keeps reading the stream " +
+				"and its processor keeps checkpointing: its checkpoints and renewals fail, worker 1 takes its shards, and no write of the cut-off owner may land afterwards. " +
+				"(Leases of 6 s and balancing, so worker 0 wins shards back between the cuts.)",
+			Options: sim.Options{Workers: 2, Shards: 6, Faults: "none", Chaos: 150 * s, Engine: pinLease(6*s, 2), Actions: repeatedly(5, 20*s, 25*s,
+				sim.Action{Kind: sim.ActPartition, Workers: []int{0}, Target: "table", Dir: "both", Dur: 15 * s})},
 		},
 		{
 			Name: "gc-pause-longer-than-lease",
@@ -187,6 +187,31 @@ func scale1to20to2() []sim.Action {
 		out = append(out, sim.Action{At: 60*s + time.Duration(19-i)*2*s, Kind: sim.ActScaleIn, Worker: i})
 	}
 	return out
+}
+
+// repeatedly returns n copies of a, the first at first, then one every
+// every.
+func repeatedly(n int, first, every time.Duration, a sim.Action) []sim.Action {
+	var out []sim.Action
+	for i := 0; i < n; i++ {
+		a.At = first + time.Duration(i)*every
+		out = append(out, a)
+	}
+	return out
+}
+
+// pinLease fixes the lease timing of a story (lease duration, renewal at a
+// quarter of it, the default margin and take interval) and the balancing
+// (steal at most steal leases a round; no cap), keeping the drawn rest.
+func pinLease(lease time.Duration, steal int) func(*engine.Config) {
+	return func(c *engine.Config) {
+		c.LeaseDuration = lease
+		c.RenewInterval = lease / 4
+		c.SafetyMargin = 0
+		c.TakeInterval = 0
+		c.MaxLeasesToStealAtOnce = steal
+		c.MaxLeasesForWorker = 0
+	}
 }
 
 // All returns the catalog, sorted by name; it includes the default.

@@ -1,0 +1,122 @@
+package scenarios
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"unicode"
+
+	"pgregory.net/rapid"
+)
+
+// expectFailTB is the rapid.TB of a property that must fail: it records
+// rapid's verdict instead of failing the test, and passes rapid's log (the
+// draws of the minimized case) on to the test's log.
+type expectFailTB struct {
+	t      *testing.T
+	name   string
+	mu     sync.Mutex
+	failed bool
+	errors []string
+}
+
+func (e *expectFailTB) Helper()                           {}
+func (e *expectFailTB) Name() string                      { return e.name }
+func (e *expectFailTB) Logf(format string, args ...any)   { e.t.Logf(format, args...) }
+func (e *expectFailTB) Log(args ...any)                   { e.t.Log(args...) }
+func (e *expectFailTB) Skipf(format string, args ...any)  { e.t.Skipf(format, args...) }
+func (e *expectFailTB) Skip(args ...any)                  { e.t.Skip(args...) }
+func (e *expectFailTB) SkipNow()                          { e.t.SkipNow() }
+func (e *expectFailTB) Errorf(format string, args ...any) { e.fail(fmt.Sprintf(format, args...)) }
+func (e *expectFailTB) Error(args ...any)                 { e.fail(fmt.Sprint(args...)) }
+func (e *expectFailTB) Fatalf(format string, args ...any) { e.fail(fmt.Sprintf(format, args...)) }
+func (e *expectFailTB) Fatal(args ...any)                 { e.fail(fmt.Sprint(args...)) }
+func (e *expectFailTB) FailNow()                          { e.fail("") }
+func (e *expectFailTB) Fail()                             { e.fail("") }
+
+func (e *expectFailTB) Failed() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.failed
+}
+
+func (e *expectFailTB) fail(msg string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.failed = true
+	if msg != "" {
+		e.errors = append(e.errors, msg)
+	}
+}
+
+// failDir is where rapid keeps the fail files of the test named name.
+func failDir(name string) string {
+	safe := strings.Map(func(r rune) rune {
+		if unicode.IsLetter(r) || unicode.IsDigit(r) || r == '-' || r == '_' {
+			return r
+		}
+		return '_'
+	}, name)
+	return filepath.Join("testdata", "rapid", safe)
+}
+
+// plantedCases are the planted bugs the property must catch, the invariant
+// that catches each, and the longest schedule shrinking may leave.
+var plantedCases = []struct {
+	mutation   string
+	invariants string // any of these
+	maxSteps   int
+}{
+	// any handoff exposes it: shrinks to no fault at all
+	{"skip-on-resume", "S4", 2},
+	// needs a merge: the shrunk schedule is that one action (with the
+	// second parent hidden, shard sync re-creates the finished parent's
+	// lease: its checkpoint goes back from SHARD_END, S3; or a child
+	// record is read first, S5)
+	{"ignore-second-parent", "S3 S5", 1},
+}
+
+// TestPlantedBug runs the property of TestProperty against the engine with
+// a planted bug (sim.Options.Mutation): rapid must find a failing case and
+// shrink it to a schedule of at most maxSteps actions; the test logs the
+// shrunk case. Its fail files are removed, so nothing is left in testdata.
+func TestPlantedBug(t *testing.T) {
+	for _, pc := range plantedCases {
+		t.Run(pc.mutation, func(t *testing.T) {
+			t.Parallel()
+			name := "planted-" + pc.mutation
+			dir := failDir(name)
+			cleanup := func() {
+				_ = os.RemoveAll(dir)
+				_ = os.Remove(filepath.Dir(dir))               // testdata/rapid, if empty
+				_ = os.Remove(filepath.Dir(filepath.Dir(dir))) // testdata, if empty
+			}
+			cleanup()
+			t.Cleanup(cleanup)
+
+			var last failure
+			tb := &expectFailTB{t: t, name: name}
+			rapid.Check(tb, property(t.Name(), insideSize, pc.mutation, &last))
+			if !tb.Failed() || last.res == nil {
+				t.Fatalf("the property did not catch the planted bug %s", pc.mutation)
+			}
+			caught := false
+			invs := map[string]int{}
+			for _, v := range last.res.Violations {
+				invs[v.Invariant]++
+				caught = caught || strings.Contains(" "+pc.invariants+" ", " "+v.Invariant+" ")
+			}
+			first := last.res.Violations[0]
+			t.Logf("planted bug %s caught: %v; first: %s %s: %s\nshrunk case:\n%s", pc.mutation, invs, first.Invariant, first.Key, first.Detail, last.d)
+			if !caught {
+				t.Errorf("the shrunk case breaks %v, none of %s", invs, pc.invariants)
+			}
+			if n := len(last.d.Actions); n > pc.maxSteps {
+				t.Errorf("shrinking left %d actions, want at most %d", n, pc.maxSteps)
+			}
+		})
+	}
+}

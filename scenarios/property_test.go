@@ -1,0 +1,80 @@
+package scenarios
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"pgregory.net/rapid"
+
+	"github.com/shardlease/shardlease/sim"
+)
+
+// property returns the property over drawn cases: the run breaks no
+// invariant (the simulator already tolerates S1 in runs outside the
+// assumptions). last, if set, receives every case that broke it; the last
+// one a rapid check sees is the minimized case.
+func property(name string, sz size, mutation string, last *failure) func(*rapid.T) {
+	return func(t *rapid.T) {
+		d := drawCase(t, sz, mutation)
+		res, err := sim.Run(d.Options())
+		if err != nil {
+			t.Fatalf("sim.Run: %v\n%s", err, d)
+		}
+		if !sz.outside && !res.Inside {
+			t.Fatalf("a case drawn inside the assumptions ran outside them: %v\n%s", res.Outside, d)
+		}
+		if res.OK() {
+			return
+		}
+		if last != nil {
+			*last = failure{d: d, res: res}
+		}
+		t.Fatal(failureReport(name, d, res))
+	}
+}
+
+type failure struct {
+	d   drawn
+	res *sim.Result
+}
+
+// failureReport is the failure message: the broken invariants, how to
+// replay, the case and the shrunk schedule one action per line, and each
+// violation with its excerpt.
+func failureReport(name string, d drawn, res *sim.Result) string {
+	var inv []string
+	for _, v := range res.Violations {
+		inv = append(inv, v.Invariant+" "+v.Key)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "invariants broken: %s (tier %s)\n", strings.Join(inv, ", "), res.Tier())
+	fmt.Fprintf(&b, "replay this case: go test ./scenarios -run '^%s$' -rapid.failfile=<the fail file rapid names below> -v\n", name)
+	fmt.Fprintf(&b, "simulator world:  %s   (the same world only: the command line cannot carry the engine knobs and the schedule below yet)\n", res.Replay)
+	b.WriteString(d.String())
+	fmt.Fprintf(&b, "drawn world: %s\n", res.World)
+	for _, v := range res.Violations {
+		b.WriteString(sim.FormatViolation(v))
+	}
+	return b.String()
+}
+
+// TestProperty: rapid draws the cluster, the engine knobs, the rate fault
+// classes and a timed fault schedule, all inside the engine's assumptions;
+// no run of the correct engine may break an invariant. A failure shrinks to
+// a small schedule, is saved under testdata/rapid/TestProperty/ and replays
+// first on every later run. -rapid.checks=N sets the number of cases
+// (default 100, 20 with -short).
+func TestProperty(t *testing.T) {
+	t.Parallel()
+	rapid.Check(t, property("TestProperty", insideSize, "", nil))
+}
+
+// TestPropertyOutside: the same, with faults outside the assumptions too (a
+// second live process with a worker's owner id, drift beyond the bound,
+// long mid-act pauses). Such runs may break S1, which the simulator
+// tolerates; every other invariant must hold.
+func TestPropertyOutside(t *testing.T) {
+	t.Parallel()
+	rapid.Check(t, property("TestPropertyOutside", outsideSize, "", nil))
+}

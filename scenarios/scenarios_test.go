@@ -1,0 +1,331 @@
+package scenarios
+
+import (
+	"flag"
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/shardlease/shardlease/sim"
+	"github.com/shardlease/shardlease/sim/trace"
+)
+
+var flagSeeds = flag.Int("scenarios.seeds", 0, "seeds each named scenario runs (0: 3, or 1 with -short)")
+
+// TestCatalog checks the catalog's shape: sorted, unique, the default
+// present, Seed left 0, Scenario set to the name, every action inside the
+// chaos phase.
+func TestCatalog(t *testing.T) {
+	all := All()
+	if !sort.SliceIsSorted(all, func(i, j int) bool { return all[i].Name < all[j].Name }) {
+		t.Error("All is not sorted by name")
+	}
+	seen := map[string]bool{}
+	for _, sc := range all {
+		if seen[sc.Name] {
+			t.Errorf("%s: named twice", sc.Name)
+		}
+		seen[sc.Name] = true
+		if strings.TrimSpace(sc.Story) == "" {
+			t.Errorf("%s: no story", sc.Name)
+		}
+		if sc.Options.Seed != 0 || sc.Options.Scenario != sc.Name {
+			t.Errorf("%s: Seed %d, Scenario %q", sc.Name, sc.Options.Seed, sc.Options.Scenario)
+		}
+		for _, a := range sc.Options.Actions {
+			if sc.Options.Chaos == 0 || a.At <= 0 || a.At >= sc.Options.Chaos {
+				t.Errorf("%s: action %v outside the chaos phase (%v)", sc.Name, a, sc.Options.Chaos)
+			}
+		}
+		got, ok := Lookup(sc.Name)
+		if !ok || got.Name != sc.Name || got.Story != sc.Story {
+			t.Errorf("Lookup(%q) = %q, %v", sc.Name, got.Name, ok)
+		}
+	}
+	if d, ok := Lookup(Default); !ok || d.Options.Faults != "swarm" {
+		t.Errorf("the default %q is missing or not the swarm", Default)
+	}
+	if _, ok := Lookup("no-such-story"); ok {
+		t.Error("Lookup found a scenario that does not exist")
+	}
+	// callers get their own copies
+	a := All()
+	for i := range a {
+		a[i].Options.Actions = nil
+	}
+	if sc, _ := Lookup("rolling-deploy"); len(sc.Options.Actions) == 0 {
+		t.Error("changing a value of All changed the catalog")
+	}
+	if got := strings.Join(Names(), ","); !strings.Contains(got, Default) || len(Names()) != len(all) {
+		t.Errorf("Names() = %s", got)
+	}
+}
+
+// TestScenarios runs every named scenario on a few seeds: no invariant may
+// break, the story must have happened (expectations below), and the
+// figures are logged.
+func TestScenarios(t *testing.T) {
+	n := *flagSeeds
+	if n <= 0 {
+		n = 3
+		if testing.Short() {
+			n = 1
+		}
+	}
+	for _, sc := range All() {
+		t.Run(sc.Name, func(t *testing.T) {
+			t.Parallel()
+			for seed := uint64(1); seed <= uint64(n); seed++ {
+				o := sc.Options
+				o.Seed = seed
+				o.KeepTrace = true
+				res, err := sim.Run(o)
+				if err != nil {
+					t.Fatalf("seed %d: %v", seed, err)
+				}
+				f := res.Figures
+				t.Logf("seed %d (%s, %d events, %.0f virtual s): failovers %d (p50 %v, max %v), handoffs %d, re-deliveries/handoff %.2f, table ops/shard-hour %.0f, stream ops/shard-hour %.0f, puts %d, lost to retention %d",
+					seed, res.Tier(), res.Events, res.VirtualSeconds, f.Failovers, f.FailoverP50, f.FailoverMax, f.Handoffs, f.RedeliveriesPerHandoff,
+					f.TableOpsPerShardHour, f.StreamOpsPerShardHour, f.Puts, f.LostToRetention)
+				if !res.OK() {
+					var b strings.Builder
+					for _, v := range res.Violations {
+						b.WriteString(sim.FormatViolation(v))
+					}
+					t.Errorf("seed %d: %d violations; replay: %s\n%s", seed, len(res.Violations), res.Replay, b.String())
+				}
+				if exp := expectations[sc.Name]; exp != nil {
+					if err := exp(o, res); err != nil {
+						t.Errorf("seed %d: the story did not happen: %v\n%s", seed, err, res.Summary())
+					}
+				}
+				res.Trace = nil
+			}
+		})
+	}
+}
+
+// expectations check that a scenario's story actually happened in a run.
+var expectations = map[string]func(sim.Options, *sim.Result) error{
+	"rolling-deploy": func(o sim.Options, r *sim.Result) error {
+		starts := procStarts(r)
+		for w := 0; w < o.Workers; w++ {
+			if len(starts[w]) < 2 {
+				return fmt.Errorf("worker %d started %d times, want a restart", w, len(starts[w]))
+			}
+			for _, owner := range starts[w] {
+				if owner != starts[w][0] {
+					return fmt.Errorf("worker %d restarted as %s, not under its owner id %s", w, owner, starts[w][0])
+				}
+			}
+		}
+		return atLeast("handoffs", r.Figures.Handoffs, o.Workers)
+	},
+	"crash-mid-split": func(o sim.Options, r *sim.Result) error {
+		children := map[string]bool{}
+		for i := range r.Trace {
+			if rec := &r.Trace[i]; rec.Kind == trace.KindShardCreated && rec.Parent != "" {
+				children[rec.Key] = true
+			}
+		}
+		if len(children) != 6 {
+			return fmt.Errorf("%d children, want 6", len(children))
+		}
+		read := 0
+		for c := range children {
+			if len(receivers(r, c, 0, r.Trace[len(r.Trace)-1].T)) > 0 {
+				read++
+			}
+		}
+		if err := atLeast("children read", read, 1); err != nil {
+			return err
+		}
+		return atLeast("failovers", r.Figures.Failovers, 1)
+	},
+	"partitioned-while-checkpointing": func(o sim.Options, r *sim.Result) error {
+		// worker 0 tried to checkpoint while cut off, and worker 1 took over
+		cut, takes := 0, 0
+		for _, a := range o.Actions {
+			at := a.At
+			for i := range r.Trace {
+				rec := &r.Trace[i]
+				if rec.Worker == 0 && rec.T >= at && rec.T < at+a.Dur &&
+					(rec.Kind == trace.CheckpointRequested || rec.Kind == trace.KindSend && rec.Reason == trace.WriteCheckpoint) {
+					cut++
+				}
+			}
+			takes += acquisitions(r, 1, at, at+a.Dur)
+		}
+		if err := atLeast("checkpoints worker 0 asked for while cut off", cut, 1); err != nil {
+			return err
+		}
+		return atLeast("takes by worker 1 during the partitions", takes, 1)
+	},
+	"gc-pause-longer-than-lease": func(o sim.Options, r *sim.Result) error {
+		return atLeast("takes by others during the pause", acquisitions(r, 1, 30*time.Second, 90*time.Second)+acquisitions(r, 2, 30*time.Second, 90*time.Second), 1)
+	},
+	"clock-step-backward": sameAsWithoutClockSteps,
+	"clock-step-forward":  sameAsWithoutClockSteps,
+	"throttled-failover": func(o sim.Options, r *sim.Result) error {
+		if err := atLeast("throttled table calls", outcomes(r, trace.OutcomeThrottled), 1); err != nil {
+			return err
+		}
+		end := r.Trace[len(r.Trace)-1].T
+		return atLeast("takes after the crash", acquisitions(r, 1, 30*time.Second, end)+acquisitions(r, 2, 30*time.Second, end), 1)
+	},
+	"scale-1-20-2": func(o sim.Options, r *sim.Result) error {
+		live, peak := map[int32]bool{}, 0
+		for i := range r.Trace {
+			switch rec := &r.Trace[i]; rec.Kind {
+			case trace.KindProcStart:
+				live[rec.Proc] = true
+			case trace.KindProcStop:
+				delete(live, rec.Proc)
+			}
+			if len(live) > peak {
+				peak = len(live)
+			}
+		}
+		if peak != 20 || len(live) != 2 {
+			return fmt.Errorf("peak %d live processes (want 20), %d at the end (want 2)", peak, len(live))
+		}
+		return nil
+	},
+	"merge-split-owners": func(o sim.Options, r *sim.Result) error {
+		a := receivers(r, shard(0), 0, 40*time.Second)
+		b := receivers(r, shard(1), 0, 40*time.Second)
+		if len(a) != 1 || len(b) != 1 || a[0] == b[0] {
+			return fmt.Errorf("before the merge the parents were read by %v and %v, want one different worker each", a, b)
+		}
+		for i := range r.Trace {
+			if rec := &r.Trace[i]; rec.Kind == trace.KindShardCreated && rec.Parent2 != "" {
+				if len(receivers(r, rec.Key, 40*time.Second, r.Trace[len(r.Trace)-1].T)) == 0 {
+					return fmt.Errorf("the merged child %s was never read", rec.Key)
+				}
+				return nil
+			}
+		}
+		return fmt.Errorf("no merge happened")
+	},
+	"stale-reads-takeover": func(o sim.Options, r *sim.Result) error {
+		if err := atLeast("stale reads", faulted(r, "stale-read"), 1); err != nil {
+			return err
+		}
+		return atLeast("takes after the crash", acquisitions(r, 1, 30*time.Second, 60*time.Second)+acquisitions(r, 2, 30*time.Second, 60*time.Second), 1)
+	},
+	"sdk-retry-applied-take": func(o sim.Options, r *sim.Result) error {
+		return atLeast("SDK retries of applied writes", faulted(r, "sdk-retry"), 1)
+	},
+	"restart-same-owner": func(o sim.Options, r *sim.Result) error {
+		starts := procStarts(r)[0]
+		if len(starts) != 3 || starts[1] != starts[0] || starts[2] != starts[0] {
+			return fmt.Errorf("worker 0 started as %v, want three times under one owner id", starts)
+		}
+		return nil
+	},
+	"checkpoint-older-than-retention": func(o sim.Options, r *sim.Result) error {
+		return atLeast("records lost to retention", r.Figures.LostToRetention, 1)
+	},
+}
+
+func atLeast(what string, got, want int) error {
+	if got < want {
+		return fmt.Errorf("%s: %d, want at least %d", what, got, want)
+	}
+	return nil
+}
+
+// procStarts returns the owner ids each worker slot started as, in order.
+func procStarts(r *sim.Result) map[int][]string {
+	out := map[int][]string{}
+	for i := range r.Trace {
+		if rec := &r.Trace[i]; rec.Kind == trace.KindProcStart {
+			out[int(rec.Worker)] = append(out[int(rec.Worker)], rec.Owner)
+		}
+	}
+	return out
+}
+
+// receivers returns the worker slots whose processor received records of
+// key in [from, to).
+func receivers(r *sim.Result, key string, from, to time.Duration) []int32 {
+	seen := map[int32]bool{}
+	var out []int32
+	for i := range r.Trace {
+		rec := &r.Trace[i]
+		if rec.Kind == trace.KindReceived && rec.Key == key && rec.T >= from && rec.T < to && !seen[rec.Worker] {
+			seen[rec.Worker] = true
+			out = append(out, rec.Worker)
+		}
+	}
+	return out
+}
+
+// acquisitions counts the leases worker slot w acquired in [from, to).
+func acquisitions(r *sim.Result, w int32, from, to time.Duration) int {
+	n := 0
+	for i := range r.Trace {
+		rec := &r.Trace[i]
+		if rec.Kind == trace.LeaseAcquired && rec.Worker == w && rec.T >= from && rec.T < to {
+			n++
+		}
+	}
+	return n
+}
+
+func outcomes(r *sim.Result, outcome string) int {
+	n := 0
+	for i := range r.Trace {
+		if rec := &r.Trace[i]; rec.Kind == trace.KindReply && rec.Outcome == outcome {
+			n++
+		}
+	}
+	return n
+}
+
+func faulted(r *sim.Result, fault string) int {
+	n := 0
+	for i := range r.Trace {
+		if rec := &r.Trace[i]; (rec.Kind == trace.KindReply || rec.Kind == trace.KindApply) && rec.Fault == fault {
+			n++
+		}
+	}
+	return n
+}
+
+// sameAsWithoutClockSteps: lease decisions read only the monotonic clock,
+// so a run whose wall clocks were stepped has the figures of the same run
+// without the steps.
+func sameAsWithoutClockSteps(o sim.Options, r *sim.Result) error {
+	if err := atLeast("clock steps", countKind(r, trace.KindFault, "clock-step"), 1); err != nil {
+		return err
+	}
+	plain := o
+	plain.Actions = nil
+	plain.KeepTrace = false
+	for _, a := range o.Actions {
+		if a.Kind != sim.ActClockStep {
+			plain.Actions = append(plain.Actions, a)
+		}
+	}
+	p, err := sim.Run(plain)
+	if err != nil {
+		return err
+	}
+	if p.Figures != r.Figures {
+		return fmt.Errorf("the clock steps changed the figures:\n  with    %+v\n  without %+v", r.Figures, p.Figures)
+	}
+	return nil
+}
+
+func countKind(r *sim.Result, k trace.Kind, reasonContains string) int {
+	n := 0
+	for i := range r.Trace {
+		if rec := &r.Trace[i]; rec.Kind == k && strings.Contains(rec.Reason, reasonContains) {
+			n++
+		}
+	}
+	return n
+}
