@@ -101,8 +101,8 @@ var actionKinds = []sim.ActionKind{
 // slack. The simulator tolerates S1 (only) in such runs.
 type size struct {
 	maxWorkers, maxShards, maxActions int
-	minChaos, maxChaos               int // seconds
-	outside                          bool
+	minChaos, maxChaos                int // seconds
+	outside                           bool
 }
 
 var (
