@@ -29,8 +29,8 @@ const (
 	plotW   = 1000.0
 	rightW  = 12.0
 	axisH   = 30.0
-	laneH   = 11.0
-	lanePit = 15.0
+	laneH   = 12.0
+	lanePit = 16.0
 	gapH    = 22.0
 )
 
@@ -91,16 +91,33 @@ type shardLane struct {
 	closed         bool
 	parents        []string
 	bars           []bar
+	holds          []hold
 	marks          []mark
 	violation      bool
 }
 
 type bar struct {
-	owner            string
-	proc             int32
-	start, end, held time.Duration // acting start..end, holding (not acting) until held
-	endedBy          string
-	n                int // tenures merged into it
+	owner      string
+	proc       int32
+	start, end time.Duration // first to last act
+	endedBy    string
+	n          int // tenures merged into it
+}
+
+// hold is a stretch in which the lease table named one owner in the row
+// of a shard.
+type hold struct {
+	owner      string
+	start, end time.Duration
+	how, why   string // the writes that began and ended it
+	n          int
+}
+
+func orNobody(s string) string {
+	if s == "" {
+		return "?"
+	}
+	return s
 }
 
 type band struct {
@@ -309,10 +326,7 @@ func buildTimeline(res *sim.Result) *timeline {
 			i = tl.shardIdx[t.Key]
 		}
 		addOwner(t.Owner)
-		b := bar{owner: t.Owner, proc: t.Proc, start: t.Start, end: t.End, held: t.End, n: 1}
-		if !t.Open && t.EndT > t.End {
-			b.held = t.EndT
-		}
+		b := bar{owner: t.Owner, proc: t.Proc, start: t.Start, end: t.End, n: 1}
 		if t.Open {
 			b.endedBy = "still acting at the end"
 		} else {
@@ -321,6 +335,48 @@ func buildTimeline(res *sim.Result) *timeline {
 		tl.shards[i].bars = append(tl.shards[i].bars, b)
 		tl.bars++
 	}
+	// the lease table's view: who the row of each shard names as owner,
+	// from the applied writes (a renew by the same owner continues it)
+	type rowOwner struct {
+		owner string
+		since time.Duration
+		how   string
+	}
+	rows := map[string]*rowOwner{}
+	var keys []string
+	flush := func(key string, ro *rowOwner, at time.Duration, why string) {
+		if ro.owner == "" {
+			return
+		}
+		if i, ok := tl.shardIdx[key]; ok {
+			addOwner(ro.owner)
+			tl.shards[i].holds = append(tl.shards[i].holds, hold{owner: ro.owner, start: ro.since, end: at, how: ro.how, why: why, n: 1})
+		}
+	}
+	for i := range recs {
+		r := &recs[i]
+		if r.Kind != trace.KindApply || r.Outcome != trace.OutcomeOK || r.Key == "" {
+			continue
+		}
+		ro := rows[r.Key]
+		if ro == nil {
+			ro = &rowOwner{}
+			rows[r.Key] = ro
+			keys = append(keys, r.Key)
+		}
+		if r.RowOwner == ro.owner {
+			continue
+		}
+		flush(r.Key, ro, r.T, "then "+r.Reason+" by "+orNobody(r.Owner))
+		ro.owner, ro.since, ro.how = r.RowOwner, r.T, r.Reason+" by "+orNobody(r.Owner)
+		if r.Unconditional {
+			ro.how += ", unconditional"
+		}
+	}
+	for _, k := range keys {
+		flush(k, rows[k], tl.end, "still at the end")
+	}
+
 	// split and merge marks on the parents
 	for _, l := range tl.links {
 		if i, ok := tl.shardIdx[l.from]; ok {
@@ -421,12 +477,9 @@ func (tl *timeline) capBars() {
 		for _, s := range tl.shards {
 			var out []bar
 			for _, b := range s.bars {
-				if m := len(out) - 1; m >= 0 && out[m].owner == b.owner && b.start-out[m].held <= gap {
+				if m := len(out) - 1; m >= 0 && out[m].owner == b.owner && b.start-out[m].end <= gap {
 					if b.end > out[m].end {
 						out[m].end = b.end
-					}
-					if b.held > out[m].held {
-						out[m].held = b.held
 					}
 					out[m].n += b.n
 					out[m].endedBy = b.endedBy
@@ -436,6 +489,18 @@ func (tl *timeline) capBars() {
 			}
 			s.bars = out
 			tl.bars += len(out)
+			var hs []hold
+			for _, h := range s.holds {
+				if m := len(hs) - 1; m >= 0 && hs[m].owner == h.owner && h.start-hs[m].end <= gap {
+					if h.end > hs[m].end {
+						hs[m].end, hs[m].why = h.end, h.why
+					}
+					hs[m].n += h.n
+					continue
+				}
+				hs = append(hs, h)
+			}
+			s.holds = hs
 		}
 		tl.merged = true
 		gapPx *= 2
@@ -621,22 +686,25 @@ func (tl *timeline) svg() string {
 		}
 		x1, x2 := tl.x(s.created), tl.x(end)
 		fmt.Fprintf(&b, `<rect class="life" x="%s" y="%s" width="%s" height="%s"><title>%s</title></rect>`, f1(x1), f1(y), f1(math.Max(x2-x1, 1)), f1(laneH), esc(life))
+		for _, h := range s.holds {
+			oi := tl.ownerIdx[h.owner]
+			x1, x2 := tl.x(h.start), tl.x(h.end)
+			title := fmt.Sprintf("the table names %s owner of %s %s..%s (%s; %s)", h.owner, s.id, secs(h.start), secs(h.end), h.how, h.why)
+			if h.n > 1 {
+				title += fmt.Sprintf("; %d stretches merged", h.n)
+			}
+			fmt.Fprintf(&b, `<rect class="held o%d" x="%s" y="%s" width="%s" height="3" fill="%s"><title>%s</title></rect>`,
+				oi, f1(x1), f1(y+laneH-3), f1(math.Max(x2-x1, 1)), ownerColor(oi), esc(title))
+		}
 		for _, br := range s.bars {
 			oi := tl.ownerIdx[br.owner]
-			x1, x2, x3 := tl.x(br.start), tl.x(br.end), tl.x(br.held)
-			title := fmt.Sprintf("%s#%d acted on %s %s..%s", br.owner, br.proc, s.id, secs(br.start), secs(br.end))
-			if br.held > br.end {
-				title += fmt.Sprintf(", held it without acting until %s", secs(br.held))
-			}
-			title += " (" + br.endedBy + ")"
+			x1, x2 := tl.x(br.start), tl.x(br.end)
+			title := fmt.Sprintf("%s#%d acted on %s %s..%s (%s)", br.owner, br.proc, s.id, secs(br.start), secs(br.end), br.endedBy)
 			if br.n > 1 {
 				title += fmt.Sprintf("; %d tenures merged", br.n)
 			}
-			if x3-x2 >= 0.5 {
-				fmt.Fprintf(&b, `<rect class="held o%d" x="%s" y="%s" width="%s" height="%s" fill="%s"/>`, oi, f1(x2), f1(y+laneH/2-1.5), f1(x3-x2), "3", ownerColor(oi))
-			}
 			fmt.Fprintf(&b, `<rect class="bar o%d" x="%s" y="%s" width="%s" height="%s" fill="%s"><title>%s</title></rect>`,
-				oi, f1(x1), f1(y+1), f1(math.Max(x2-x1, 1)), f1(laneH-2), ownerColor(oi), esc(title))
+				oi, f1(x1), f1(y), f1(math.Max(x2-x1, 1)), f1(laneH-4), ownerColor(oi), esc(title))
 		}
 		for _, m := range s.marks {
 			x := tl.x(m.at)

@@ -235,7 +235,7 @@ func printSeed(w io.Writer, r outcome, single, verbose bool) {
 	if verbose {
 		res := "ok"
 		if !s.OK {
-			res = fmt.Sprintf("FAIL (%d violations)", len(s.Violations))
+			res = fmt.Sprintf("FAIL (%s)", plural(len(s.Violations), "violation"))
 		}
 		fmt.Fprintf(w, "seed %d: %s, %s, %d workers, %d shards, faults [%s], hash %s, %d events, %.0f vs in %.2fs\n",
 			s.Seed, res, s.Tier, s.Workers, s.Shards, strings.Join(s.Faults, ","), s.TraceHash, s.Events, s.VirtualSeconds, s.WallSeconds)
@@ -263,11 +263,11 @@ func printTotals(w io.Writer, c *config, sw *reports.Sweep, single bool) {
 		case s.OK:
 			fmt.Fprintf(w, "PASS: no invariant broken")
 			if len(s.Tolerated) > 0 {
-				fmt.Fprintf(w, " (%d S1 violations tolerated outside the assumptions)", len(s.Tolerated))
+				fmt.Fprintf(w, " (%s tolerated outside the assumptions)", plural(len(s.Tolerated), "S1 violation"))
 			}
 			fmt.Fprintln(w)
 		default:
-			fmt.Fprintf(w, "FAIL: %d violations; replay: %s\n", len(s.Violations), s.Replay)
+			fmt.Fprintf(w, "FAIL: %s; replay: %s\n", plural(len(s.Violations), "violation"), s.Replay)
 		}
 	} else {
 		verdict := "PASS"
@@ -337,4 +337,12 @@ func rel(p string) string {
 		return r
 	}
 	return p
+}
+
+// plural returns "1 thing" or "n things".
+func plural(n int, thing string) string {
+	if n == 1 {
+		return "1 " + thing
+	}
+	return fmt.Sprintf("%d %ss", n, thing)
 }
