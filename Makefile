@@ -86,3 +86,28 @@ chaos: toxiproxy
 # DURATION adjust it.
 live-local:
 	cmd/live/live-local.sh
+
+# ---- simulator reports (cmd/simrun, reports/) ----
+.PHONY: chromium report-example
+# chromium installs Debian's Chromium, which the report test in reports/
+# (headless) and report-example use, unless /usr/bin/chromium is there.
+chromium:
+	@test -x /usr/bin/chromium || { \
+		SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
+		$$SUDO apt-get update && $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y chromium; }
+
+CHROMIUM_HEADLESS := /usr/bin/chromium --headless --no-sandbox --disable-gpu --disable-quic --no-first-run \
+	--disable-background-networking --disable-component-update --disable-sync --hide-scrollbars
+
+# report-example regenerates the reports the README quotes, with their
+# screenshots: reports/example (one passing swarm seed) and
+# reports/example-violation (a sweep with a planted bug, which must fail).
+report-example: chromium
+	$(GO) run ./cmd/simrun -seed 20 -out reports/example
+	$(GO) run ./cmd/simrun -seeds 1-8 -mutation unfenced-checkpoint -faults partition,pause,crash,clog \
+		-workers 4 -shards 6 -chaos 60s -out reports/example-violation; test $$? -eq 1
+	@set -e; for ex in example:1250 example-violation:1500; do \
+		d=$${ex%%:*}; h=$${ex##*:}; tmp=$$(mktemp -d); \
+		$(CHROMIUM_HEADLESS) --user-data-dir=$$tmp --window-size=1280,$$h \
+			--screenshot=$(CURDIR)/reports/$$d/report.png file://$(CURDIR)/reports/$$d/report.html 2>/dev/null; \
+		rm -rf $$tmp; echo "reports/$$d/report.png"; done
