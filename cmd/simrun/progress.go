@@ -62,23 +62,28 @@ func (p *progress) draw() {
 	p.drawn = true
 }
 
-// clear erases the bar so that other output can be printed; the next
-// update draws it again.
-func (p *progress) clear() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
+// clearLocked erases the bar; the next update draws it again.
+func (p *progress) clearLocked() {
 	if p.drawn {
 		fmt.Fprint(p.w, "\r\033[K")
 		p.drawn = false
 	}
 }
 
+// print runs f, which prints other output, with the bar erased.
+func (p *progress) print(f func()) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.clearLocked()
+	f()
+}
+
 // finish erases the bar for good.
 func (p *progress) finish() {
-	p.clear()
 	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.clearLocked()
 	p.stopped = true
-	p.mu.Unlock()
 }
 
 // isTerminal reports whether w is a terminal (a character device other

@@ -136,9 +136,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 			out.Flush()
 			continue
 		}
-		prog.clear()
-		printSeed(out, r, single, c.verbose)
-		out.Flush()
+		var b strings.Builder
+		printSeed(&b, r, single, c.verbose)
+		if b.Len() > 0 {
+			prog.print(func() {
+				out.WriteString(b.String())
+				out.Flush()
+			})
+		}
 	}
 	wg.Wait()
 	wall := time.Since(start)
