@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/shardlease/shardlease/reports"
+	"github.com/shardlease/shardlease/scenarios"
 	"github.com/shardlease/shardlease/sim/trace"
 )
 
@@ -338,5 +339,34 @@ func TestIsTerminal(t *testing.T) {
 	defer f.Close()
 	if isTerminal(f) {
 		t.Error("/dev/null is a terminal")
+	}
+}
+
+// TestReplayOverridesScenario: a flag that sets back to "drawn" what the
+// scenario fixes (here -faults swarm on a scenario without faults) is kept
+// in the replay command, which then replays the same run.
+func TestReplayOverridesScenario(t *testing.T) {
+	var name string
+	for _, sc := range scenarios.All() {
+		if sc.Options.Faults == "none" && sc.Options.Workers > 0 && sc.Options.Workers <= 4 {
+			name = sc.Name
+			break
+		}
+	}
+	if name == "" {
+		t.Skip("no scenario without faults in the catalog")
+	}
+	code, out, errs := runArgs(t, "-scenario", name, "-faults", "swarm", "-seed", "2", "-json", "-report=false")
+	if code == exitUsage {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	m := decodeLines(t, out)[0]
+	replay := m["replay"].(string)
+	if !strings.Contains(replay, "-faults swarm") || !strings.Contains(replay, "-scenario "+name) {
+		t.Fatalf("replay %q", replay)
+	}
+	again := hashOf(t, strings.Fields(strings.TrimPrefix(replay, "go run ./cmd/simrun "))...)
+	if again[2] != m["trace_hash"] {
+		t.Errorf("%q: trace hash %s, the run had %s", replay, again[2], m["trace_hash"])
 	}
 }

@@ -91,6 +91,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 				t0 := time.Now()
 				res, err := sim.Run(o)
 				wall := time.Since(t0)
+				if err == nil {
+					c.fixReplay(o, res)
+				}
 				if err != nil {
 					results[i] = outcome{seed: reports.Seed{Scenario: c.scenario.Name, Seed: o.Seed, Mutation: o.Mutation, Error: err.Error(), Faults: []string{}, Violations: []reports.Violation{}}, err: err}
 				} else {
@@ -171,6 +174,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 			o.KeepTrace = true
 			res, err := sim.Run(o)
 			if err == nil {
+				c.fixReplay(o, res)
 				drawn = res
 				sw.TimelineHash = fmt.Sprintf("%016x", res.TraceHash)
 				for _, s := range seeds {
@@ -350,4 +354,45 @@ func plural(n int, thing string) string {
 		return "1 " + thing
 	}
 	return fmt.Sprintf("%d %ss", n, thing)
+}
+
+// fixReplay completes the replay command of a run of o (sim.ReplayCommand
+// leaves out settings at their zero value or "swarm", which -scenario
+// would otherwise replace by the scenario's own) in res and its
+// violations.
+func (c *config) fixReplay(o sim.Options, res *sim.Result) {
+	r := replayCommand(o, c.scenario.Options)
+	res.Replay = r
+	for i := range res.Violations {
+		res.Violations[i].Replay = r
+	}
+	for i := range res.Tolerated {
+		res.Tolerated[i].Replay = r
+	}
+}
+
+// replayCommand is sim.ReplayCommand(o) plus the flags that restore a
+// setting the scenario sc sets but o left at its zero value.
+func replayCommand(o sim.Options, sc sim.Options) string {
+	r := sim.ReplayCommand(o)
+	if o.Workers == 0 && sc.Workers != 0 {
+		r += " -workers 0"
+	}
+	if o.Shards == 0 && sc.Shards != 0 {
+		r += " -shards 0"
+	}
+	if o.Chaos == 0 && sc.Chaos != 0 {
+		r += " -chaos 0s"
+	}
+	if o.Quiet == 0 && sc.Quiet != 0 {
+		r += " -quiet 0s"
+	}
+	swarm := func(f string) bool { return f == "" || f == "swarm" }
+	if swarm(o.Faults) && !swarm(sc.Faults) {
+		r += " -faults swarm"
+	}
+	if o.Mutation == "" && sc.Mutation != "" {
+		r += " -mutation \"\""
+	}
+	return r
 }
