@@ -27,6 +27,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -43,6 +44,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	"github.com/shardlease/shardlease/cmd/live/internal/history"
 	"github.com/shardlease/shardlease/cmd/live/internal/livecheck"
+	"github.com/shardlease/shardlease/cmd/live/internal/shield"
 	"github.com/shardlease/shardlease/engine"
 	"github.com/shardlease/shardlease/engine/dynamostore"
 	"github.com/shardlease/shardlease/engine/kinesisstream"
@@ -174,6 +176,18 @@ func (tp *toxiproxy) call(method, path string, body any) (map[string]any, error)
 	return out, nil
 }
 
+// newShield puts a shield (see package shield) in front of a local
+// server: killed workers and calls cut by their deadline would crash it.
+func newShield(t *testing.T, upstream string) string {
+	h, err := shield.New(upstream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
 // ---- the live binary ----
 
 func buildLive(t *testing.T) string {
@@ -250,6 +264,8 @@ func newChaosRun(t *testing.T, mode, pos, bin string, ddb, kin localaws.Target, 
 		}
 	}
 	env = append(env, "AWS_ACCESS_KEY_ID=local", "AWS_SECRET_ACCESS_KEY=local", "AWS_REGION="+kin.Config.Region)
+	ddb = ddb.WithEndpoint(newShield(t, ddb.Endpoint))
+	kin = kin.WithEndpoint(newShield(t, kin.Endpoint))
 	r.env = append(append([]string(nil), env...), "AWS_ENDPOINT_URL_DYNAMODB="+ddb.Endpoint, "AWS_ENDPOINT_URL_KINESIS="+kin.Endpoint)
 	r.ddbProxy = localaws.NewFaultProxy(t, ddb.Endpoint)
 	r.kinProxy = localaws.NewFaultProxy(t, kin.Endpoint)

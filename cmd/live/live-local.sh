@@ -34,11 +34,22 @@ mkdir -p "$OUT"
 
 echo "live-local: building cmd/live"
 go build -o "$LIVE" ./cmd/live
+go build -o "$ROOT/.tmp/live-local/shield" ./cmd/live/internal/shield/cmd
 scripts/localaws.sh start
 eval "$(scripts/localaws.sh env)"
 
 PRODUCER=""
 WORKER_PIDS=()
+SHIELD_PIDS=()
+# shield URL: a proxy that keeps a worker killed mid-request from crashing
+# the local server (dynalite and kinesalite die on aborted requests).
+shield() {
+  local out="$OUT/shield-$1.url"
+  setsid "$ROOT/.tmp/live-local/shield" -upstream "$2" >"$out" 2>>"$OUT/shield.log" &
+  SHIELD_PIDS+=("$!")
+  for _ in $(seq 50); do [[ -s "$out" ]] && break; sleep 0.1; done
+  head -n 1 "$out"
+}
 cleanup() {
   trap - EXIT INT TERM
   echo
@@ -55,10 +66,14 @@ cleanup() {
   echo "live-local: live check"
   "$LIVE" check -table "$TABLE" -stream "$STREAM" "$OUT" || true
   echo "live-local: histories and logs in $OUT"
+  for pid in "${SHIELD_PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
   scripts/localaws.sh stop
 }
 trap cleanup EXIT INT TERM
 
+AWS_ENDPOINT_URL_DYNAMODB="$(shield dynamodb "$AWS_ENDPOINT_URL_DYNAMODB")"
+AWS_ENDPOINT_URL_KINESIS="$(shield kinesis "$AWS_ENDPOINT_URL_KINESIS")"
+export AWS_ENDPOINT_URL_DYNAMODB AWS_ENDPOINT_URL_KINESIS
 # The servers keep data in memory only: a new run starts empty.
 "$LIVE" create -table "$TABLE" -stream "$STREAM" -shards "$SHARDS"
 for ((i = 0; i < WORKERS; i++)); do
