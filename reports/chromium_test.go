@@ -12,11 +12,16 @@ import (
 	"time"
 )
 
-// chromium returns the path of a headless-capable Chromium, or skips the
-// test (fails it when SHARDLEASE_REQUIRE_CHROMIUM=1).
+// chromium returns the path of a headless-capable Chromium (env
+// SHARDLEASE_CHROMIUM, else /usr/bin/chromium or one on PATH), or skips
+// the test (fails it when SHARDLEASE_REQUIRE_CHROMIUM=1).
 func chromium(t *testing.T) string {
 	t.Helper()
-	for _, name := range []string{"/usr/bin/chromium", "chromium", "chromium-browser", "google-chrome"} {
+	names := []string{"/usr/bin/chromium", "chromium", "chromium-browser", "google-chrome"}
+	if p := os.Getenv("SHARDLEASE_CHROMIUM"); p != "" {
+		names = []string{p}
+	}
+	for _, name := range names {
 		if p, err := exec.LookPath(name); err == nil {
 			return p
 		}
