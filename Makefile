@@ -8,12 +8,20 @@ STATICCHECK_VERSION := v0.8.2
 
 all: lint test
 
-# test installs what the tests need (staticcheck, the local AWS-compatible
-# servers through npm ci) and runs every test with the servers up: a test
-# that needs them fails rather than skips.
-test: tools
+# test installs what the tests need (staticcheck, Debian's chromium for the
+# report render test, toxiproxy, the local AWS-compatible servers through
+# npm ci), runs every test with the servers up (a test that needs them or
+# chromium fails rather than skips), then the short live chaos run.
+test: tools chromium toxiproxy
 	$(GO) vet ./...
-	SHARDLEASE_REQUIRE_LOCALAWS=1 scripts/localaws.sh run -- $(GO) test -count=1 ./...
+	SHARDLEASE_REQUIRE_CHROMIUM=1 SHARDLEASE_REQUIRE_LOCALAWS=1 scripts/localaws.sh run -- $(GO) test -count=1 -timeout 45m ./...
+	$(MAKE) test-chaos
+
+# sim is the main job: the default simulation sweep (scenario swarm, seeds
+# 1-32, on the in-memory fakes) with a summary and a report under
+# reports/out/.
+sim:
+	$(GO) run ./cmd/simrun
 
 tools:
 	@test -x $(GOBIN)/staticcheck || $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
