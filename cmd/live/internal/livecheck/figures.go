@@ -426,6 +426,41 @@ func lossFigures(recs []trace.Record, procs map[int32]*history.Proc, rep *Report
 		}
 		rep.Losses[cause]++
 	}
+	// takes of an expired lease must come a lease duration after the
+	// holder's last applied write was sent (the taker saw it stand still
+	// that long); an earlier one took a lease its holder could still use
+	type ver struct {
+		key, owner string
+		counter    int64
+	}
+	sentOf := map[ver]time.Duration{}
+	for i := range recs {
+		r := &recs[i]
+		if r.Kind != trace.KindApply {
+			continue
+		}
+		if r.Reason == trace.WriteTake && r.ExpOwner != "" && r.ExpOwner != r.RowOwner {
+			how := ""
+			for _, acq := range acquired[hk{r.Proc, r.Key}] {
+				if acq.T >= r.T {
+					how = acq.Reason
+					break
+				}
+			}
+			prev, ok := sentOf[ver{r.Key, r.ExpOwner, r.ExpCounter}]
+			lease, _, _ := leaseTimings(procs, r.Proc)
+			if ok && how == "expired" && r.Sent-prev < lease*98/100 {
+				rep.EarlyTakes++
+				if len(rep.EarlyTakeEx) < 10 {
+					rep.EarlyTakeEx = append(rep.EarlyTakeEx, fmt.Sprintf("%s taken by %s at %v, %v after %s's last write was sent (lease %v)",
+						r.Key, procName(procs, r.Proc), r.Sent.Round(time.Millisecond), (r.Sent-prev).Round(time.Millisecond), r.ExpOwner, lease))
+				}
+			}
+		}
+		if r.Op != engine.OpDeleteLease {
+			sentOf[ver{r.Key, r.RowOwner, r.Counter}] = r.Sent
+		}
+	}
 	// children received
 	kids := map[string]int{}
 	for i := range recs {

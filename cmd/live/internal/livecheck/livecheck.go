@@ -84,11 +84,19 @@ type Report struct {
 	Pauses   []Pause
 	Handoffs HandoffStats
 
-	Losses              map[string]int // lease losses by cause
-	BalanceSteals       int
-	HealthyLostToOthers int // leases a healthy worker lost to another worker's write (not a balance steal)
+	Losses        map[string]int // lease losses by cause
+	BalanceSteals int
+	// HealthyLostToOthers counts leases that a worker under no injected
+	// fault lost to another worker's write other than a balance steal
+	// (information: a starved worker is unhealthy without a fault).
+	HealthyLostToOthers int
 	HealthyLostEx       []string
-	HealthyExpired      int // leases a healthy worker lost because its own renewals did not apply
+	HealthyExpired      int // leases a worker under no injected fault lost because its renewals did not apply
+	// EarlyTakes counts takes of an "expired" lease sent less than a lease
+	// duration after the holder's last applied write was sent: a stale
+	// view taking a lease its holder could still use (must be zero).
+	EarlyTakes  int
+	EarlyTakeEx []string
 
 	Invariants map[string]int // violations per invariant (S1 is informational)
 	Violations []check.Violation
@@ -147,7 +155,7 @@ func (r *Report) Failed() bool {
 			return true
 		}
 	}
-	if r.Lost > 0 || r.Uncovered > 0 || r.CheckpointRegressions > 0 || r.LateWrites > 0 || r.HealthyLostToOthers > 0 || r.DupCauses["other"] > 0 {
+	if r.Lost > 0 || r.Uncovered > 0 || r.CheckpointRegressions > 0 || r.LateWrites > 0 || r.EarlyTakes > 0 || r.DupCauses["other"] > 0 {
 		return true
 	}
 	for _, p := range r.Pauses {

@@ -177,8 +177,8 @@ func TestLateWriteRegressionAndHealthyLoss(t *testing.T) {
 	// stores 3 again, below the highest checkpoint 5
 	a.wr(800, "w1", 100, "s0", 2, "renew", "w2", 4, "w1", 5, "3")
 	rep := run(t, nil, a, b)
-	if rep.CheckpointRegressions != 2 || rep.LateWrites != 1 || rep.HealthyLostToOthers != 1 || rep.Losses["superseded"] != 1 {
-		t.Fatalf("regressions %d late %d healthy-lost %d losses %v", rep.CheckpointRegressions, rep.LateWrites, rep.HealthyLostToOthers, rep.Losses)
+	if rep.CheckpointRegressions != 2 || rep.LateWrites != 1 || rep.HealthyLostToOthers != 1 || rep.Losses["superseded"] != 1 || rep.EarlyTakes != 1 {
+		t.Fatalf("regressions %d late %d healthy-lost %d early takes %d losses %v", rep.CheckpointRegressions, rep.LateWrites, rep.HealthyLostToOthers, rep.EarlyTakes, rep.Losses)
 	}
 	if rep.Invariants[check.S2] == 0 || rep.Invariants[check.S3] == 0 {
 		t.Fatalf("S2 and S3 should fire: %v", rep.Invariants)

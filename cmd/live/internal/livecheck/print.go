@@ -67,6 +67,10 @@ func (r *Report) Print(w io.Writer) {
 	}
 	sort.Strings(losses)
 	p("  lease losses: %s; balance steals %d", orNone(strings.Join(losses, ", ")), r.BalanceSteals)
+	p("  takes of an expired lease before the holder's lease ran out (stale view) %d", r.EarlyTakes)
+	for _, e := range r.EarlyTakeEx {
+		p("      %s", e)
+	}
 	p("  healthy workers' leases lost to another worker's write (not a balance steal) %d", r.HealthyLostToOthers)
 	for _, e := range r.HealthyLostEx {
 		p("      %s", e)
