@@ -41,14 +41,15 @@ eval "$(scripts/localaws.sh env)"
 PRODUCER=""
 WORKER_PIDS=()
 SHIELD_PIDS=()
-# shield URL: a proxy that keeps a worker killed mid-request from crashing
-# the local server (dynalite and kinesalite die on aborted requests).
-shield() {
+# start_shield NAME UPSTREAM: a proxy that keeps a worker killed mid-request
+# from crashing the local server (dynalite and kinesalite die on aborted
+# requests); its URL lands in $OUT/shield-NAME.url.
+start_shield() {
   local out="$OUT/shield-$1.url"
   setsid "$ROOT/.tmp/live-local/shield" -upstream "$2" >"$out" 2>>"$OUT/shield.log" &
   SHIELD_PIDS+=("$!")
   for _ in $(seq 50); do [[ -s "$out" ]] && break; sleep 0.1; done
-  head -n 1 "$out"
+  [[ -s "$out" ]] || { echo "live-local: the $1 shield did not start" >&2; exit 1; }
 }
 cleanup() {
   trap - EXIT INT TERM
@@ -57,8 +58,10 @@ cleanup() {
     echo "live-local: stopping the producer"
     kill -TERM "$PRODUCER" 2>/dev/null || true
     wait "$PRODUCER" 2>/dev/null || true
-    echo "live-local: letting the workers drain for 5s"
-    sleep 5
+    # 10s: more than the lease duration (6s), so that a lease stolen for
+    # balance just before the stop is acted on and its shard read to the end.
+    echo "live-local: letting the workers drain for 10s"
+    sleep 10
   fi
   echo "live-local: stopping the workers gracefully (SIGTERM)"
   for pid in "${WORKER_PIDS[@]}"; do kill -CONT "$pid" 2>/dev/null || true; kill -TERM "$pid" 2>/dev/null || true; done
@@ -71,8 +74,10 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 
-AWS_ENDPOINT_URL_DYNAMODB="$(shield dynamodb "$AWS_ENDPOINT_URL_DYNAMODB")"
-AWS_ENDPOINT_URL_KINESIS="$(shield kinesis "$AWS_ENDPOINT_URL_KINESIS")"
+start_shield dynamodb "$AWS_ENDPOINT_URL_DYNAMODB"
+start_shield kinesis "$AWS_ENDPOINT_URL_KINESIS"
+AWS_ENDPOINT_URL_DYNAMODB="$(head -n 1 "$OUT/shield-dynamodb.url")"
+AWS_ENDPOINT_URL_KINESIS="$(head -n 1 "$OUT/shield-kinesis.url")"
 export AWS_ENDPOINT_URL_DYNAMODB AWS_ENDPOINT_URL_KINESIS
 # The servers keep data in memory only: a new run starts empty.
 "$LIVE" create -table "$TABLE" -stream "$STREAM" -shards "$SHARDS"
