@@ -1,6 +1,8 @@
 // kinesalite-server.js starts kinesalite on 127.0.0.1 only (its CLI binds
-// every interface). Usage: node scripts/kinesalite-server.js PORT
+// every interface), surviving clients that abort requests (survive-aborts.js).
+// Usage: node scripts/kinesalite-server.js PORT
 'use strict'
+require('./survive-aborts')('kinesalite')
 const port = Number(process.argv[2])
 if (!Number.isInteger(port) || port <= 0) {
   console.error('usage: kinesalite-server.js PORT')

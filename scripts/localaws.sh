@@ -70,8 +70,7 @@ launch() {
   for try in 1 2 3; do
     port="$(free_port)"
     if [[ "$name" == dynalite ]]; then
-      nohup node "$ROOT/node_modules/dynalite/cli.js" --host 127.0.0.1 --port "$port" \
-        --createTableMs 0 --deleteTableMs 0 --updateTableMs 0 >"$STATE/$name.log" 2>&1 &
+      nohup node "$ROOT/scripts/dynalite-server.js" "$port" >"$STATE/$name.log" 2>&1 &
     else
       nohup node "$ROOT/scripts/kinesalite-server.js" "$port" >"$STATE/$name.log" 2>&1 &
     fi
