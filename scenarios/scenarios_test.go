@@ -67,6 +67,7 @@ func TestCatalog(t *testing.T) {
 // break, the story must have happened (expectations below), and the
 // figures are logged.
 func TestScenarios(t *testing.T) {
+	t.Parallel()
 	n := *flagSeeds
 	if n <= 0 {
 		n = 3
