@@ -170,8 +170,10 @@ type Result struct {
 	Events         uint64
 	Records        int
 	VirtualSeconds float64
-	// Violations break the run. Tolerated are S1 violations of a run
-	// outside the assumptions.
+	// Violations break the run. Tolerated are S1 violations (and S3
+	// violations of its "new owner starts at or after the stored
+	// checkpoint" clause, which single ownership implies) of a run outside
+	// the assumptions.
 	Violations []check.Violation
 	Tolerated  []check.Violation
 	Figures    Figures
