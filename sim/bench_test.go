@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"flag"
 	"testing"
 	"time"
 )
@@ -28,5 +29,14 @@ func BenchmarkSim10x100(b *testing.B) { benchSim(b, 10, 100, 10*time.Minute, "sw
 // BenchmarkSim10x100Quiet: the same without faults.
 func BenchmarkSim10x100Quiet(b *testing.B) { benchSim(b, 10, 100, 10*time.Minute, "none") }
 
-// BenchmarkSim100x2000: 100 workers, 2,000 shards, 2 virtual minutes.
-func BenchmarkSim100x2000(b *testing.B) { benchSim(b, 100, 2000, 2*time.Minute, "none") }
+var flagBig = flag.Bool("sim.big", false, "run the 100 workers x 2,000 shards benchmarks (minutes each)")
+
+// BenchmarkSim100x2000: 100 workers, 2,000 shards, 2 virtual minutes
+// (with -sim.big).
+func BenchmarkSim100x2000(b *testing.B) {
+	if !*flagBig {
+		b.Skip("set -sim.big")
+	}
+	benchSim(b, 100, 2000, 2*time.Minute, "none")
+}
+
