@@ -39,4 +39,3 @@ func BenchmarkSim100x2000(b *testing.B) {
 	}
 	benchSim(b, 100, 2000, 2*time.Minute, "none")
 }
-
