@@ -136,12 +136,16 @@ func (w *Worker) nextWrite(h *holding) {
 		row.Owner = ""
 		row.Counter++
 		h.write = &write{kind: wRelease, key: h.key, expect: ExpectOf(h.row), row: row}
-	case now >= h.validFrom+w.cfg.RenewInterval:
+	case now >= h.validFrom+w.cfg.RenewInterval || (h.row.HandoffFrom != "" && now >= h.actFrom && w.isActing(h)):
 		row := h.row.Clone()
 		row.Counter++
 		h.write = &write{kind: wRenew, key: h.key, expect: ExpectOf(h.row), row: row}
 	default:
 		return
+	}
+	if now >= h.actFrom {
+		// The previous owner has been waited out: the handoff is over.
+		h.write.row.HandoffFrom = ""
 	}
 	w.sendWrite(h.write)
 }

@@ -20,6 +20,7 @@ import (
 //	childShardIds                 Children (string set)
 //	startingHashKey               StartingHashKey
 //	endingHashKey                 EndingHashKey
+//	handoffFrom                   HandoffFrom (shardlease's own; KCL ignores it)
 //
 // Every write shardlease makes to a row increments Counter and is
 // conditional on the Counter (and Owner) it read, so (Key, Counter) names
@@ -34,6 +35,14 @@ type Lease struct {
 	Children        []string
 	StartingHashKey string
 	EndingHashKey   string
+	// HandoffFrom names the previous owner while a handoff is pending: the
+	// row was taken from an owner that may still be acting (a lease stolen
+	// for balance), and its new owner has not yet waited that owner out.
+	// The new owner clears it with its first write after it starts acting.
+	// Whoever takes or resumes a row that carries it, even unowned (released
+	// before its owner ever acted), must wait a full lease duration before
+	// acting, as for a live owner's row.
+	HandoffFrom string
 }
 
 // Clone returns a deep copy of l.
@@ -49,7 +58,8 @@ func (l Lease) Equal(m Lease) bool {
 	return l.Key == m.Key && l.Owner == m.Owner && l.Counter == m.Counter &&
 		l.Checkpoint == m.Checkpoint && l.OwnerSwitches == m.OwnerSwitches &&
 		slices.Equal(l.Parents, m.Parents) && slices.Equal(l.Children, m.Children) &&
-		l.StartingHashKey == m.StartingHashKey && l.EndingHashKey == m.EndingHashKey
+		l.StartingHashKey == m.StartingHashKey && l.EndingHashKey == m.EndingHashKey &&
+		l.HandoffFrom == m.HandoffFrom
 }
 
 // Validate reports a malformed row: an empty key, a negative counter or an

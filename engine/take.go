@@ -160,11 +160,18 @@ func (w *Worker) takeLeases(rows []Lease) {
 			continue
 		}
 		row := o.row
+		// A row whose owner is gone (released) or is this worker (a restart
+		// under the same id) may be acted on at once, unless a handoff is
+		// pending on it: then its previous owner may still be acting.
+		quiet := now
+		if row.HandoffFrom != "" {
+			quiet = o.seenAt + w.cfg.LeaseDuration
+		}
 		switch {
 		case row.Owner == me:
-			resume = append(resume, candidate{row: row, actFrom: now, reason: "resumed"})
+			resume = append(resume, candidate{row: row, actFrom: quiet, reason: "resumed"})
 		case row.Owner == "":
-			free = append(free, candidate{row: row, actFrom: now, reason: "unowned"})
+			free = append(free, candidate{row: row, actFrom: quiet, reason: "unowned"})
 		case now-o.seenAt >= w.cfg.LeaseDuration:
 			free = append(free, candidate{row: row, actFrom: o.seenAt + w.cfg.LeaseDuration, reason: "expired"})
 		default:
@@ -233,6 +240,16 @@ func (w *Worker) take(c candidate) {
 	}
 	row.Owner = w.cfg.Owner
 	row.Counter++
+	switch {
+	case c.actFrom <= w.now.Mono:
+		// Nobody else can be acting: no handoff pending.
+		row.HandoffFrom = ""
+	case row.HandoffFrom == "":
+		row.HandoffFrom = prev
+		if prev == "" {
+			row.HandoffFrom = w.cfg.Owner
+		}
+	}
 	wr := &write{kind: wTake, key: row.Key, expect: ExpectOf(c.row), row: row, actFrom: c.actFrom, reason: c.reason, previous: prev}
 	w.writes[row.Key] = wr
 	w.sendWrite(wr)

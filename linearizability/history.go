@@ -111,13 +111,14 @@ type Row struct {
 	Children        string
 	StartingHashKey string
 	EndingHashKey   string
+	HandoffFrom     string
 }
 
 // RowOf returns the comparable form of l.
 func RowOf(l engine.Lease) Row {
 	return Row{Key: l.Key, Owner: l.Owner, Counter: l.Counter, Checkpoint: l.Checkpoint,
 		OwnerSwitches: l.OwnerSwitches, Parents: strings.Join(l.Parents, ","), Children: strings.Join(l.Children, ","),
-		StartingHashKey: l.StartingHashKey, EndingHashKey: l.EndingHashKey}
+		StartingHashKey: l.StartingHashKey, EndingHashKey: l.EndingHashKey, HandoffFrom: l.HandoffFrom}
 }
 
 // TraceRowOf returns the part of l that a sim/trace Record carries (key,

@@ -21,6 +21,9 @@ const (
 	AttrChildren      = "childShardIds"
 	AttrStartingHash  = "startingHashKey"
 	AttrEndingHash    = "endingHashKey"
+	// AttrHandoffFrom is shardlease's own attribute (engine.Lease.HandoffFrom):
+	// KCL ignores it; it is absent when no handoff is pending.
+	AttrHandoffFrom = "handoffFrom"
 )
 
 // Item is one raw DynamoDB row.
@@ -43,6 +46,7 @@ func EncodeLease(l engine.Lease) Item {
 	putS(item, AttrEndingHash, l.EndingHashKey)
 	putSS(item, AttrParents, l.Parents)
 	putSS(item, AttrChildren, l.Children)
+	putS(item, AttrHandoffFrom, l.HandoffFrom)
 	return item
 }
 
@@ -83,6 +87,7 @@ func DecodeLease(item Item) (l engine.Lease, key string, err error) {
 	l.Children = d.set(AttrChildren)
 	l.StartingHashKey = d.str(AttrStartingHash, false)
 	l.EndingHashKey = d.str(AttrEndingHash, false)
+	l.HandoffFrom = d.str(AttrHandoffFrom, false)
 	if d.err != nil {
 		return engine.Lease{}, key, d.err
 	}

@@ -156,3 +156,22 @@ func TestDecodeMalformed(t *testing.T) {
 		t.Errorf("DecodeLease of an empty row: %v, want an error naming leaseKey", err)
 	}
 }
+
+// TestHandoffFromRoundTrips: shardlease's own handoff marker is written
+// only while a handoff is pending, and read back.
+func TestHandoffFromRoundTrips(t *testing.T) {
+	l := sampleLease()
+	l.HandoffFrom = "worker-0"
+	item := dynamostore.EncodeLease(l)
+	if v, ok := item["handoffFrom"].(*types.AttributeValueMemberS); !ok || v.Value != "worker-0" {
+		t.Fatalf("handoffFrom = %v", item["handoffFrom"])
+	}
+	got, _, err := dynamostore.DecodeLease(item)
+	if err != nil || got.HandoffFrom != "worker-0" {
+		t.Fatalf("decoded %v, %v", got, err)
+	}
+	l.HandoffFrom = ""
+	if _, ok := dynamostore.EncodeLease(l)["handoffFrom"]; ok {
+		t.Errorf("handoffFrom written with no handoff pending")
+	}
+}

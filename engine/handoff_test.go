@@ -1,0 +1,96 @@
+package engine
+
+import (
+	"testing"
+	"time"
+)
+
+// stealOne runs A alone on two fed shards, then starts B and runs until B
+// has stolen one lease; it returns the stolen key. B has not acted on it
+// yet: it waits out A's own view of the lease.
+func stealOne(t *testing.T, c *cluster) (b *tWorker, key string) {
+	t.Helper()
+	c.feed(2)
+	c.start("A")
+	c.runUntil(20*time.Second, "A holds all", func() bool { return len(c.held("A")) == 2 })
+	b = c.start("B")
+	for i := 0; i < 400 && len(c.traceOf(TraceLeaseAcquired, "B", "")) == 0; i++ {
+		c.run(100 * time.Millisecond)
+		c.feed(2)
+	}
+	acq := c.traceOf(TraceLeaseAcquired, "B", "")
+	if len(acq) != 1 || acq[0].Reason != "stolen" {
+		t.Fatalf("B's acquisitions: %v", acq)
+	}
+	key = acq[0].Key
+	if row := c.row(key); row.HandoffFrom != "A" {
+		t.Fatalf("stolen row %v carries no pending handoff from A", row)
+	}
+	if len(c.traceOf(TraceDelivered, "B", key)) != 0 {
+		t.Fatalf("B acted on %s at once", key)
+	}
+	return b, key
+}
+
+// A lease stolen and released before its thief ever acted still has a
+// previous owner that may be acting: the next taker of the unowned row
+// must wait it out too (found by the simulator, seeds 185, 600, 646).
+func TestStolenThenReleasedLeaseStillWaitsForVictim(t *testing.T) {
+	c := newCluster(t, 2, Config{})
+	b, key := stealOne(t, c)
+	c.step(b, Input{Kind: InputShutdown})
+	if !b.stopped {
+		c.run(time.Second)
+	}
+	if row := c.row(key); row.Owner != "" || row.HandoffFrom != "A" {
+		t.Fatalf("released row %v: want unowned with the handoff from A kept", row)
+	}
+	c.start("C")
+	for i := 0; i < 300; i++ {
+		c.run(100 * time.Millisecond)
+		c.feed(2)
+	}
+	if len(c.traceOf(TraceDelivered, "C", key)) == 0 && len(c.traceOf(TraceDelivered, "A", key)) == 0 {
+		t.Fatalf("nobody acted on %s again", key)
+	}
+	checkSingleOwner(t, c.trace)
+	for _, acq := range c.traceOf(TraceLeaseAcquired, "C", key) {
+		if acq.Reason == "unowned" {
+			d := c.traceOf(TraceDelivered, "C", key)
+			if len(d) > 0 && d[0].Mono < acq.Mono+c.cfg.withDefaults().LeaseDuration-time.Second {
+				t.Errorf("C acted on the handed-off row at %v, %v after taking it", d[0].Mono, d[0].Mono-acq.Mono)
+			}
+		}
+	}
+	if row := c.row(key); row.HandoffFrom != "" && row.Owner != "" && len(c.traceOf(TraceDelivered, row.Owner, key)) > 0 {
+		t.Errorf("row %v still marks a handoff after its owner acted", row)
+	}
+}
+
+// A thief restarted under its own id must not resume a lease it stole and
+// never acted on as if nobody else could be acting (found by the rapid
+// property runs).
+func TestStolenThenRestartedThiefWaitsForVictim(t *testing.T) {
+	c := newCluster(t, 2, Config{})
+	b, key := stealOne(t, c)
+	b.down = true // crash
+	c.start("B")
+	for i := 0; i < 300; i++ {
+		c.run(100 * time.Millisecond)
+		c.feed(2)
+	}
+	checkSingleOwner(t, c.trace)
+	for _, acq := range c.traceOf(TraceLeaseAcquired, "B", key) {
+		if acq.Reason == "resumed" {
+			d := c.traceOf(TraceDelivered, "B", key)
+			if len(d) == 0 {
+				t.Fatalf("the restarted thief never acted on %s", key)
+			}
+			if d[0].Mono < acq.Mono+c.cfg.withDefaults().LeaseDuration-time.Second {
+				t.Errorf("the restarted thief acted on %s at %v, %v after resuming it", key, d[0].Mono, d[0].Mono-acq.Mono)
+			}
+			return
+		}
+	}
+	t.Errorf("the restarted thief never resumed %s: %v", key, c.traceOf(TraceLeaseAcquired, "B", key))
+}
