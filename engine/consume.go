@@ -47,6 +47,7 @@ type consumer struct {
 	records      []Record
 	millisBehind int64
 	end          bool
+	gone         bool // the shard left the stream (retention) before it was read to its end
 	children     []string
 }
 
@@ -224,7 +225,19 @@ func (w *Worker) onIterator(pc pendingCall, r Result) {
 	if r.Err != nil {
 		c.backoff = w.nextBackoff(c.backoff)
 		if errors.Is(r.Err, ErrNotFound) {
+			if listed, known := w.shardListed(h.ref); known && !listed {
+				// The shard has left the stream: it was closed and its
+				// retention has passed, so nothing is left to read. End it,
+				// so that its children can start.
+				c.gone = true
+				c.end = true
+				c.phase = cShardEnd
+				w.tickConsumer(h)
+				return
+			}
+			// Not found, yet listed: look again after a fresh listing.
 			c.backoff = w.cfg.ShardSyncInterval
+			w.sync.soon(w.now.Mono)
 		}
 		c.phase = cIter
 		c.nextAt = w.now.Mono + c.backoff
@@ -246,7 +259,9 @@ func (w *Worker) onRecords(pc pendingCall, r Result) {
 	now := w.now.Mono
 	switch {
 	case r.Err == nil:
-	case errors.Is(r.Err, ErrExpiredIterator):
+	case errors.Is(r.Err, ErrExpiredIterator), errors.Is(r.Err, ErrNotFound):
+		// A new iterator after the last record delivered; if the shard is
+		// gone, getting it says so.
 		c.phase = cIter
 		c.nextAt = now
 		w.tickConsumer(h)
@@ -334,6 +349,13 @@ func (w *Worker) learnChildren(h *holding) {
 			c.children = appendUnique(c.children, s.ID)
 		}
 	}
+	if listed, known := w.shardListed(h.ref); len(c.children) == 0 && known && !listed && c.gone {
+		// A shard gone from the stream whose children are gone too (or
+		// never were seen): end it without them.
+		c.phase = cFinished
+		h.release = wShardEnd
+		return
+	}
 	if len(c.children) == 0 {
 		// The listing does not show the children yet: sync, then look
 		// again.
@@ -345,6 +367,20 @@ func (w *Worker) learnChildren(h *holding) {
 	c.phase = cFinished
 	h.children = c.children
 	h.release = wShardEnd
+}
+
+// shardListed reports whether the latest listing of ref's stream shows the
+// shard; known is false when there is no listing yet, or an empty one (a
+// stream always has an open shard: an empty listing proves nothing).
+func (w *Worker) shardListed(ref ShardRef) (listed, known bool) {
+	shards := w.sync.shards[ref.Stream]
+	known = len(shards) > 0
+	for _, s := range shards {
+		if s.ID == ref.Shard {
+			return true, true
+		}
+	}
+	return false, known
 }
 
 func appendUnique(s []string, v string) []string {

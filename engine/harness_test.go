@@ -357,3 +357,10 @@ func (c *cluster) held(id string) []string { return c.worker(id).w.Held() }
 func shardKey(i int) string { return fmt.Sprintf("shardId-%012d", i) }
 
 var errTimeout = errors.New("timeout: no reply")
+
+// expire removes a shard from the stream, as retention does to a closed
+// shard: it is no longer listed and its iterators are not found.
+func (s *tStream) expire(id string) {
+	s.shards = slices.DeleteFunc(s.shards, func(sh Shard) bool { return sh.ID == id })
+	delete(s.recs, id)
+}

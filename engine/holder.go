@@ -182,7 +182,11 @@ func (w *Worker) holderWriteApplied(h *holding, wr *write) {
 		}
 		h.cps = kept
 	case wShardEnd:
-		w.emit(TraceEvent{Kind: TraceShardEnded, Key: h.key, Shard: h.ref, Counter: h.row.Counter, Checkpoint: h.row.Checkpoint})
+		why := ""
+		if h.c.gone {
+			why = "the shard left the stream (retention) before it was read to its end"
+		}
+		w.emit(TraceEvent{Kind: TraceShardEnded, Key: h.key, Shard: h.ref, Counter: h.row.Counter, Checkpoint: h.row.Checkpoint, Reason: why})
 		w.emit(TraceEvent{Kind: TraceLeaseReleased, Key: h.key, Shard: h.ref, Counter: h.row.Counter, Reason: "shard end"})
 		h.gone = true
 		// The children's leases are created by shard sync: run it soon.

@@ -188,7 +188,7 @@ func (w *Worker) syncStream(sc *StreamConfig) (deferred bool) {
 	for _, sh := range shards {
 		decide(sh, 0)
 	}
-	w.cleanup(sc, children)
+	w.cleanup(sc, children, byID)
 	return deferred
 }
 
@@ -214,7 +214,11 @@ func (w *Worker) create(stream string, sh Shard, start string) {
 // cleanup deletes finished rows (SHARD_END) once every child has a row that
 // has started (been taken, or moved past its start): from then on no sync
 // can mistake the parent for a shard without a lease.
-func (w *Worker) cleanup(sc *StreamConfig, children map[string][]string) {
+//
+// A finished row whose shard has left the stream's listing and has no
+// known children (its retention has passed) is deleted too: sync never
+// creates a row for a shard it does not list.
+func (w *Worker) cleanup(sc *StreamConfig, children map[string][]string, listed map[string]int) {
 	var keys []string
 	for k, o := range w.obs {
 		if o.ok && o.ref.Stream == sc.Name && o.row.Checkpoint.IsShardEnd() && w.writes[k] == nil && w.held[k] == nil {
@@ -225,7 +229,7 @@ func (w *Worker) cleanup(sc *StreamConfig, children map[string][]string) {
 	for _, k := range keys {
 		o := w.obs[k]
 		kids := append(slices.Clone(o.row.Children), children[o.ref.Shard]...)
-		if len(kids) == 0 {
+		if _, ok := listed[o.ref.Shard]; len(kids) == 0 && (ok || len(listed) == 0) {
 			continue
 		}
 		started := true
