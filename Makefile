@@ -119,3 +119,10 @@ report-example: chromium
 		$(CHROMIUM_HEADLESS) --user-data-dir=$$tmp --window-size=1280,$$h \
 			--screenshot=$(CURDIR)/reports/$$d/report.png file://$(CURDIR)/reports/$$d/report.html 2>/dev/null; \
 		rm -rf $$tmp; echo "reports/$$d/report.png"; done
+
+.PHONY: mutants
+# mutants runs every planted bug (sim.Mutations: tampering with the calls,
+# and engine: bugs planted inside the engine) on its fault mix and prints
+# the seed and wall time at which the simulator caught it.
+mutants:
+	$(GO) test -count=1 -v -timeout 60m ./sim -run '^TestMutationsCaught$$' -sim.mutants | grep -E 'caught|^(---|    ---|ok|FAIL)'

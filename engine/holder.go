@@ -50,7 +50,19 @@ type cpRequest struct {
 
 func (w *Worker) validUntil(h *holding) time.Duration { return h.validFrom + w.cfg.LeaseDuration }
 func (w *Worker) actUntil(h *holding) time.Duration {
+	if w.cfg.Mutation == "no-safety-margin" {
+		return w.validUntil(h)
+	}
 	return h.validFrom + w.cfg.LeaseDuration - w.cfg.SafetyMargin
+}
+
+// validFromOf returns when the validity of an applied write starts: its
+// send time (the rule), or the reply's time under the planted bug.
+func (w *Worker) validFromOf(sentAt time.Duration) time.Duration {
+	if w.cfg.Mutation == "validity-from-reply" {
+		return w.now.Mono
+	}
+	return sentAt
 }
 
 func (w *Worker) isActing(h *holding) bool {
@@ -66,7 +78,7 @@ func (w *Worker) acquired(wr *write) {
 		ref:       w.refOf(wr.key),
 		gen:       w.nextBatch,
 		row:       wr.row,
-		validFrom: wr.sentAt,
+		validFrom: w.validFromOf(wr.sentAt),
 		actFrom:   wr.actFrom,
 	}
 	w.addHeld(h)
@@ -157,7 +169,7 @@ func (w *Worker) holderWriteApplied(h *holding, wr *write) {
 	h.row = wr.row
 	w.observeRow(wr.row)
 	if wr.kind != wRelease && wr.kind != wShardEnd {
-		h.validFrom = wr.sentAt
+		h.validFrom = w.validFromOf(wr.sentAt)
 		if h.stoppedTraced && w.now.Mono < w.actUntil(h) {
 			// A late renewal extended the lease past the margin again: the
 			// worker acts again, and says so.

@@ -68,6 +68,16 @@ var Mutations = map[string]string{
 	"skip-on-resume":       "AFTER_SEQUENCE_NUMBER iterators start one record late",
 }
 
+// EngineMutationPrefix marks a Mutation planted inside the engine
+// (engine.Config.Mutation) rather than by tampering with its calls.
+const EngineMutationPrefix = "engine:"
+
+func init() {
+	for name, desc := range engine.Mutations {
+		Mutations[EngineMutationPrefix+name] = "in the engine: " + desc
+	}
+}
+
 // ActionKind names a scripted or drawn action.
 type ActionKind string
 

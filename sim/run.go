@@ -270,6 +270,9 @@ func (s *simulator) startProc(sl *slot) {
 		cfg.Owner = p.owner
 	}
 	cfg.Trace = func(e engine.TraceEvent) { s.traceEngine(p, e) }
+	if m, ok := strings.CutPrefix(s.o.Mutation, EngineMutationPrefix); ok {
+		cfg.Mutation = m
+	}
 	core, err := engine.NewWorker(cfg)
 	if err != nil {
 		panic(fmt.Sprintf("sim: engine config rejected: %v", err))
