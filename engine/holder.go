@@ -15,9 +15,11 @@ import (
 // At most one conditional write per lease is in flight, so the row version
 // (Counter) the next write expects is always known.
 type holding struct {
-	key string
-	ref ShardRef
-	gen uint64
+	key  string
+	ref  ShardRef
+	gen  uint64
+	due  time.Duration // when it next needs the worker (in Worker.dueq)
+	qidx int           // its index in Worker.dueq, -1 if not queued
 
 	row       Lease // the row as last written by this worker
 	validFrom time.Duration
@@ -234,25 +236,15 @@ func (w *Worker) loseLease(h *holding, reason string) {
 	}
 }
 
-// dropReleased removes holdings that were released or lost this step.
-func (w *Worker) dropReleased() {
-	for i := 0; i < len(w.heldKeys); {
-		k := w.heldKeys[i]
-		if h := w.held[k]; h != nil && h.gone {
-			w.removeHeld(k)
-			continue
-		}
-		i++
-	}
-}
-
 func (w *Worker) beginShutdown() {
 	if w.shutdown {
 		return
 	}
 	w.shutdown = true
 	for _, k := range w.heldKeys {
-		w.held[k].c.shutdown = true
+		h := w.held[k]
+		h.c.shutdown = true
+		w.dueq.set(h, w.now.Mono)
 	}
 }
 
@@ -286,6 +278,17 @@ func (w *Worker) onCheckpointRequest(key string, cp Checkpoint, token uint64) {
 	default:
 		h.cps = append(h.cps, cpRequest{cp: cp, token: token})
 	}
+}
+
+// nextDue returns the next time after now at which h needs the worker.
+func (h *holding) nextDue(w *Worker) time.Duration {
+	t := time.Duration(1<<63 - 1)
+	h.wakeTimes(w, func(d time.Duration) {
+		if d > w.now.Mono && d < t {
+			t = d
+		}
+	})
+	return t
 }
 
 // wakeTimes reports to min every time at which h needs the worker.

@@ -35,6 +35,13 @@ type Worker struct {
 	// iteration.
 	held     map[string]*holding
 	heldKeys []string
+	// dueq orders held leases by when each next needs the worker;
+	// affected is the lease the current input concerns.
+	dueq     dueQueue
+	affected string
+	// retrying counts takes, creates and deletes whose resolving read
+	// failed and waits to be sent again.
+	retrying int
 	// Writes in flight for keys not held (takes, creates, deletes).
 	writes map[string]*write
 	// Keys of malformed rows already reported.
@@ -133,12 +140,15 @@ func (w *Worker) Step(now Now, in Input) Ready {
 		w.nextScan = now.Mono
 		w.sync.next = now.Mono
 	}
+	w.affected = ""
 	switch in.Kind {
 	case InputResult:
 		w.onResult(in.Result)
 	case InputDone:
+		w.affected = in.Key
 		w.onDone(in.Key, in.Batch, in.Failed)
 	case InputCheckpoint:
+		w.affected = in.Key
 		w.onCheckpointRequest(in.Key, in.Checkpoint, in.Token)
 	case InputShutdown:
 		w.beginShutdown()
@@ -155,6 +165,7 @@ func (w *Worker) onResult(r Result) {
 		return // a duplicate or unknown reply
 	}
 	delete(w.pending, r.ID)
+	w.affected = pc.key
 	switch pc.purpose {
 	case forScan:
 		w.scanInFlight = false
@@ -180,16 +191,20 @@ func (w *Worker) onResult(r Result) {
 	}
 }
 
-// advance takes every action that time allows.
+// advance takes every action that the input and time allow: it ticks the
+// lease the input concerns and every lease that is due, then scans and
+// syncs when their time has come.
 func (w *Worker) advance() {
 	now := w.now.Mono
-	for _, k := range w.heldKeys {
-		if h := w.held[k]; h != nil {
-			w.tickHolding(h)
-		}
+	if h := w.held[w.affected]; h != nil {
+		w.tick(h)
 	}
-	w.dropReleased()
-	w.retryWrites()
+	for len(w.dueq) > 0 && w.dueq[0].due <= now {
+		w.tick(w.dueq[0])
+	}
+	if w.retrying > 0 {
+		w.retryWrites()
+	}
 	if w.shutdown {
 		if len(w.held) == 0 && len(w.writes) == 0 {
 			w.stopped = true
@@ -248,12 +263,14 @@ func (w *Worker) wake() time.Duration {
 			min(w.sync.next)
 		}
 	}
-	for _, k := range w.heldKeys {
-		w.held[k].wakeTimes(w, min)
+	if len(w.dueq) > 0 {
+		min(w.dueq[0].due)
 	}
-	for _, wr := range w.writes {
-		if wr.resolving && wr.id == 0 {
-			min(wr.retryAt)
+	if w.retrying > 0 {
+		for _, wr := range w.writes {
+			if wr.resolving && wr.id == 0 {
+				min(wr.retryAt)
+			}
 		}
 	}
 	if t == time.Duration(1<<63-1) {
@@ -303,15 +320,28 @@ func (w *Worker) jitter(d time.Duration) time.Duration {
 	return d - d/10 + time.Duration(w.rng.Int64N(span))
 }
 
+// tick does what is due for h, then requeues it at the next time it
+// needs the worker, or drops it if it was released or lost.
+func (w *Worker) tick(h *holding) {
+	if !h.gone {
+		w.tickHolding(h)
+	}
+	if h.gone {
+		w.dueq.remove(h)
+		delete(w.held, h.key)
+		if i, ok := slices.BinarySearch(w.heldKeys, h.key); ok {
+			w.heldKeys = slices.Delete(w.heldKeys, i, i+1)
+		}
+		return
+	}
+	w.dueq.set(h, h.nextDue(w))
+}
+
+// addHeld starts holding h; it is ticked in the same step.
 func (w *Worker) addHeld(h *holding) {
+	h.qidx = -1
 	w.held[h.key] = h
 	i, _ := slices.BinarySearch(w.heldKeys, h.key)
 	w.heldKeys = slices.Insert(w.heldKeys, i, h.key)
-}
-
-func (w *Worker) removeHeld(key string) {
-	delete(w.held, key)
-	if i, ok := slices.BinarySearch(w.heldKeys, key); ok {
-		w.heldKeys = slices.Delete(w.heldKeys, i, i+1)
-	}
+	w.dueq.set(h, w.now.Mono)
 }

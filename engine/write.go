@@ -39,6 +39,7 @@ type write struct {
 
 	resolving  bool
 	condFailed bool
+	awaiting   bool          // counted in Worker.retrying
 	retryAt    time.Duration // when to re-send the resolving read
 	backoff    time.Duration
 
@@ -108,6 +109,10 @@ func (w *Worker) onWriteResult(key string, r Result) {
 }
 
 func (w *Worker) resolve(wr *write) {
+	if wr.awaiting {
+		wr.awaiting = false
+		w.retrying--
+	}
 	wr.resolving = true
 	wr.retryAt = 0
 	wr.id = w.call(Call{Op: OpGetLease, Key: wr.key}, pendingCall{purpose: forResolve, key: wr.key})
@@ -156,6 +161,12 @@ func (w *Worker) onResolveResult(key string, r Result) {
 		wr.backoff = w.nextBackoff(wr.backoff)
 		wr.retryAt = w.now.Mono + wr.backoff
 		wr.id = 0
+		if w.writes[wr.key] == wr {
+			// Not held: retryWrites sends it again (a held lease's tick
+			// does that for its own write).
+			wr.awaiting = true
+			w.retrying++
+		}
 	}
 }
 
