@@ -40,10 +40,13 @@
 // schedule; the failure prints it one action per line, with the drawn world
 // and each violation's excerpt.
 //
-// TestPlantedBug runs the same property against an engine with a planted
-// bug (sim.Options.Mutation) and passes only if rapid catches it and shrinks
-// the schedule to a few actions; it logs the shrunk case and leaves no fail
-// file behind.
+// TestPlantedBug runs the same property (safety invariants only, with a
+// 40 s healing phase so that a run takes milliseconds) against an engine
+// with a planted bug (sim.Options.Mutation: skip-on-resume,
+// ignore-second-parent, engine:steal-acts-at-once) and passes only if rapid
+// catches it, shrinks the schedule to at most one or two actions, and the
+// shrunk case passes without the bug; it logs the shrunk case and leaves no
+// fail file behind.
 //
 // # Replaying a failure
 //
@@ -54,7 +57,9 @@
 //	go test ./scenarios -run '^TestProperty$' -rapid.failfile=testdata/rapid/TestProperty/TestProperty-....fail -v
 //
 // (-rapid.seed=N, also printed, re-finds the unshrunk case.) The run is a
-// pure function of the drawn case, so the replay is exact. The message also
+// pure function of the drawn case, so the replay is exact. Once the bug is
+// fixed the file passes; rapid keeps running it first, so a committed fail
+// file is a regression case (delete it to drop it). The message also
 // prints the `go run ./cmd/simrun -seed ...` line of the same world; the
 // command line cannot carry the drawn engine knobs and schedule yet, so use
 // the fail file to replay the case itself.

@@ -19,6 +19,7 @@ type drawn struct {
 	Seed            uint64
 	Workers, Shards int
 	Chaos           time.Duration
+	Quiet           time.Duration // 0: derived by the simulator from the liveness bound
 	Knobs           knobs
 	Classes         []string // rate-only fault classes (no timed actions of their own)
 	Actions         []sim.Action
@@ -58,7 +59,7 @@ func (d drawn) Options() sim.Options {
 	}
 	k := d.Knobs
 	return sim.Options{
-		Seed: d.Seed, Workers: d.Workers, Shards: d.Shards, Chaos: d.Chaos,
+		Seed: d.Seed, Workers: d.Workers, Shards: d.Shards, Chaos: d.Chaos, Quiet: d.Quiet,
 		Faults: faults, Engine: k.apply, Actions: d.Actions, Mutation: d.Mutation,
 	}
 }
@@ -68,6 +69,9 @@ func (d drawn) Options() sim.Options {
 func (d drawn) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "sim seed %d; %d workers, %d shards, chaos %v; faults %s; engine: %s", d.Seed, d.Workers, d.Shards, d.Chaos, d.Options().Faults, d.Knobs)
+	if d.Quiet != 0 {
+		fmt.Fprintf(&b, "; healing phase %v (liveness not checked)", d.Quiet)
+	}
 	if d.Mutation != "" {
 		fmt.Fprintf(&b, "; mutation %s", d.Mutation)
 	}
@@ -98,11 +102,14 @@ var actionKinds = []sim.ActionKind{
 // size bounds the drawn cases. outside adds the faults that break the
 // engine's assumptions: a second live process with a worker's owner id,
 // clock drift beyond the bound, mid-act pauses longer than the margin's
-// slack. The simulator tolerates S1 (only) in such runs.
+// slack; the simulator tolerates S1 in such runs. quiet, if set, replaces
+// the derived healing phase with a short one, too short for the liveness
+// bound: such runs check the safety invariants only (L1 is ignored).
 type size struct {
 	maxWorkers, maxShards, maxActions int
 	minChaos, maxChaos                int // seconds
 	outside                           bool
+	quiet                             time.Duration
 }
 
 var (
@@ -129,7 +136,7 @@ func ms(n int) time.Duration { return time.Duration(n) * time.Millisecond }
 // drawCase draws one case: the cluster, the engine knobs, the rate classes
 // and the schedule, every draw labeled.
 func drawCase(t *rapid.T, sz size, mutation string) drawn {
-	d := drawn{Mutation: mutation}
+	d := drawn{Mutation: mutation, Quiet: sz.quiet}
 	d.Seed = rapid.Uint64Range(1, math.MaxUint32).Draw(t, "sim-seed")
 	d.Workers = rapid.IntRange(1, sz.maxWorkers).Draw(t, "workers")
 	d.Shards = rapid.IntRange(1, sz.maxShards).Draw(t, "shards")

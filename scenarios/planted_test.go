@@ -7,9 +7,12 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 	"unicode"
 
 	"pgregory.net/rapid"
+
+	"github.com/shardlease/shardlease/sim"
 )
 
 // expectFailTB is the rapid.TB of a property that must fail: it records
@@ -71,21 +74,28 @@ var plantedCases = []struct {
 	maxSteps   int
 }{
 	// any handoff exposes it: shrinks to no fault at all
-	{"skip-on-resume", "S4", 2},
+	{"skip-on-resume", "S4", 1},
 	// needs a merge (after a split, in a one-shard world): at most two
 	// actions. With the second parent hidden, shard sync re-creates the
 	// finished parent's lease: its checkpoint goes back from SHARD_END
 	// (S3), or a child record is read first (S5).
 	{"ignore-second-parent", "S3 S5", 2},
+	// in the engine: a thief acts on a stolen lease without waiting out
+	// its victim; needs a handoff between live workers
+	{"engine:steal-acts-at-once", "S1", 1},
 }
 
-// plantedSize keeps the planted-bug runs small, so shrinking is quick.
-var plantedSize = size{maxWorkers: 3, maxShards: 4, maxActions: 6, minChaos: 20, maxChaos: 40}
+// plantedSize keeps the planted-bug runs small and their healing phase
+// short (safety invariants only), so a run takes milliseconds and shrinking
+// runs to its end.
+var plantedSize = size{maxWorkers: 4, maxShards: 6, maxActions: 10, minChaos: 20, maxChaos: 60, quiet: 40 * time.Second}
 
-// TestPlantedBug runs the property of TestProperty against the engine with
-// a planted bug (sim.Options.Mutation): rapid must find a failing case and
-// shrink it to a schedule of at most maxSteps actions; the test logs the
-// shrunk case. Its fail files are removed, so nothing is left in testdata.
+// TestPlantedBug runs the property of TestProperty (safety invariants, with
+// a short healing phase) against the engine with a planted bug
+// (sim.Options.Mutation): rapid must find a failing case and shrink it to a
+// schedule of at most maxSteps actions, and the shrunk case must pass
+// without the bug. The test logs the shrunk case. Its fail files are
+// removed, so nothing is left in testdata.
 func TestPlantedBug(t *testing.T) {
 	t.Parallel()
 	for _, pc := range plantedCases {
@@ -109,17 +119,27 @@ func TestPlantedBug(t *testing.T) {
 			}
 			caught := false
 			invs := map[string]int{}
-			for _, v := range last.res.Violations {
+			for _, v := range last.violations {
 				invs[v.Invariant]++
 				caught = caught || strings.Contains(" "+pc.invariants+" ", " "+v.Invariant+" ")
 			}
-			first := last.res.Violations[0]
+			first := last.violations[0]
 			t.Logf("planted bug %s caught: %v; first: %s %s: %s\nshrunk case:\n%s", pc.mutation, invs, first.Invariant, first.Key, first.Detail, last.d)
 			if !caught {
 				t.Errorf("the shrunk case breaks %v, none of %s", invs, pc.invariants)
 			}
 			if n := len(last.d.Actions); n > pc.maxSteps {
 				t.Errorf("shrinking left %d actions, want at most %d", n, pc.maxSteps)
+			}
+			// control: the planted bug is what breaks the shrunk case
+			clean := last.d
+			clean.Mutation = ""
+			res, err := sim.Run(clean.Options())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if vs := broken(res, plantedSize); len(vs) > 0 {
+				t.Errorf("without the planted bug the shrunk case still breaks %s %s: %s", vs[0].Invariant, vs[0].Key, vs[0].Detail)
 			}
 		})
 	}

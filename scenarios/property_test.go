@@ -8,6 +8,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/shardlease/shardlease/sim"
+	"github.com/shardlease/shardlease/sim/check"
 )
 
 // property returns the property over drawn cases: the run breaks no
@@ -24,27 +25,44 @@ func property(name string, sz size, mutation string, last *failure) func(*rapid.
 		if !sz.outside && !res.Inside {
 			t.Fatalf("a case drawn inside the assumptions ran outside them: %v\n%s", res.Outside, d)
 		}
-		if res.OK() {
+		vs := broken(res, sz)
+		if len(vs) == 0 {
 			return
 		}
 		if last != nil {
-			*last = failure{d: d, res: res}
+			*last = failure{d: d, res: res, violations: vs}
 		}
-		t.Fatal(failureReport(name, d, res))
+		t.Fatal(failureReport(name, d, res, vs))
 	}
 }
 
+// broken returns the violations the property counts: all of them, or,
+// with a short healing phase (sz.quiet), all but liveness (L1).
+func broken(res *sim.Result, sz size) []check.Violation {
+	if sz.quiet == 0 {
+		return res.Violations
+	}
+	var out []check.Violation
+	for _, v := range res.Violations {
+		if v.Invariant != check.L1 {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
 type failure struct {
-	d   drawn
-	res *sim.Result
+	d          drawn
+	res        *sim.Result
+	violations []check.Violation // those the property counts
 }
 
 // failureReport is the failure message: the broken invariants, how to
 // replay, the case and the shrunk schedule one action per line, and each
 // violation with its excerpt.
-func failureReport(name string, d drawn, res *sim.Result) string {
+func failureReport(name string, d drawn, res *sim.Result, vs []check.Violation) string {
 	var inv []string
-	for _, v := range res.Violations {
+	for _, v := range vs {
 		inv = append(inv, v.Invariant+" "+v.Key)
 	}
 	var b strings.Builder
@@ -53,7 +71,7 @@ func failureReport(name string, d drawn, res *sim.Result) string {
 	fmt.Fprintf(&b, "simulator world:  %s   (the same world only: the command line cannot carry the engine knobs and the schedule below yet)\n", res.Replay)
 	b.WriteString(d.String())
 	fmt.Fprintf(&b, "drawn world: %s\n", res.World)
-	for _, v := range res.Violations {
+	for _, v := range vs {
 		b.WriteString(sim.FormatViolation(v))
 	}
 	return b.String()
