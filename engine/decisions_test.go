@@ -511,3 +511,54 @@ func TestRetriedRenewValidityStartsAtFirstAttempt(t *testing.T) {
 		t.Errorf("still holding at %v, when a taker may act", u.now)
 	}
 }
+
+// A renew whose outcome was never learnt before the lease was dropped may
+// have landed: a later resume of the same row that writes the very same
+// version must count its validity from that renew's send, not its own
+// (found by the simulator, seed 743: the resumed holder acted while a taker
+// that had seen the renewed version stand still for a lease took over).
+func TestResumeAfterUnresolvedRenewKeepsItsSendTime(t *testing.T) {
+	u := newUnit(t, Config{})
+	key := u.holding(shardKey(0), startSeq(), 1)
+	old := u.row(key)
+	u.hold = func(c Call) bool { return c.Op == OpUpdateLease || c.Op == OpGetLease }
+	u.runTo(ri)
+	renew := u.mustPending(OpUpdateLease, key)
+	renewSent := u.now
+	u.apply(renew) // it lands at once, but its reply is lost
+	u.runTo(ri + 2*time.Second)
+	u.reply(renew, Result{Err: errTimeout})
+	u.mustPending(OpGetLease, key) // the resolving read is never answered
+	// Scans are stale: they still show the version before the renew.
+	u.fault = func(c Call) (Result, bool) {
+		if c.Op == OpListLeases {
+			return Result{Listing: Listing{Leases: []Lease{old}}}, true
+		}
+		return Result{}, false
+	}
+	var take Call
+	for u.now < 3*ld && take.ID == 0 {
+		u.runTo(u.now + 100*time.Millisecond)
+		for _, c := range u.out {
+			if c.Op == OpUpdateLease && c.Expect == ExpectOf(old) && c.ID != renew.ID {
+				take = c
+			}
+		}
+	}
+	if take.ID == 0 {
+		t.Fatalf("no resume of the row:\n%s", u.dump())
+	}
+	if len(u.w.Held()) != 0 {
+		t.Fatalf("the lease was not dropped before the resume")
+	}
+	u.reply(take, u.apply(take)) // condition failed: the renew's version is there
+	get := u.mustPending(OpGetLease, key)
+	if got := u.apply(get); !got.Lease.Equal(take.Lease) {
+		t.Fatalf("re-read %v, want the very row the take writes %v", got.Lease, take.Lease)
+	}
+	u.reply(get, u.apply(get)) // "applied": by the renew, in truth
+	if u.w.Acting(key) && u.now >= renewSent+ld-margin {
+		t.Errorf("acting at %v on a version written by a renew sent at %v: its validity ended at %v",
+			u.now, renewSent, renewSent+ld-margin)
+	}
+}

@@ -226,6 +226,10 @@ func (w *Worker) loseLease(h *holding, reason string) {
 		return
 	}
 	h.gone = true
+	if h.write != nil {
+		// Its outcome is unknown and will never be learnt: it may land.
+		w.addGhost(h.write)
+	}
 	w.emit(TraceEvent{Kind: TraceLeaseLost, Key: h.key, Shard: h.ref, Counter: h.row.Counter, Reason: reason})
 	for _, r := range h.cps {
 		w.notice(Notice{Kind: NoticeCheckpointDone, Key: h.key, Shard: h.ref, Token: r.token, Checkpoint: r.cp, Err: ErrLeaseLost})

@@ -47,7 +47,7 @@ type Worker struct {
 	// Keys of malformed rows already reported.
 	malformed map[string]bool
 	// Writes of unknown outcome read as not applied, by key (see ghost).
-	ghosts map[string]ghost
+	ghosts map[string][]ghost
 
 	started      bool
 	shutdown     bool
@@ -95,7 +95,7 @@ func NewWorker(cfg Config) (*Worker, error) {
 		obs:     make(map[string]*observation),
 		held:    make(map[string]*holding),
 		writes:  make(map[string]*write),
-		ghosts:  make(map[string]ghost),
+		ghosts:  make(map[string][]ghost),
 	}
 	for i := range c.Streams {
 		w.streams[c.Streams[i].Name] = &c.Streams[i]

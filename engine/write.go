@@ -130,18 +130,18 @@ func (w *Worker) onResolveResult(key string, r Result) {
 			w.writeNotApplied(wr, false)
 		case r.Lease.Equal(wr.row):
 			w.emitResolved(wr, "applied")
-			// The row may have been written by an earlier attempt at
-			// the same version (see ghost): the validity it gives starts
-			// at the earliest such send.
-			if g, ok := w.ghosts[wr.key]; ok && g.expect == wr.expect && g.sentAt < wr.sentAt {
-				wr.sentAt = g.sentAt
+			// The row may have been written by an earlier write of the
+			// same row at the same version (see ghost): the validity it
+			// gives starts at the earliest such send.
+			for _, g := range w.ghosts[wr.key] {
+				if g.expect == wr.expect && g.row.Equal(r.Lease) && g.sentAt < wr.sentAt {
+					wr.sentAt = g.sentAt
+				}
 			}
 			w.writeApplied(wr)
 		case !wr.condFailed && r.Lease.Owner == wr.expect.Owner && r.Lease.Counter == wr.expect.Counter:
 			w.emitResolved(wr, "not applied")
-			if g, ok := w.ghosts[wr.key]; !ok || g.expect != wr.expect || wr.sentAt < g.sentAt {
-				w.ghosts[wr.key] = ghost{expect: wr.expect, sentAt: wr.sentAt}
-			}
+			w.addGhost(wr)
 			w.writeNotApplied(wr, false)
 		default:
 			w.emitResolved(wr, "superseded")
@@ -178,9 +178,30 @@ func (w *Worker) onResolveResult(key string, r Result) {
 // landed, so its validity starts at the ghost's send time. A retry whose
 // reply is a success needs no such care: it applied itself, so the ghost
 // did not land before it and cannot land after it.
+//
+// A write still in flight or unresolved when its lease was dropped (own-view
+// expiry) is a ghost too: it may have landed, and a later take of the row
+// (a resume under the same owner) that writes the very same row would
+// otherwise count its validity from its own, later, send.
 type ghost struct {
 	expect Expect
+	row    Lease
 	sentAt time.Duration
+}
+
+// addGhost remembers wr as a write that may yet land (or may have).
+func (w *Worker) addGhost(wr *write) {
+	gs := w.ghosts[wr.key]
+	for i, g := range gs {
+		if g.expect == wr.expect && g.row.Equal(wr.row) {
+			gs[i].sentAt = min(g.sentAt, wr.sentAt)
+			return
+		}
+	}
+	if len(gs) >= 4 {
+		gs = gs[1:] // keep the few most recent
+	}
+	w.ghosts[wr.key] = append(gs, ghost{expect: wr.expect, row: wr.row, sentAt: wr.sentAt})
 }
 
 func (w *Worker) emitResolved(wr *write, how string) {
