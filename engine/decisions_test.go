@@ -2,6 +2,7 @@ package engine
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 )
@@ -552,12 +553,21 @@ func TestResumeAfterUnresolvedRenewKeepsItsSendTime(t *testing.T) {
 		t.Fatalf("the lease was not dropped before the resume")
 	}
 	u.reply(take, u.apply(take)) // condition failed: the renew's version is there
-	get := u.mustPending(OpGetLease, key)
+	get := u.out[len(u.out)-1] // the take's resolving read (the renew's is still unanswered)
+	if get.Op != OpGetLease {
+		t.Fatalf("no re-read after the take's condition failed: %v", u.out)
+	}
 	if got := u.apply(get); !got.Lease.Equal(take.Lease) {
 		t.Fatalf("re-read %v, want the very row the take writes %v", got.Lease, take.Lease)
 	}
 	u.reply(get, u.apply(get)) // "applied": by the renew, in truth
-	if u.w.Acting(key) && u.now >= renewSent+ld-margin {
+	if n := len(u.trace); n == 0 || u.trace[n-1].Kind != TraceLeaseAcquired && !strings.Contains(u.dump(), "take applied") {
+		t.Fatalf("the resume was not taken as applied:\n%s", u.dump())
+	}
+	// A taker that saw the renewed version appear when the renew landed
+	// may act from renewSent+ld: the resumed holder must have stopped.
+	u.runTo(max(u.now, renewSent+ld-margin))
+	if u.w.Acting(key) {
 		t.Errorf("acting at %v on a version written by a renew sent at %v: its validity ended at %v",
 			u.now, renewSent, renewSent+ld-margin)
 	}
