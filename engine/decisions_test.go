@@ -553,7 +553,7 @@ func TestResumeAfterUnresolvedRenewKeepsItsSendTime(t *testing.T) {
 		t.Fatalf("the lease was not dropped before the resume")
 	}
 	u.reply(take, u.apply(take)) // condition failed: the renew's version is there
-	get := u.out[len(u.out)-1] // the take's resolving read (the renew's is still unanswered)
+	get := u.out[len(u.out)-1]   // the take's resolving read (the renew's is still unanswered)
 	if get.Op != OpGetLease {
 		t.Fatalf("no re-read after the take's condition failed: %v", u.out)
 	}
