@@ -31,8 +31,12 @@ lint: tools
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GOBIN)/staticcheck ./...
 
+# bench runs every benchmark once over a short time (the simulator's speed
+# at 10 x 100, the fakes, the linearizability checker); BIG=1 adds the
+# 100 workers x 2,000 shards simulation (minutes).
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem ./...
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime 1x ./sim/... $(if $(BIG),-sim.big)
+	$(GO) test -run '^$$' -bench . -benchmem ./fakes/... ./linearizability/...
 
 # Local AWS-compatible servers (dynalite, kinesalite) on 127.0.0.1; see
 # scripts/localaws.sh. After localaws-start, run tests against them with
@@ -126,3 +130,11 @@ report-example: chromium
 # the seed and wall time at which the simulator caught it.
 mutants:
 	$(GO) test -count=1 -v -timeout 60m ./sim -run '^TestMutationsCaught$$' -sim.mutants | grep -E 'caught|^(---|    ---|ok|FAIL)'
+
+.PHONY: sweep
+# sweep runs the rapid property suites at scale (2,000 drawn cases inside
+# the assumptions, 1,000 outside); failures are saved under
+# scenarios/testdata/rapid/ and replay on every later go test.
+sweep:
+	$(GO) test -count=1 -timeout 120m ./scenarios -run '^TestProperty$$' -rapid.checks=2000 -rapid.shrinktime=2m
+	$(GO) test -count=1 -timeout 120m ./scenarios -run '^TestPropertyOutside$$' -rapid.checks=1000 -rapid.shrinktime=2m
