@@ -35,8 +35,8 @@ lint: tools
 # at 10 x 100, the fakes, the linearizability checker); BIG=1 adds the
 # 100 workers x 2,000 shards simulation (minutes).
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem -benchtime 1x ./sim/... $(if $(BIG),-sim.big)
-	$(GO) test -run '^$$' -bench . -benchmem ./fakes/... ./linearizability/...
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime 1x ./sim $(if $(BIG),-sim.big)
+	$(GO) test -run '^$$' -bench . -benchmem ./sim/trace/... ./sim/check/... ./fakes/... ./linearizability/... ./engine/...
 
 # Local AWS-compatible servers (dynalite, kinesalite) on 127.0.0.1; see
 # scripts/localaws.sh. After localaws-start, run tests against them with
