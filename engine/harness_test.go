@@ -159,6 +159,7 @@ type cluster struct {
 	trace     []TraceEvent
 	cfg       Config
 	intercept func(tw *tWorker, c Call) (Result, bool)
+	steps     int // Steps taken, for benchmarks
 }
 
 func newCluster(t *testing.T, shards int, cfg Config) *cluster {
@@ -205,6 +206,7 @@ func (c *cluster) step(tw *tWorker, in Input) {
 		in := tw.inbox[0]
 		tw.inbox = tw.inbox[1:]
 		rd := tw.w.Step(c.nowFor(tw), in)
+		c.steps++
 		tw.wake = rd.WakeAt
 		tw.stopped = rd.Stopped
 		calls := slices.Clone(rd.Calls)
