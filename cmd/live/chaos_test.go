@@ -963,9 +963,11 @@ func (r *chaosRun) verify() {
 	must(rep.LateWrites == 0, "%d writes landed after their writer lost the lease", rep.LateWrites)
 	must(rep.EarlyTakes == 0, "%d takes before the holder's lease ran out: %v", rep.EarlyTakes, rep.EarlyTakeEx)
 	must(rep.HealthyLostToOthers == 0, "%d leases of healthy workers lost to another worker's write: %v", rep.HealthyLostToOthers, rep.HealthyLostEx)
-	for _, inv := range []string{check.S2, check.S3, check.S4, check.S5, check.S6} {
+	for _, inv := range []string{check.S2, check.S3, check.S4, check.S5, check.S6, livecheck.Lin} {
 		must(rep.Invariants[inv] == 0, "%s: %d violations", inv, rep.Invariants[inv])
 	}
+	t.Logf("Lin: %s", rep.Lin.Info)
+	must(rep.Lin.Ops > 0 && rep.Lin.Scans > 0, "Lin checked %d ops, %d consistent scans: the lease-table history was not recorded", rep.Lin.Ops, rep.Lin.Scans)
 	cycles := 1
 	if r.mode == "long" {
 		cycles = 4

@@ -29,6 +29,11 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	grace := fs.Duration("grace", 0, "do not require records put in the last GRACE of the history to be delivered")
 	maxV := fs.Int("max", 20, "most violations reported per invariant")
 	timeout := fs.Duration("timeout", time.Minute, "bound on reading the table and the stream")
+	linSkew := fs.Duration("lin-skew", livecheck.DefaultLinSkew,
+		"clock-skew bound for the linearizability check (Lin): every lease-table call's window is widened by this much on each side, "+
+			"because each process stamps its history with its own wall clock. Processes on one host share a clock, so a small bound suffices; "+
+			"across hosts use the clock-sync bound. Too small a bound can report a linearizable history as illegal; a larger one only weakens the check")
+	linTimeout := fs.Duration("lin-timeout", time.Minute, "bound on the linearizability check (0: none); keys not decided in time leave Lin unknown, not failed")
 	if err := parseFlags(fs, args, stderr); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return exitOK
@@ -48,6 +53,7 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	var mo history.MergeOptions
 	var o livecheck.Options
 	o.Grace, o.MaxPerCheck = *grace, *maxV
+	o.LinSkew, o.LinTimeout = *linSkew, *linTimeout
 	if *table != "" || *stream != "" {
 		clients, err := awsenv.Load(ctx, awsenv.Settings{Region: a.region, DynamoDBEndpoint: a.dynamoEndpoint, KinesisEndpoint: a.kinesisEndpoint})
 		if err != nil {
@@ -76,6 +82,12 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	m := history.Merge(files, mo)
 	rep := livecheck.Check(m, o)
+	if len(rep.Lin.Illegal) > 0 {
+		// next to the histories
+		if err := rep.VisualizeLin(fs.Arg(0)); err != nil {
+			fmt.Fprintln(stderr, "live check: Lin visualization:", err)
+		}
+	}
 	fmt.Fprintf(stdout, "live check: %d history files, %d records\n", len(files), len(m.Records))
 	if !o.FinalKnown {
 		fmt.Fprintln(stdout, "(no -table: checkpoint coverage of the final table not checked)")

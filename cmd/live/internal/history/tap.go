@@ -181,7 +181,14 @@ func truncate(s string, n int) string {
 func (s *tapStore) ListLeases(ctx context.Context, consistent bool) (engine.Listing, error) {
 	id, sent := s.begin(engine.OpListLeases, "", "", engine.Expect{}, engine.Lease{})
 	l, err := s.next.ListLeases(ctx, consistent)
-	s.end(id, engine.OpListLeases, "", "", sent, err, func(r *trace.Record) { r.Count = len(l.Leases) })
+	s.end(id, engine.OpListLeases, "", "", sent, err, func(r *trace.Record) {
+		r.Count = len(l.Leases)
+		r.Reason = ScanEventual
+		if consistent {
+			// the rows, for the linearizability check (see EncodeScanRows)
+			r.Reason, r.Previous = ScanConsistent, EncodeScanRows(l)
+		}
+	})
 	return l, err
 }
 

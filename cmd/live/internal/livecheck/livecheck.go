@@ -1,6 +1,7 @@
 // Package livecheck checks the merged history of a live run: it runs the
 // simulator's checkers (sim/check: S2-S6, and S1 as information, since
-// real processes have no true time) and measures what a live run with
+// real processes have no true time) and the linearizability check of the
+// lease-table history (Lin, package linearizability), and measures what a live run with
 // injected faults must show: records produced, lost and delivered more
 // than once (and why), checkpoint regressions in the write logs, writes
 // that landed after their writer lost the lease, deliveries by a paused
@@ -18,6 +19,7 @@ import (
 
 	"github.com/shardlease/shardlease/cmd/live/internal/history"
 	"github.com/shardlease/shardlease/engine"
+	"github.com/shardlease/shardlease/linearizability"
 	"github.com/shardlease/shardlease/sim/check"
 	"github.com/shardlease/shardlease/sim/trace"
 )
@@ -42,6 +44,13 @@ type Options struct {
 	Grace time.Duration
 	// MaxPerCheck caps the violations reported per invariant (0: 20).
 	MaxPerCheck int
+	// LinSkew widens every lease-table call's window by this much on each
+	// side for the linearizability check (Lin): the clock-skew bound
+	// between the recording processes (0: none; see DefaultLinSkew).
+	LinSkew time.Duration
+	// LinTimeout bounds the linearizability check (0: none). Keys not
+	// decided in time make Lin unknown, not failed.
+	LinTimeout time.Duration
 }
 
 // Report is the result of a check.
@@ -98,9 +107,13 @@ type Report struct {
 	EarlyTakes  int
 	EarlyTakeEx []string
 
-	Invariants map[string]int // violations per invariant (S1 is informational)
+	Invariants map[string]int // violations per invariant (S1 is informational; Lin: keys not linearizable)
 	Violations []check.Violation
 	Measure    check.Figures
+	// Lin is the linearizability check of the lease-table history.
+	Lin LinReport
+
+	linHist []linearizability.Op // the history Lin checked, for VisualizeLin
 }
 
 // Failover is one SIGKILL: how long until another process acted on each
@@ -214,6 +227,7 @@ func Check(m history.Merged, o Options) *Report {
 	}
 	rep.Violations = vs
 	rep.Measure = check.Measure(recs, m.End)
+	checkLin(recs, o, rep)
 
 	d := newDeliveries(recs, excused)
 	d.figures(rep, o, m.End, shardEnds(recs))

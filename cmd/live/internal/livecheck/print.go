@@ -118,7 +118,12 @@ func (r *Report) Print(w io.Writer) {
 	names := map[string]string{check.S1: "single owner (informational: wall clocks, not true time)", check.S2: "fenced writes",
 		check.S3: "no lost checkpoint", check.S4: "at-least-once", check.S5: "parents first", check.S6: "order within a shard"}
 	for _, inv := range []string{check.S1, check.S2, check.S3, check.S4, check.S5, check.S6} {
-		p("  %s %-58s %d", inv, names[inv], r.Invariants[inv])
+		p("  %-3s %-57s %d", inv, names[inv], r.Invariants[inv])
+	}
+	p("  %-3s %-57s %d", Lin, "lease-table history linearizable (porcupine)", r.Invariants[Lin])
+	p("      %s", r.Lin.line())
+	for _, v := range r.Lin.Visualizations {
+		p("      visualization: %s", v)
 	}
 	if len(r.Violations) > 0 {
 		p("")
