@@ -190,7 +190,7 @@ func checkLin(recs []trace.Record, o Options, rep *Report) {
 			lr.Ok, lr.Unknown, lr.Illegal, lr.TimedOut = res.Ok, res.Unknown, res.Illegal, res.TimedOut
 			lr.Ops, lr.Keys, lr.UnknownWrites, lr.Skipped = res.Ops, res.Keys, res.UnknownWrites, res.Skipped+f.dropped
 			lr.Scans, lr.Uncreated, lr.Elapsed, lr.Info = f.scans, f.uncreated, res.Elapsed, res.Info
-			rep.linHist = h
+			rep.linHist, rep.linTimeout = h, o.LinTimeout
 		}
 	}
 	rep.Invariants[Lin] = len(lr.Illegal)
@@ -213,7 +213,7 @@ func (r *Report) VisualizeLin(dir string) error {
 		if err != nil {
 			return err
 		}
-		err = linearizability.Visualize(f, r.linHist, key)
+		err = linearizability.Config{Timeout: r.linTimeout}.Visualize(f, r.linHist, key)
 		if e := f.Close(); err == nil {
 			err = e
 		}

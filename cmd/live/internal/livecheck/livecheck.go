@@ -113,7 +113,8 @@ type Report struct {
 	// Lin is the linearizability check of the lease-table history.
 	Lin LinReport
 
-	linHist []linearizability.Op // the history Lin checked, for VisualizeLin
+	linHist    []linearizability.Op // the history Lin checked, for VisualizeLin
+	linTimeout time.Duration
 }
 
 // Failover is one SIGKILL: how long until another process acted on each
