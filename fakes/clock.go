@@ -37,3 +37,10 @@ func (c *ManualClock) Advance(d time.Duration) time.Time {
 	c.now = c.now.Add(d)
 	return c.now
 }
+
+// ClockFunc adapts a function to Clock, e.g. a simulator's true virtual
+// time: fakes.ClockFunc(func() time.Time { return epoch.Add(sim.now) }).
+type ClockFunc func() time.Time
+
+// Now returns f().
+func (f ClockFunc) Now() time.Time { return f() }

@@ -42,6 +42,13 @@ type KinesisOptions struct {
 	// NextIterator) then comes on a following empty page. By default the
 	// end comes with the last records.
 	SeparateEndPage bool
+	// OnTrim, if set, is called each time retention hides records of a
+	// shard, with the records it has just hidden (oldest first; the slice
+	// aliases the fake's storage and must not be modified). Retention is
+	// applied lazily, when a call or accessor looks at the shard, so a
+	// caller sees every trim no later than any reader could observe it. It
+	// must not call back into the fake.
+	OnTrim func(stream, shard string, trimmed []engine.Record)
 }
 
 // Kinesis is an in-memory Kinesis Data Streams that implements
@@ -84,6 +91,7 @@ type kstream struct {
 // kshard is one shard of a stream.
 type kshard struct {
 	index       int
+	stream      *kstream
 	info        engine.Shard
 	start, end  hashKey
 	children    []string
@@ -164,7 +172,7 @@ func validStreamName(name string) error {
 // addShard creates an open shard of s covering [start, end] and returns
 // it. The caller re-indexes the open shards.
 func (s *kstream) addShard(start, end hashKey, parent, adjacent string, now time.Time) *kshard {
-	sh := &kshard{index: len(s.shards), start: start, end: end, created: now}
+	sh := &kshard{index: len(s.shards), stream: s, start: start, end: end, created: now}
 	sh.info = engine.Shard{
 		ID:               shardID(sh.index),
 		Parent:           parent,
@@ -228,7 +236,26 @@ func (k *Kinesis) PutRecord(stream, partitionKey string, data []byte) (shardID, 
 	if partitionKey == "" || len(partitionKey) > 256 {
 		return "", "", &callError{msg: "PutRecord " + stream + ": partition key must have 1 to 256 characters", err: ErrInvalidArgument}
 	}
-	h := hashOf(partitionKey)
+	return k.put(s, partitionKey, hashOf(partitionKey), data)
+}
+
+// PutRecordWithHash is PutRecord with an explicit hash key (as the
+// ExplicitHashKey parameter of PutRecord): the record goes to the open
+// shard whose range contains the 128-bit hash key hi·2^64 + lo, whatever
+// its partition key.
+func (k *Kinesis) PutRecordWithHash(stream, partitionKey string, hi, lo uint64, data []byte) (shardID, sequence string, err error) {
+	s := k.streams[stream]
+	if s == nil {
+		return "", "", &callError{msg: "PutRecord " + stream + ": no such stream", err: engine.ErrNotFound}
+	}
+	if partitionKey == "" || len(partitionKey) > 256 {
+		return "", "", &callError{msg: "PutRecord " + stream + ": partition key must have 1 to 256 characters", err: ErrInvalidArgument}
+	}
+	return k.put(s, partitionKey, hashKey{hi, lo}, data)
+}
+
+// put appends a record with hash key h to the open shard of s that owns h.
+func (k *Kinesis) put(s *kstream, partitionKey string, h hashKey, data []byte) (shardID, sequence string, err error) {
 	sh := s.route(h)
 	now := k.clock.Now()
 	if now.Before(sh.lastArrival) {
@@ -282,8 +309,12 @@ func (k *Kinesis) listed(sh *kshard, now time.Time) bool {
 // its oldest retained record.
 func (k *Kinesis) trim(sh *kshard, now time.Time) int {
 	horizon := now.Add(-k.opts.Retention)
+	from := sh.trimmed
 	for sh.trimmed < len(sh.records) && sh.records[sh.trimmed].Arrival.Before(horizon) {
 		sh.trimmed++
+	}
+	if k.opts.OnTrim != nil && sh.trimmed > from {
+		k.opts.OnTrim(sh.stream.name, sh.info.ID, sh.records[from:sh.trimmed:sh.trimmed])
 	}
 	return sh.trimmed
 }

@@ -105,6 +105,28 @@ func (t *LeaseTable) ListLeases(ctx context.Context, consistent bool) (engine.Li
 	return l, nil
 }
 
+// ListLeasesAsOf is an eventually consistent ListLeases that returns one
+// consistent view of the whole table as it was at time at: every row (and
+// every row's presence) is the version current at at. at is clamped into
+// [now-StaleLag, now], so a table without StaleLag returns the latest
+// versions. It is faulted and counted as ListLeases. It lets a caller that
+// draws staleness itself (a simulator) pick the view time. The Listing and
+// every Lease in it belong to the caller.
+func (t *LeaseTable) ListLeasesAsOf(ctx context.Context, at time.Time) (engine.Listing, error) {
+	const op = engine.OpListLeases
+	now := t.clock.Now()
+	if err := t.begin(ctx, op, "", now); err != nil {
+		return engine.Listing{}, err
+	}
+	l := t.listAt(now, at)
+	if err := t.after(op, "", ""); err != nil {
+		t.stats.count(op, err, true)
+		return engine.Listing{}, err
+	}
+	t.stats.count(op, nil, false)
+	return l, nil
+}
+
 // GetLease returns the latest version of the row key (a strongly
 // consistent read), an error wrapping engine.ErrNotFound if there is none,
 // or an error wrapping ErrMalformedRow for a malformed row. The Lease
@@ -323,6 +345,42 @@ func (t *LeaseTable) list(now time.Time, consistent, prune bool) engine.Listing 
 		clear(t.keys[n:])
 		t.keys = t.keys[:n]
 	}
+	return out
+}
+
+// listAt returns the rows in key order as they were at time at, clamped
+// into [now-lag, now]. It prunes like list.
+func (t *LeaseTable) listAt(now, at time.Time) engine.Listing {
+	horizon := t.horizon(now)
+	if at.Before(horizon) {
+		at = horizon
+	}
+	out := engine.Listing{Leases: make([]engine.Lease, 0, len(t.keys))}
+	n := 0
+	for _, key := range t.keys {
+		h := t.rows[key]
+		h.prune(horizon)
+		if h.gone() {
+			delete(t.rows, key)
+			continue
+		}
+		t.keys[n] = key
+		n++
+		var v *version
+		if at.Before(now) {
+			v = &h.v[h.keepFrom(at)]
+		} else {
+			v = h.current()
+		}
+		switch v.state {
+		case rowPresent:
+			out.Leases = append(out.Leases, v.lease.Clone())
+		case rowMalformed:
+			out.Malformed = append(out.Malformed, engine.MalformedRow{Key: key, Reason: v.reason})
+		}
+	}
+	clear(t.keys[n:])
+	t.keys = t.keys[:n]
 	return out
 }
 

@@ -20,9 +20,15 @@
 // one per concern (configuration, workload, network, faults, processor,
 // engine seeds, clocks).
 //
-// The world. The lease table keeps recent row versions so an eventually
-// consistent scan can return stale rows; the stream has hash-key ranges,
-// splits, merges, retention trimming and expiring iterators. Every call a
+// The world. The lease table and the stream are the fakes of package fakes
+// (fakes.LeaseTable, fakes.Kinesis) on the run's true virtual time: the
+// table keeps recent row versions so an eventually consistent scan can
+// return a stale view (the simulator draws which scans are stale and how
+// stale, and reads the table as of that time); the stream has hash-key
+// ranges, splits, merges, retention trimming and expiring iterators. The
+// simulator's own faults (throttling, 5xx, injected expired iterators)
+// are decided before a call reaches a fake, so the fakes' fault hooks stay
+// unused. Every call a
 // worker emits crosses its link to the table or the stream: latency, request
 // loss (not applied, the worker times out), reply loss (applied, the worker
 // times out: the ambiguous case), SDK retries of an applied write (the retry

@@ -2,10 +2,12 @@ package sim
 
 import (
 	"fmt"
+	"sort"
 	"strconv"
 	"time"
 
 	"github.com/shardlease/shardlease/engine"
+	"github.com/shardlease/shardlease/fakes"
 	"github.com/shardlease/shardlease/sim/trace"
 )
 
@@ -265,38 +267,50 @@ func (s *simulator) act(a Action) {
 			p.clk.steps += a.Extra
 		}
 	case ActSplit:
-		open := s.st.open()
+		open := s.openShards()
 		if len(open) >= s.maxOpen {
 			return
 		}
-		sh := s.st.byID[a.Shard]
-		if sh == nil || sh.closed {
-			sh = open[s.rFault.IntN(len(open))]
+		id := ""
+		for _, sh := range open {
+			if sh.ID == a.Shard {
+				id = a.Shard
+			}
 		}
-		s.fault(desc, sh.info.ID)
-		x, y := s.st.split(s.now, sh)
-		s.emit(&trace.Record{Kind: trace.KindShardClosed, Worker: -1, Proc: -1, Key: sh.info.ID, Last: sh.info.EndingSequence})
-		s.emit(&trace.Record{Kind: trace.KindShardCreated, Worker: -1, Proc: -1, Key: x.info.ID, Parent: sh.info.ID})
-		s.emit(&trace.Record{Kind: trace.KindShardCreated, Worker: -1, Proc: -1, Key: y.info.ID, Parent: sh.info.ID})
+		if id == "" {
+			id = open[s.rFault.IntN(len(open))].ID
+		}
+		s.fault(desc, id)
+		children, err := s.st.SplitShardEvenly(streamName, id)
+		if err != nil {
+			panic("sim: split: " + err.Error())
+		}
+		s.closed = append(s.closed, closedShard{id, s.now})
+		s.emit(&trace.Record{Kind: trace.KindShardClosed, Worker: -1, Proc: -1, Key: id, Last: s.shardInfo(id).EndingSequence})
+		for _, c := range children {
+			s.emit(&trace.Record{Kind: trace.KindShardCreated, Worker: -1, Proc: -1, Key: c, Parent: id})
+		}
 	case ActMerge:
-		open := s.st.open()
+		open := s.openShards()
 		if len(open) < 2 {
 			return
 		}
 		i := s.rFault.IntN(len(open) - 1)
-		if sh := s.st.byID[a.Shard]; sh != nil && !sh.closed {
-			for j := range open {
-				if open[j] == sh && j+1 < len(open) {
-					i = j
-				}
+		for j := range open {
+			if open[j].ID == a.Shard && j+1 < len(open) {
+				i = j
 			}
 		}
-		x, y := open[i], open[i+1]
-		s.fault(desc, x.info.ID)
-		c := s.st.merge(s.now, x, y)
-		s.emit(&trace.Record{Kind: trace.KindShardClosed, Worker: -1, Proc: -1, Key: x.info.ID, Last: x.info.EndingSequence})
-		s.emit(&trace.Record{Kind: trace.KindShardClosed, Worker: -1, Proc: -1, Key: y.info.ID, Last: y.info.EndingSequence})
-		s.emit(&trace.Record{Kind: trace.KindShardCreated, Worker: -1, Proc: -1, Key: c.info.ID, Parent: c.info.Parent, Parent2: c.info.AdjacentParent})
+		x, y := open[i].ID, open[i+1].ID
+		s.fault(desc, x)
+		c, err := s.st.MergeShards(streamName, x, y)
+		if err != nil {
+			panic("sim: merge: " + err.Error())
+		}
+		s.closed = append(s.closed, closedShard{x, s.now}, closedShard{y, s.now})
+		s.emit(&trace.Record{Kind: trace.KindShardClosed, Worker: -1, Proc: -1, Key: x, Last: s.shardInfo(x).EndingSequence})
+		s.emit(&trace.Record{Kind: trace.KindShardClosed, Worker: -1, Proc: -1, Key: y, Last: s.shardInfo(y).EndingSequence})
+		s.emit(&trace.Record{Kind: trace.KindShardCreated, Worker: -1, Proc: -1, Key: c, Parent: x, Parent2: y})
 	case ActTableThrottle:
 		s.fault(desc, "")
 		s.tableThrottle, s.tableThrUntil = a.Value, s.now+a.Dur
@@ -400,4 +414,40 @@ func (s *simulator) heal() {
 			s.startProc(sl)
 		}
 	}
+}
+
+// openShards returns the open shards of the stream in hash key order.
+func (s *simulator) openShards() []fakes.ShardInfo {
+	all, err := s.st.Shards(streamName)
+	if err != nil {
+		panic("sim: " + err.Error())
+	}
+	open := all[:0]
+	for _, sh := range all {
+		if sh.ClosedAt.IsZero() {
+			open = append(open, sh)
+		}
+	}
+	sort.Slice(open, func(i, j int) bool {
+		a, b := open[i].StartingHashKey, open[j].StartingHashKey // decimal, no leading zeros
+		if len(a) != len(b) {
+			return len(a) < len(b)
+		}
+		return a < b
+	})
+	return open
+}
+
+// shardInfo returns the stream's description of shard id.
+func (s *simulator) shardInfo(id string) engine.Shard {
+	all, err := s.st.Shards(streamName)
+	if err != nil {
+		panic("sim: " + err.Error())
+	}
+	for _, sh := range all {
+		if sh.ID == id {
+			return sh.Shard
+		}
+	}
+	panic("sim: no shard " + id)
 }

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sort"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/shardlease/shardlease/engine"
+	"github.com/shardlease/shardlease/fakes"
 	"github.com/shardlease/shardlease/sim/check"
 	"github.com/shardlease/shardlease/sim/trace"
 )
@@ -17,6 +19,12 @@ var (
 	errTimeout   = errors.New("sim: call timed out (unknown outcome)")
 	errTransient = errors.New("sim: 500 internal server error (unknown outcome)")
 	errThrottled = fmt.Errorf("sim: %w", engine.ErrThrottled)
+	// errExpiredIter is the injected expired-iterator fault.
+	errExpiredIter = fmt.Errorf("sim: injected: %w", engine.ErrExpiredIterator)
+	// errUnfencedMissing fails an unconditional write (a planted bug) of
+	// a row that does not exist: even without its condition, an update
+	// needs the row.
+	errUnfencedMissing = fmt.Errorf("sim: unconditional write of a missing row: %w", engine.ErrConditionFailed)
 )
 
 // inflight is one call on the virtual network.
@@ -111,8 +119,11 @@ type simulator struct {
 	rFault rng
 	rProc  rng
 	rEng   rng
-	tbl    *table
-	st     *kstream
+	ctx    context.Context
+	tbl    *fakes.LeaseTable
+	st     *fakes.Kinesis
+	closed []closedShard // closed shards in closing order, for expiry
+	expCur int           // closed[:expCur] have expired
 	slots  []*slot
 	procs  []*proc
 	calls  []inflight
@@ -147,6 +158,12 @@ type simulator struct {
 
 const chunkSize = 4096
 
+// closedShard is a shard of the stream that a split or merge closed at at.
+type closedShard struct {
+	id string
+	at time.Duration
+}
+
 // Run runs one simulation.
 func Run(o Options) (*Result, error) {
 	w, err := drawWorld(o)
@@ -155,7 +172,14 @@ func Run(o Options) (*Result, error) {
 	}
 	s := &simulator{o: o, w: w, rWork: newRNG(o.Seed, streamWorkload), rNet: newRNG(o.Seed, streamNetwork),
 		rFault: newRNG(o.Seed, streamFaults), rProc: newRNG(o.Seed, streamProcessor), rEng: newRNG(o.Seed, streamEngine),
-		tbl: newTable(), st: newStream(streamName, w.Shards, w.Retention), hash: trace.NewHash(), pauseProc: map[uint64]int32{}}
+		ctx: context.Background(), hash: trace.NewHash(), pauseProc: map[uint64]int32{}}
+	// The world: the fakes, on the run's true virtual time.
+	clk := fakes.ClockFunc(func() time.Time { return epoch.Add(s.now) })
+	s.tbl = fakes.NewLeaseTable(fakes.LeaseTableOptions{Clock: clk, Seed: o.Seed, StaleLag: w.Rates.StaleLag})
+	s.st = fakes.NewKinesis(fakes.KinesisOptions{Clock: clk, Seed: o.Seed, Retention: w.Retention, OnTrim: s.onTrim})
+	if err := s.st.CreateStream(streamName, w.Shards); err != nil {
+		return nil, err
+	}
 	s.full, _ = w.engineConfig("probe", 1).Validate()
 	s.end = w.Chaos + w.Quiet
 	s.maxOpen = 2*w.Shards + 4
@@ -172,10 +196,11 @@ func Run(o Options) (*Result, error) {
 
 func (s *simulator) setup() {
 	s.emit(&trace.Record{Kind: trace.KindPhase, Worker: -1, Proc: -1, Reason: "chaos"})
-	for _, sh := range s.st.shards {
-		s.emit(&trace.Record{Kind: trace.KindShardCreated, Worker: -1, Proc: -1, Key: sh.info.ID})
+	shards, _ := s.st.Shards(streamName)
+	for _, sh := range shards {
+		s.emit(&trace.Record{Kind: trace.KindShardCreated, Worker: -1, Proc: -1, Key: sh.ID})
 	}
-	s.idle = make([]bool, len(s.st.shards))
+	s.idle = make([]bool, len(shards))
 	if s.w.has("idle-shards") && len(s.idle) > 1 {
 		n := 1 + s.rWork.IntN(len(s.idle)/2+1)
 		for i := 0; i < n && i < len(s.idle)-1; i++ {
@@ -587,15 +612,14 @@ func (s *simulator) execStore(p *proc, f *inflight, res *engine.Result) bool {
 			view = s.now - s.rNet.between(0, s.w.Rates.StaleLag)
 			f.fault = "stale-read"
 		}
-		res.Listing.Leases = s.tbl.list(view, stale)
+		if stale {
+			res.Listing, res.Err = s.tbl.ListLeasesAsOf(s.ctx, epoch.Add(view))
+		} else {
+			res.Listing, res.Err = s.tbl.ListLeases(s.ctx, true)
+		}
 		return false
 	case engine.OpGetLease:
-		l, ok := s.tbl.get(c.Key)
-		if !ok {
-			res.Err = errNotFound
-		} else {
-			res.Lease = l.Clone()
-		}
+		res.Lease, res.Err = s.tbl.GetLease(s.ctx, c.Key)
 		return false
 	}
 	unconditional := false
@@ -605,9 +629,34 @@ func (s *simulator) execStore(p *proc, f *inflight, res *engine.Result) bool {
 	case "unfenced-take":
 		unconditional = f.reason == trace.WriteTake
 	}
-	_, _, err := s.tbl.write(s.now, c, unconditional)
+	var err error
+	switch {
+	case unconditional && c.Op != engine.OpCreateLease:
+		err = s.writeUnconditional(c)
+	case c.Op == engine.OpCreateLease:
+		err = s.tbl.CreateLease(s.ctx, c.Lease)
+	case c.Op == engine.OpUpdateLease:
+		err = s.tbl.UpdateLease(s.ctx, c.Expect, c.Lease)
+	case c.Op == engine.OpDeleteLease:
+		err = s.tbl.DeleteLease(s.ctx, c.Key, c.Expect)
+	}
 	res.Err = err
 	return err == nil
+}
+
+// writeUnconditional applies an update or delete without its condition
+// (a planted bug), as an operator with direct table access would; the row
+// must exist.
+func (s *simulator) writeUnconditional(c *engine.Call) error {
+	key := leaseKey(c)
+	if _, err := s.tbl.GetLease(s.ctx, key); err != nil {
+		return errUnfencedMissing
+	}
+	if c.Op == engine.OpDeleteLease {
+		s.tbl.Remove(key)
+		return nil
+	}
+	return s.tbl.Put(c.Lease)
 }
 
 func (s *simulator) emitApply(p *proc, f *inflight, err error, retry bool) {
@@ -632,31 +681,26 @@ func (s *simulator) emitApply(p *proc, f *inflight, err error, retry bool) {
 
 func (s *simulator) execStream(f *inflight, res *engine.Result) {
 	c := &f.call
+	s.expireShards()
 	switch c.Op {
 	case engine.OpListShards:
-		if c.Stream != streamName {
-			res.Err = errNoShard
-			return
-		}
-		res.Shards = s.st.listShards()
+		res.Shards, res.Err = s.st.ListShards(s.ctx, c.Stream)
 		for i := range res.Shards {
 			s.tamperShard(&res.Shards[i])
 		}
 	case engine.OpGetIterator:
 		pos := c.Position
 		if s.o.Mutation == "skip-on-resume" && pos.Type == engine.IterAfterSequenceNumber {
-			if sh := s.st.byID[c.Shard]; sh != nil {
-				if v, err := strconv.ParseUint(pos.Sequence, 10, 64); err == nil {
-					j := sort.Search(len(sh.seqs), func(i int) bool { return sh.seqs[i] > v })
-					if j < len(sh.seqs) {
-						pos.Sequence = sh.recs[j].Sequence
-					}
+			if recs, err := s.st.Records(c.Stream, c.Shard); err == nil {
+				j := sort.Search(len(recs), func(i int) bool { return engine.CompareSequences(recs[i].Sequence, pos.Sequence) > 0 })
+				if j < len(recs) {
+					pos.Sequence = recs[j].Sequence
 				}
 			}
 		}
-		res.Iterator, res.Err = s.st.getIterator(s.now, c.Stream, c.Shard, pos)
+		res.Iterator, res.Err = s.st.GetShardIterator(s.ctx, c.Stream, c.Shard, pos)
 	case engine.OpGetRecords:
-		res.Page, res.Err = s.st.getRecords(s.now, c.Iterator, c.Limit)
+		res.Page, res.Err = s.st.GetRecords(s.ctx, c.Iterator, c.Limit)
 		if len(res.Page.ChildShards) > 0 && (s.o.Mutation == "orphan-children" || s.o.Mutation == "ignore-second-parent") {
 			cs := append([]engine.Shard(nil), res.Page.ChildShards...)
 			for i := range cs {
@@ -888,21 +932,47 @@ func (s *simulator) onPut() {
 			break
 		}
 	}
-	sh, seq := s.st.put(s.now, h, s.pkeys[s.rWork.IntN(len(s.pkeys))])
+	// the hash key h·2^64 + h lands in the initial shard h / width
+	// chose: the fakes split the hash key space as evenly as this does
+	sh, seq, err := s.st.PutRecordWithHash(streamName, s.pkeys[s.rWork.IntN(len(s.pkeys))], h, h, nil)
+	if err != nil {
+		panic("sim: put: " + err.Error())
+	}
 	s.putsN++
-	s.emit(&trace.Record{Kind: trace.KindPut, Worker: -1, Proc: -1, Key: sh.info.ID, First: seq})
+	s.emit(&trace.Record{Kind: trace.KindPut, Worker: -1, Proc: -1, Key: sh, First: seq})
 	s.q.push(event{at: s.now + s.rWork.exp(s.putMean()), kind: evPut})
 }
 
+// onRetention is the periodic retention pass: it makes the stream apply
+// retention to every shard (onTrim records what it hides) and records the
+// closed shards that left the listing.
 func (s *simulator) onRetention() {
-	trims, gone := s.st.expire(s.now)
-	for _, t := range trims {
-		s.emit(&trace.Record{Kind: trace.KindTrim, Worker: -1, Proc: -1, Key: t.sh.info.ID, First: t.first, Last: t.last, Count: t.count})
+	if _, err := s.st.Shards(streamName); err != nil {
+		panic("sim: " + err.Error())
 	}
-	for _, sh := range gone {
-		s.emit(&trace.Record{Kind: trace.KindShardExpired, Worker: -1, Proc: -1, Key: sh.info.ID})
-	}
+	s.expireShards()
 	s.q.push(event{at: s.now + 5*time.Second, kind: evRetention})
+}
+
+// onTrim records records that retention hid. The stream applies
+// retention lazily, when a call or the retention pass looks at a shard, so
+// the trace shows a trim no later than a reader could observe it.
+func (s *simulator) onTrim(_, shard string, recs []engine.Record) {
+	s.emit(&trace.Record{Kind: trace.KindTrim, Worker: -1, Proc: -1, Key: shard,
+		First: recs[0].Sequence, Last: recs[len(recs)-1].Sequence, Count: len(recs)})
+}
+
+// expireShards records the closed shards that have left the stream's
+// listing (closed longer than the retention ago) since the last call: the
+// stream answers for them as for shards that do not exist. It runs before
+// every stream call, so the trace shows an expiry no later than a reader
+// could observe it.
+func (s *simulator) expireShards() {
+	cut := s.now - s.w.Retention
+	for s.expCur < len(s.closed) && s.closed[s.expCur].at < cut {
+		s.emit(&trace.Record{Kind: trace.KindShardExpired, Worker: -1, Proc: -1, Key: s.closed[s.expCur].id})
+		s.expCur++
+	}
 }
 
 // ---- the loop ----
@@ -975,7 +1045,7 @@ func (s *simulator) finish() (*Result, error) {
 	s.chunks, s.recs = nil, all
 	res := &Result{World: s.w, Schedule: s.schedule, Inside: len(s.outside) == 0, Outside: s.outside,
 		TraceHash: s.hash.Sum(), Events: s.events, Records: s.nrecs, VirtualSeconds: s.end.Seconds(),
-		Final: s.tbl.snapshot(), Replay: ReplayCommand(s.o)}
+		Final: s.tbl.Snapshot().Leases, Replay: ReplayCommand(s.o)}
 	opts := check.Options{End: s.end, Heal: s.w.Chaos, Bound: s.w.Bound, Balance: s.w.Balance, BalanceSlack: 1}
 	rep := check.All(check.History{Records: s.recs, Final: res.Final, FinalKnown: true}, opts)
 	for _, v := range rep.Violations {
