@@ -756,8 +756,22 @@ func (s *simulator) onReply(i int, timeout bool) {
 	if p.alive {
 		r := trace.Record{Kind: trace.KindReply, Key: leaseKey(&f.call), Call: f.call.ID, Op: f.call.Op, Sent: f.sent, Applied: f.applied,
 			Outcome: outcome(res.Err), Fault: f.fault, Reason: f.reason}
-		if f.call.Op == engine.OpGetRecords {
+		switch f.call.Op {
+		case engine.OpGetRecords:
 			r.Count = len(res.Page.Records)
+		case engine.OpGetLease:
+			// the row the read returned, for the linearizability check
+			// (linearizability.FromTrace)
+			if res.Err == nil {
+				r.RowOwner, r.Counter, r.Checkpoint = res.Lease.Owner, res.Lease.Counter, res.Lease.Checkpoint
+			}
+		case engine.OpListLeases:
+			// the read mode and the row count (the rows are not recorded)
+			r.Reason = "eventual"
+			if f.call.Consistent {
+				r.Reason = "consistent"
+			}
+			r.Count = len(res.Listing.Leases)
 		}
 		s.emit(s.procRec(p, &r))
 		s.deliver(p, engine.Input{Kind: engine.InputResult, Result: res})
