@@ -151,6 +151,18 @@ func catalog() []Scenario {
 			}},
 		},
 		{
+			Name: "shipped-defaults",
+			Story: "The engine exactly as shipped (lease 10 s, renew 3 s, shard sync 10 s, take scans every lease " +
+				"duration, one steal at a time) on 10 workers and 100 shards; three workers crash in turn and come back " +
+				"under new owner ids. Its figures are the ones the README sets beside KCL's defaults.",
+			Options: sim.Options{Workers: 10, Shards: 100, Faults: "none", Chaos: 10 * time.Minute, Engine: shippedDefaults,
+				Actions: []sim.Action{
+					{At: 2 * time.Minute, Kind: sim.ActCrash, Worker: 1, Dur: 2 * time.Minute, NewOwner: true},
+					{At: 5 * time.Minute, Kind: sim.ActCrash, Worker: 4, Dur: 2 * time.Minute, NewOwner: true},
+					{At: 8 * time.Minute, Kind: sim.ActCrash, Worker: 7, Dur: time.Minute, NewOwner: true},
+				}},
+		},
+		{
 			Name: "checkpoint-older-than-retention",
 			Story: "The only worker is down for 6 minutes while the stream keeps a short retention (30 s to 5 min): when " +
 				"it comes back its checkpoints point below the trim horizon, and the lost records are counted, not hidden.",
@@ -203,6 +215,15 @@ func repeatedly(n int, first, every time.Duration, a sim.Action) []sim.Action {
 // pinLease fixes the lease timing of a story (lease duration, renewal at a
 // quarter of it, the default margin and take interval) and the balancing
 // (steal at most steal leases a round; no cap), keeping the drawn rest.
+// shippedDefaults resets every setting the simulator draws to the
+// engine's default.
+func shippedDefaults(c *engine.Config) {
+	c.LeaseDuration, c.RenewInterval, c.SafetyMargin, c.MaxClockDrift = 0, 0, 0, 0
+	c.TakeInterval, c.ShardSyncInterval = 0, 0
+	c.MaxLeasesForWorker, c.MaxLeasesToStealAtOnce = 0, 0
+	c.GetRecordsLimit, c.IdleTimeBetweenReads, c.ConsistentTakeScans = 0, 0, false
+}
+
 func pinLease(lease time.Duration, steal int) func(*engine.Config) {
 	return func(c *engine.Config) {
 		c.LeaseDuration = lease
