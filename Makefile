@@ -59,7 +59,8 @@ test-contract:
 # swarm runs SEEDS swarm seeds of the simulator against the engine (default 1000).
 SEEDS ?= 1000
 swarm:
-	$(GO) test -count=1 -timeout 60m ./sim -run '^TestSwarm$$' -sim.seeds=$(SEEDS)
+	@set -o pipefail; $(GO) test -count=1 -v -timeout 60m ./sim -run '^TestSwarm$$' -sim.seeds=$(SEEDS) \
+		| grep -vE '^(=== (RUN|PAUSE|CONT)|        --- PASS)'
 
 # ---- cmd/live: local AWS-compatible servers, demo and live chaos runs ----
 # The servers these targets start have their own state directory, so they
