@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"fmt"
 	"strconv"
 	"strings"
@@ -112,13 +113,7 @@ func (c Checkpoint) Compare(d Checkpoint) int {
 	if s := CompareSequences(c.Sequence, d.Sequence); s != 0 {
 		return s
 	}
-	switch {
-	case c.SubSequence < d.SubSequence:
-		return -1
-	case c.SubSequence > d.SubSequence:
-		return 1
-	}
-	return 0
+	return cmp.Compare(c.SubSequence, d.SubSequence)
 }
 
 // ValidateSequence reports whether s is a decimal sequence number.

@@ -1,6 +1,7 @@
 package livecheck
 
 import (
+	"cmp"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -90,15 +91,7 @@ func linHistory(recs []trace.Record, skew time.Duration) (h []linearizability.Op
 		}
 		h = append(h, op)
 	}
-	slices.SortStableFunc(h, func(a, b linearizability.Op) int {
-		switch {
-		case a.Call < b.Call:
-			return -1
-		case a.Call > b.Call:
-			return 1
-		}
-		return 0
-	})
+	slices.SortStableFunc(h, func(a, b linearizability.Op) int { return cmp.Compare(a.Call, b.Call) })
 	h, uncreated, dropped := createdKeysOnly(h)
 	h = linearizability.AssumeHiddenRetries(h)
 	if skew > 0 {
