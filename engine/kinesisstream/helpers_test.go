@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
 	"github.com/shardlease/shardlease/engine"
 	"github.com/shardlease/shardlease/engine/kinesisstream"
@@ -16,28 +15,11 @@ import (
 	"github.com/shardlease/shardlease/internal/localaws"
 )
 
-// ctx returns a context with a test deadline.
-func ctx(t *testing.T) context.Context {
-	c, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	t.Cleanup(cancel)
-	return c
-}
+func ctx(t *testing.T) context.Context { return localaws.Context(t) }
 
-// fastRetries makes the SDK retry with millisecond backoff.
-func fastRetries(cfg aws.Config) aws.Config {
-	cfg = cfg.Copy()
-	cfg.Retryer = func() aws.Retryer {
-		return retry.NewStandard(func(o *retry.StandardOptions) { o.MaxBackoff = 5 * time.Millisecond })
-	}
-	return cfg
-}
+func fastRetries(cfg aws.Config) aws.Config { return localaws.FastRetries(cfg) }
 
-// noRetries makes the SDK try each call once.
-func noRetries(cfg aws.Config) aws.Config {
-	cfg = cfg.Copy()
-	cfg.Retryer = func() aws.Retryer { return aws.NopRetryer{} }
-	return cfg
-}
+func noRetries(cfg aws.Config) aws.Config { return localaws.NoRetries(cfg) }
 
 // client returns a Kinesis client for the local server (skipping the test
 // when there is none).
