@@ -32,12 +32,16 @@ import (
 //
 // Left out, because the trace does not carry what they returned:
 //
-//   - every ListLeases: KindReply carries neither the scan's read mode
-//     (consistent or not) nor the rows it returned;
+//   - every ListLeases: KindReply carries the scan's read mode (Reason
+//     "consistent" or "eventual") and its row count, not its rows;
 //   - GetLease replies "ok" without a row (a Checkpoint with an empty
-//     Sequence: every stored row has a checkpoint). The simulator does not
-//     record the row a GetLease returned; cmd/live does (RowOwner,
-//     Counter, Checkpoint on the KindReply).
+//     Sequence: every stored row has a checkpoint). The simulator and
+//     cmd/live record the row a GetLease returned (RowOwner, Counter,
+//     Checkpoint on the KindReply).
+//
+// A write is taken as what its writer sent (KindSend): a table that
+// applied it without its condition (KindApply Unconditional, the
+// simulator's "unfenced-*" planted bugs) is what the check catches.
 //
 // Reads that returned nothing (no reply, or an unknown or throttled
 // outcome) are left out. The result is sorted by Call time.

@@ -25,6 +25,10 @@ var mutationCases = []mutationCase{
 	{mutation: "unfenced-checkpoint", faults: "partition,pause,crash,clog", invariant: "S2", bound: 10},
 	{mutation: "unfenced-take", faults: "partition,clog,latency", invariant: "S2", bound: 10},
 	{mutation: "unfenced-take", faults: "partition,clog,latency,pause", invariant: "S1", bound: 10},
+	// The linearizability check sees what the writers saw: a take or a
+	// checkpoint acknowledged although its condition did not hold.
+	{mutation: "unfenced-take", faults: "partition,clog,latency", invariant: "Lin", bound: 10},
+	{mutation: "unfenced-checkpoint", faults: "partition,pause,crash,clog", invariant: "Lin", bound: 10},
 	{mutation: "orphan-children", faults: "split,merge", invariant: "S5", bound: 10},
 	{mutation: "ignore-second-parent", faults: "merge", invariant: "S5", bound: 10},
 	{mutation: "skip-on-resume", faults: "crash,shutdown,partition", invariant: "S4", bound: 10},

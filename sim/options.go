@@ -42,6 +42,56 @@ type Options struct {
 	KeepTrace bool
 	// MaxEvents stops a run that processes more events (0: no limit).
 	MaxEvents uint64
+	// LinTimeout bounds the wall time of the linearizability check (Lin)
+	// at the end of the run (0: DefaultLinTimeout; negative: no check). A
+	// check that runs out of time is not a violation (Result.Lin.Unknown).
+	LinTimeout time.Duration
+}
+
+// DefaultLinTimeout is the linearizability check's time limit when
+// Options.LinTimeout is 0.
+const DefaultLinTimeout = 10 * time.Second
+
+// Lin is the name of the invariant "the lease table's history is
+// linearizable" (package linearizability).
+const Lin = "Lin"
+
+// LinResult is the outcome of a run's linearizability check. It holds no
+// wall time. Unknown depends on the machine's speed (the check runs under
+// a wall-time limit): it is the one part of a Result that the seed alone
+// does not determine.
+type LinResult struct {
+	// Checked: the check ran (it does unless Options.LinTimeout < 0);
+	// Skipped: it was disabled.
+	Checked, Skipped bool
+	// Ok: every key's history is linearizable. Unknown: the check of some
+	// key ran out of time (TimedOut keys); that is not a violation.
+	Ok, Unknown bool
+	// Illegal are the keys whose histories are not linearizable (a Lin
+	// violation), sorted.
+	Illegal  []string
+	TimedOut int
+	// Ops is the number of calls checked, Keys the number of keys,
+	// UnknownWrites the writes of unknown outcome among the calls, Left
+	// the calls the check left out (throttled ones). Scans are not in the
+	// history at all: the trace does not carry the rows they returned.
+	Ops, Keys, UnknownWrites, Left int
+}
+
+func (l LinResult) String() string {
+	switch {
+	case l.Skipped:
+		return "not checked (disabled)"
+	case !l.Checked:
+		return "not checked"
+	case len(l.Illegal) > 0:
+		return fmt.Sprintf("NOT linearizable on %d of %d keys (%s); %d calls checked, %d writes of unknown outcome, %d left out",
+			len(l.Illegal), l.Keys, keyList(l.Illegal), l.Ops, l.UnknownWrites, l.Left)
+	case l.Unknown:
+		return fmt.Sprintf("unknown: the check of %d of %d keys ran out of time (not a violation); %d calls checked, %d writes of unknown outcome, %d left out",
+			l.TimedOut, l.Keys, l.Ops, l.UnknownWrites, l.Left)
+	}
+	return fmt.Sprintf("linearizable: %d keys, %d calls checked, %d writes of unknown outcome, %d left out", l.Keys, l.Ops, l.UnknownWrites, l.Left)
 }
 
 // FaultClasses are the fault classes a swarm draws from. Those in
@@ -187,9 +237,12 @@ type Result struct {
 	Violations []check.Violation
 	Tolerated  []check.Violation
 	Figures    Figures
-	Trace      []trace.Record
-	Final      []engine.Lease
-	Replay     string
+	// Lin is the outcome of the linearizability check (an Illegal key
+	// is also in Violations, as invariant Lin).
+	Lin    LinResult
+	Trace  []trace.Record
+	Final  []engine.Lease
+	Replay string
 }
 
 // OK reports whether the run broke no invariant.
@@ -216,6 +269,7 @@ func (r *Result) Summary() string {
 	f := r.Figures
 	fmt.Fprintf(&b, "figures: failovers %d (p50 %v, max %v), handoffs %d, re-deliveries/handoff %.2f, table ops/shard-hour %.0f, stream ops/shard-hour %.0f, puts %d, lost to retention %d\n",
 		f.Failovers, f.FailoverP50, f.FailoverMax, f.Handoffs, f.RedeliveriesPerHandoff, f.TableOpsPerShardHour, f.StreamOpsPerShardHour, f.Puts, f.LostToRetention)
+	fmt.Fprintf(&b, "lin: %s\n", r.Lin)
 	fmt.Fprintf(&b, "schedule (%d actions):\n", len(r.Schedule))
 	for _, a := range r.Schedule {
 		b.WriteString("  " + a.String() + "\n")

@@ -11,6 +11,7 @@ import (
 
 	"github.com/shardlease/shardlease/engine"
 	"github.com/shardlease/shardlease/fakes"
+	"github.com/shardlease/shardlease/linearizability"
 	"github.com/shardlease/shardlease/sim/check"
 	"github.com/shardlease/shardlease/sim/trace"
 )
@@ -1062,6 +1063,14 @@ func (s *simulator) finish() (*Result, error) {
 		Final: s.tbl.Snapshot().Leases, Replay: ReplayCommand(s.o)}
 	opts := check.Options{End: s.end, Heal: s.w.Chaos, Bound: s.w.Bound, Balance: s.w.Balance, BalanceSlack: 1}
 	rep := check.All(check.History{Records: s.recs, Final: res.Final, FinalKnown: true}, opts)
+	lin, err := s.checkLin()
+	if err != nil {
+		return nil, err
+	}
+	res.Lin = lin.result
+	if lin.violation != nil {
+		rep.Violations = append(rep.Violations, *lin.violation)
+	}
 	for _, v := range rep.Violations {
 		v.Seed = s.o.Seed
 		v.Replay = res.Replay
@@ -1086,4 +1095,66 @@ func (s *simulator) finish() (*Result, error) {
 		res.Trace = s.recs
 	}
 	return res, nil
+}
+
+// linCheck is the outcome of checkLin.
+type linCheck struct {
+	result    LinResult
+	violation *check.Violation
+}
+
+// checkLin checks invariant Lin: the history of the lease-table calls in
+// the run's records (linearizability.FromTrace) is linearizable. The check
+// runs with a wall-time limit (Options.LinTimeout); a check that runs out
+// of time is Unknown, which is not a violation.
+func (s *simulator) checkLin() (linCheck, error) {
+	timeout := s.o.LinTimeout
+	if timeout < 0 {
+		return linCheck{result: LinResult{Skipped: true}}, nil
+	}
+	if timeout == 0 {
+		timeout = DefaultLinTimeout
+	}
+	h, err := linearizability.FromTrace(s.recs)
+	if err != nil {
+		return linCheck{}, fmt.Errorf("sim: seed %d: %w", s.o.Seed, err)
+	}
+	r, err := linearizability.Check(h, timeout)
+	if err != nil {
+		return linCheck{}, fmt.Errorf("sim: seed %d: %w", s.o.Seed, err)
+	}
+	out := linCheck{result: LinResult{Checked: true, Ok: r.Ok, Unknown: r.Unknown, Illegal: r.Illegal, TimedOut: len(r.TimedOut),
+		Ops: r.Ops, Keys: r.Keys, UnknownWrites: r.UnknownWrites, Left: r.Skipped}}
+	if len(r.Illegal) == 0 {
+		return out, nil
+	}
+	// The window: the span of the first illegal key's calls.
+	key := r.Illegal[0]
+	from, to := time.Duration(-1), time.Duration(0)
+	for i := range h {
+		op := &h[i]
+		if op.Input.Key != key && op.Input.Row.Key != key {
+			continue
+		}
+		if from < 0 {
+			from = time.Duration(op.Call)
+		}
+		if op.Return != linearizability.Never {
+			to = max(to, time.Duration(op.Return))
+		}
+		to = max(to, time.Duration(op.Call))
+	}
+	from = max(from, 0)
+	out.violation = &check.Violation{Invariant: Lin, Key: key, From: from, To: to,
+		Detail: fmt.Sprintf("the lease table's history is not linearizable on %d of %d keys: %s (%d calls checked, %d writes of unknown outcome; linearizability.Visualize shows why)",
+			len(r.Illegal), r.Keys, keyList(r.Illegal), r.Ops, r.UnknownWrites)}
+	return out, nil
+}
+
+// keyList joins keys, the first five of them.
+func keyList(keys []string) string {
+	if len(keys) > 5 {
+		return strings.Join(keys[:5], ", ") + ", ..."
+	}
+	return strings.Join(keys, ", ")
 }
