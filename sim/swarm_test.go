@@ -28,7 +28,7 @@ func TestSwarm(t *testing.T) {
 	}
 	var mu sync.Mutex
 	tiers := map[string]int{}
-	failed := 0
+	failed, linUnknown := 0, 0
 	t.Run("seeds", func(t *testing.T) {
 		for seed := *flagFirst; seed < *flagFirst+uint64(n); seed++ {
 			t.Run(fmt.Sprint(seed), func(t *testing.T) {
@@ -46,6 +46,9 @@ func TestSwarm(t *testing.T) {
 				}
 				mu.Lock()
 				tiers[res.Tier()]++
+				if res.Lin.Unknown {
+					linUnknown++ // timed out: not a violation
+				}
 				if len(bad) > 0 {
 					failed++
 				}
@@ -56,5 +59,5 @@ func TestSwarm(t *testing.T) {
 			})
 		}
 	})
-	t.Logf("%d seeds, %d failed, tiers %v", n, failed, tiers)
+	t.Logf("%d seeds, %d failed, tiers %v, Lin checks timed out %d", n, failed, tiers, linUnknown)
 }
