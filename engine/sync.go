@@ -18,6 +18,7 @@ type syncState struct {
 	scans   uint64
 	shards  map[string][]Shard // the latest listing of each stream
 	fresh   map[string]bool    // streams listed in this round
+	rows    map[string]Lease   // this round's consistent scan, by key
 }
 
 func (s *syncState) inFlight() bool { return s.waiting > 0 }
@@ -42,10 +43,11 @@ func (w *Worker) startSync() {
 	}
 	for _, sc := range w.cfg.Streams {
 		s.fresh[sc.Name] = false
-		s.waiting++
-		w.call(Call{Op: OpListShards, Stream: sc.Name}, pendingCall{purpose: forSyncShards, key: sc.Name, gen: s.round})
 	}
-	s.waiting++
+	// The consistent scan first, the listings after its reply: a listing
+	// never older than the scan is what keeps a finished parent from
+	// being re-created (see syncStream).
+	s.waiting = 1
 	w.call(Call{Op: OpListLeases, Consistent: true}, pendingCall{purpose: forSyncScan, gen: s.round})
 }
 
@@ -68,12 +70,23 @@ func (w *Worker) onSyncScan(r Result) {
 	s.waiting--
 	if r.Err != nil {
 		s.failed = true
-	} else {
-		s.scanned = true
-		// A consistent scan is as good as a take scan.
-		w.nextScan = w.now.Mono + w.jitter(w.cfg.TakeInterval)
-		w.observeListing(r.Listing)
-		w.takeLeases(r.Listing.Leases)
+		w.finishSync()
+		return
+	}
+	s.scanned = true
+	// The round decides from this snapshot alone: take scans in between
+	// may be eventually consistent, row by row.
+	s.rows = make(map[string]Lease, len(r.Listing.Leases))
+	for _, l := range r.Listing.Leases {
+		s.rows[l.Key] = l
+	}
+	// A consistent scan is as good as a take scan.
+	w.nextScan = w.now.Mono + w.jitter(w.cfg.TakeInterval)
+	w.observeListing(r.Listing)
+	w.takeLeases(r.Listing.Leases)
+	for _, sc := range w.cfg.Streams {
+		s.waiting++
+		w.call(Call{Op: OpListShards, Stream: sc.Name}, pendingCall{purpose: forSyncShards, key: sc.Name, gen: s.round})
 	}
 	if s.waiting == 0 {
 		w.finishSync()
@@ -128,7 +141,8 @@ func (w *Worker) syncStream(sc *StreamConfig) (deferred bool) {
 		}
 	}
 	hasRow := func(id string) bool {
-		return w.obs[w.keys.Key(ShardRef{Stream: sc.Name, Shard: id})] != nil
+		_, ok := w.sync.rows[w.keys.Key(ShardRef{Stream: sc.Name, Shard: id})]
+		return ok
 	}
 	// covered: the shard or a descendant has a row.
 	covered := make(map[string]bool, len(shards))
@@ -220,22 +234,23 @@ func (w *Worker) create(stream string, sh Shard, start string) {
 // creates a row for a shard it does not list.
 func (w *Worker) cleanup(sc *StreamConfig, children map[string][]string, listed map[string]int) {
 	var keys []string
-	for k, o := range w.obs {
-		if o.ok && o.ref.Stream == sc.Name && o.row.Checkpoint.IsShardEnd() && w.writes[k] == nil && w.held[k] == nil {
+	for k, row := range w.sync.rows {
+		if ref, ok := w.keys.Parse(k); ok && ref.Stream == sc.Name && row.Checkpoint.IsShardEnd() && w.writes[k] == nil && w.held[k] == nil {
 			keys = append(keys, k)
 		}
 	}
 	slices.Sort(keys)
 	for _, k := range keys {
-		o := w.obs[k]
-		kids := append(slices.Clone(o.row.Children), children[o.ref.Shard]...)
-		if _, ok := listed[o.ref.Shard]; len(kids) == 0 && (ok || len(listed) == 0) {
+		row := w.sync.rows[k]
+		ref, _ := w.keys.Parse(k)
+		kids := append(slices.Clone(row.Children), children[ref.Shard]...)
+		if _, ok := listed[ref.Shard]; len(kids) == 0 && (ok || len(listed) == 0) {
 			continue
 		}
 		started := true
 		for _, c := range kids {
-			co := w.obs[w.keys.Key(ShardRef{Stream: sc.Name, Shard: c})]
-			if co == nil || (co.row.Owner == "" && co.row.Checkpoint.IsStart()) {
+			child, ok := w.sync.rows[w.keys.Key(ShardRef{Stream: sc.Name, Shard: c})]
+			if !ok || (child.Owner == "" && child.Checkpoint.IsStart()) {
 				started = false
 				break
 			}
@@ -243,7 +258,7 @@ func (w *Worker) cleanup(sc *StreamConfig, children map[string][]string, listed 
 		if !started {
 			continue
 		}
-		wr := &write{kind: wDelete, key: k, expect: ExpectOf(o.row)}
+		wr := &write{kind: wDelete, key: k, expect: ExpectOf(row)}
 		w.writes[k] = wr
 		w.sendWrite(wr)
 	}
