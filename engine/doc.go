@@ -37,8 +37,9 @@
 //   - A child shard is processed only after a strongly consistent read
 //     shows every parent at SHARD_END (or gone). A finished lease is
 //     deleted only once every child has a started lease, and shard sync
-//     never creates a lease for a shard that has a descendant lease, so a
-//     finished parent is never re-created.
+//     never creates a lease for a shard that has a descendant lease,
+//     deciding from one strongly consistent scan and a shard listing taken
+//     after it, so a finished parent is never re-created.
 //   - Children of splits and merges start at TRIM_HORIZON; the configured
 //     initial position applies only to shards that existed when the
 //     application first started.
