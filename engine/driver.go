@@ -244,3 +244,8 @@ func (c *Consumer) logCallError(call Call, err error) {
 		c.log.Warn("call failed", "call", call.Op.String(), "key", call.Key, "stream", call.Stream, "err", err)
 	}
 }
+
+// startRunner runs a lease's processor on its own goroutine. The driver
+// files (those that take the injected clock) are the only part of the
+// engine that starts goroutines; the decision core never does.
+func (c *Consumer) startRunner(ctx context.Context, r *runner) { go r.run(ctx) }

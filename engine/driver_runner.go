@@ -42,7 +42,7 @@ func (c *Consumer) deliver(ctx context.Context, n Notice) {
 		r = &runner{c: c, key: n.Key, shard: n.Shard, proc: c.opts.Processor(n.Shard),
 			wake: make(chan struct{}, 1), stop: make(chan struct{})}
 		c.runners[n.Key] = r
-		go r.run(ctx)
+		c.startRunner(ctx, r)
 	}
 	r.enqueue(n)
 	switch n.Kind {
