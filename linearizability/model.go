@@ -1,6 +1,7 @@
 package linearizability
 
 import (
+	"cmp"
 	"fmt"
 	"hash/maphash"
 	"slices"
@@ -359,14 +360,6 @@ func partition(h []porcupine.Operation) []keyPart {
 		}
 		parts = append(parts, keyPart{key: k, ops: ops})
 	}
-	slices.SortFunc(parts, func(a, b keyPart) int {
-		switch {
-		case a.key < b.key:
-			return -1
-		case a.key > b.key:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(parts, func(a, b keyPart) int { return cmp.Compare(a.key, b.key) })
 	return parts
 }

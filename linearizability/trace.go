@@ -1,6 +1,7 @@
 package linearizability
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 
@@ -112,15 +113,7 @@ func FromTrace(recs []trace.Record) ([]Op, error) {
 			h = append(h, op)
 		}
 	}
-	slices.SortStableFunc(h, func(a, b Op) int {
-		switch {
-		case a.Call < b.Call:
-			return -1
-		case a.Call > b.Call:
-			return 1
-		}
-		return 0
-	})
+	slices.SortStableFunc(h, func(a, b Op) int { return cmp.Compare(a.Call, b.Call) })
 	return h, nil
 }
 

@@ -722,17 +722,10 @@ func (s *simulator) tamperShard(sh *engine.Shard) {
 }
 
 func outcome(err error) string {
+	if o, ok := trace.EngineOutcome(err); ok {
+		return o
+	}
 	switch {
-	case err == nil:
-		return trace.OutcomeOK
-	case errors.Is(err, engine.ErrConditionFailed):
-		return trace.OutcomeCondition
-	case errors.Is(err, engine.ErrThrottled):
-		return trace.OutcomeThrottled
-	case errors.Is(err, engine.ErrNotFound):
-		return trace.OutcomeNotFound
-	case errors.Is(err, engine.ErrExpiredIterator):
-		return trace.OutcomeExpiredIterator
 	case errors.Is(err, errTimeout):
 		return trace.OutcomeTimeout
 	case errors.Is(err, errTransient):

@@ -5,6 +5,7 @@
 package trace
 
 import (
+	"errors"
 	"strconv"
 	"time"
 
@@ -122,6 +123,26 @@ const (
 	OutcomeTransient       = "transient" // a 5xx: may or may not have applied
 	OutcomeError           = "error"     // any other error
 )
+
+// EngineOutcome names the outcome of err when it is nil or one of the
+// engine's sentinel errors (engine.ErrConditionFailed, ErrThrottled,
+// ErrNotFound, ErrExpiredIterator); ok is false for any other error, which
+// the caller classifies (timeout, transient, error) by what it knows.
+func EngineOutcome(err error) (outcome string, ok bool) {
+	switch {
+	case err == nil:
+		return OutcomeOK, true
+	case errors.Is(err, engine.ErrConditionFailed):
+		return OutcomeCondition, true
+	case errors.Is(err, engine.ErrThrottled):
+		return OutcomeThrottled, true
+	case errors.Is(err, engine.ErrNotFound):
+		return OutcomeNotFound, true
+	case errors.Is(err, engine.ErrExpiredIterator):
+		return OutcomeExpiredIterator, true
+	}
+	return "", false
+}
 
 // Write classes (Record.Reason of KindSend and KindApply).
 const (

@@ -106,19 +106,12 @@ func (t *Tap) class(op engine.Op, key string, expect engine.Expect, l engine.Lea
 
 // Outcome classifies a call's error as the trace format names it.
 func Outcome(err error) string {
+	if o, ok := trace.EngineOutcome(err); ok {
+		return o
+	}
 	var apiErr smithy.APIError
 	var netErr net.Error
 	switch {
-	case err == nil:
-		return trace.OutcomeOK
-	case errors.Is(err, engine.ErrConditionFailed):
-		return trace.OutcomeCondition
-	case errors.Is(err, engine.ErrThrottled):
-		return trace.OutcomeThrottled
-	case errors.Is(err, engine.ErrNotFound):
-		return trace.OutcomeNotFound
-	case errors.Is(err, engine.ErrExpiredIterator):
-		return trace.OutcomeExpiredIterator
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		return trace.OutcomeTimeout
 	case errors.As(err, &apiErr) && apiErr.ErrorFault() == smithy.FaultServer:
