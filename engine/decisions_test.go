@@ -80,6 +80,9 @@ func TestValidityStartsAtRenewSendTime(t *testing.T) {
 			if !u.w.Acting(key) {
 				t.Fatalf("stopped acting before send + LeaseDuration - SafetyMargin = %v", stopAt)
 			}
+			if got := u.w.ActingUntil(key); got != stopAt {
+				t.Fatalf("ActingUntil = %v, want send + LeaseDuration - SafetyMargin = %v", got, stopAt)
+			}
 			// A renew is in flight (never answered): a checkpoint asked for
 			// now waits for the write slot; it is not refused.
 			if n, ok := u.checkpoint(key, SequenceCheckpoint(u.stream.recs[key][0].Sequence)); ok {
@@ -92,6 +95,9 @@ func TestValidityStartsAtRenewSendTime(t *testing.T) {
 			u.runTo(stopAt)
 			if u.w.Acting(key) {
 				t.Errorf("still acting at %v: the validity window started at the reply (%v), not at the send (%v)", stopAt, replyAt, ri)
+			}
+			if got := u.w.ActingUntil(key); got != 0 {
+				t.Errorf("ActingUntil = %v at %v, want 0 (not acting)", got, stopAt)
 			}
 			if n, ok := u.checkpoint(key, SequenceCheckpoint(u.stream.recs[key][0].Sequence)); !ok || !errors.Is(n.Err, ErrLeaseLost) {
 				t.Errorf("checkpoint at the margin: answered=%v err=%v, want ErrLeaseLost", ok, n.Err)

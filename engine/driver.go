@@ -138,6 +138,7 @@ func (c *Consumer) Run(ctx context.Context) error {
 	for {
 		rd := c.worker.Step(c.now(), in)
 		c.carryOut(callCtx, procCtx, rd)
+		c.publishActingUntil()
 		if rd.Stopped {
 			c.log.Info("worker stopped; leases released")
 			c.stopRunners()
@@ -186,6 +187,14 @@ func (c *Consumer) Run(ctx context.Context) error {
 func (c *Consumer) now() Now {
 	t := c.clk.Now()
 	return Now{Mono: t.Sub(c.start), Wall: t}
+}
+
+// publishActingUntil tells every runner until when its lease may be acted
+// on, as of the Step just taken.
+func (c *Consumer) publishActingUntil() {
+	for key, r := range c.runners { // order does not matter: each write is independent
+		r.until.Store(int64(c.worker.ActingUntil(key)))
+	}
 }
 
 // carryOut executes the effects of one Ready.

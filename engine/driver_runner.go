@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
+	"time"
 )
 
 // runner runs the Processor of one lease on its own goroutine, one notice
@@ -19,6 +21,11 @@ type runner struct {
 	queue []Notice
 	wake  chan struct{}
 	stop  chan struct{}
+
+	// until is the worker's act-until time of the lease (Worker.ActingUntil,
+	// a Duration on the consumer's monotonic clock), published by the loop
+	// after every Step. Records are handed to the processor only before it.
+	until atomic.Int64
 }
 
 // deliver routes a notice to its lease's runner, or answers a checkpoint
@@ -44,6 +51,7 @@ func (c *Consumer) deliver(ctx context.Context, n Notice) {
 		c.runners[n.Key] = r
 		c.startRunner(ctx, r)
 	}
+	r.until.Store(int64(c.worker.ActingUntil(n.Key)))
 	r.enqueue(n)
 	switch n.Kind {
 	case NoticeLeaseLost:
@@ -95,6 +103,19 @@ func (r *runner) run(ctx context.Context) {
 // processor is finished.
 func (r *runner) handle(ctx context.Context, n Notice) (final bool) {
 	cp := checkpointer{c: r.c, key: r.key}
+	if n.Kind == NoticeRecords {
+		// The loop delivered these records while the lease was valid in
+		// its own view, but the hand-off may come much later (a paused
+		// process, a descheduled goroutine). Past the act-until time
+		// another worker may own the shard: hold the records back and let
+		// the core deliver them again if it still holds the lease.
+		if now, until := r.c.now().Mono, time.Duration(r.until.Load()); now >= until {
+			r.c.log.Warn("records held back: the lease was no longer valid in this worker's view when the processor was free",
+				"lease", r.key, "late", now-until)
+			r.c.feed(Input{Kind: InputDone, Key: r.key, Batch: n.Batch, Failed: true})
+			return false
+		}
+	}
 	var err error
 	func() {
 		defer func() {

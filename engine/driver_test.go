@@ -283,3 +283,69 @@ func TestNewConsumerRejectsBadOptions(t *testing.T) {
 }
 
 func containsErr(err error, s string) bool { return strings.Contains(err.Error(), s) }
+
+// TestRunnerHoldsBackRecordsPastActUntil: records handed to a processor
+// after the lease's act-until time (the process was paused, or the runner
+// goroutine was descheduled, between the Step that delivered them and the
+// hand-off) are not given to the processor; the core is told to deliver
+// them again. Before that time they are handed over.
+func TestRunnerHoldsBackRecordsPastActUntil(t *testing.T) {
+	clk := clock.NewMock()
+	rec := newRecorder()
+	c, err := NewConsumer(ConsumerOptions{
+		Config:    Config{Owner: "w1", Streams: []StreamConfig{{Name: "s"}}},
+		Stream:    &lockedStream{s: newTStream(1)},
+		Processor: rec.factory,
+		Clock:     clk,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.start = clk.Now()
+	ref := ShardRef{Stream: "s", Shard: "shardId-000000000000"}
+	r := &runner{c: c, key: "shardId-000000000000", shard: ref, proc: &nopProc{rec: rec}}
+	r.until.Store(int64(5 * time.Second))
+	batch := func(id uint64, seq string) Notice {
+		return Notice{Kind: NoticeRecords, Key: r.key, Shard: ref, Batch: id, Records: []Record{{Sequence: seq}}}
+	}
+	done := func() Input {
+		t.Helper()
+		select {
+		case in := <-c.results:
+			return in
+		default:
+			t.Fatal("the runner fed no Done input")
+			return Input{}
+		}
+	}
+
+	clk.Add(5*time.Second - time.Nanosecond)
+	r.handle(context.Background(), batch(1, "1"))
+	if in := done(); in.Kind != InputDone || in.Batch != 1 || in.Failed {
+		t.Fatalf("before act-until: got %+v, want Done of batch 1, not failed", in)
+	}
+	clk.Add(time.Nanosecond) // exactly at act-until: no longer
+	r.handle(context.Background(), batch(2, "2"))
+	if in := done(); in.Kind != InputDone || in.Batch != 2 || !in.Failed {
+		t.Fatalf("at act-until: got %+v, want Done of batch 2, failed (deliver again)", in)
+	}
+	if got := rec.got[ref.Shard]; len(got) != 1 || got[0] != "1" {
+		t.Fatalf("processor got %v, want only the batch handed over in time [1]", got)
+	}
+}
+
+// nopProc records batches without checkpointing.
+type nopProc struct{ rec *recorder }
+
+func (p *nopProc) Initialize(context.Context, InitInput) error { return nil }
+func (p *nopProc) ProcessRecords(_ context.Context, in RecordsInput) error {
+	for _, x := range in.Records {
+		p.rec.got[in.Shard.Shard] = append(p.rec.got[in.Shard.Shard], x.Sequence)
+	}
+	return nil
+}
+func (p *nopProc) ShardEnded(context.Context, ShardEndedInput) error { return nil }
+func (p *nopProc) ShutdownRequested(context.Context, ShutdownInput) error {
+	return nil
+}
+func (p *nopProc) LeaseLost(context.Context, LeaseLostInput) {}

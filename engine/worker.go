@@ -120,6 +120,20 @@ func (w *Worker) Acting(key string) bool {
 	return h != nil && w.isActing(h)
 }
 
+// ActingUntil returns the monotonic time (on the clock of Step's now.Mono)
+// before which the worker may act on lease key, as decided at its last
+// Step, or 0 if it may not act on it now. A driver that hands records to a
+// processor later than the Step that delivered them (a queue, a goroutine
+// that was descheduled or a process that was paused) checks this bound at
+// the moment of hand-off: past it the lease may belong to another worker.
+func (w *Worker) ActingUntil(key string) time.Duration {
+	h := w.held[key]
+	if h == nil || !w.isActing(h) {
+		return 0
+	}
+	return w.actUntil(h)
+}
+
 // Step feeds one input at time now and returns what the worker asks for.
 // now.Mono must never decrease from one Step to the next. The returned
 // Ready is valid until the next Step.
