@@ -870,8 +870,11 @@ func (r *chaosRun) cycle(c int) {
 
 	// 5. throttling and lost replies on every worker's link
 	r.fault(nil, livecheck.FaultBegin+" throttling")
-	r.ddbProxy.FailAfterForward("PutItem", 4) // applied, reply lost: the SDK retry meets a failed condition
-	r.ddbProxy.Reject("PutItem", 30, 400, "ProvisionedThroughputExceededException")
+	// applied, reply lost: the SDK retry meets a failed condition
+	r.ddbProxy.FailAfterForward("UpdateItem", 4) // take, renew, checkpoint, release
+	r.ddbProxy.FailAfterForward("PutItem", 1)    // create
+	r.ddbProxy.Reject("UpdateItem", 30, 400, "ProvisionedThroughputExceededException")
+	r.ddbProxy.Reject("PutItem", 3, 400, "ProvisionedThroughputExceededException")
 	r.ddbProxy.Reject("Scan", 6, 400, "ProvisionedThroughputExceededException")
 	r.ddbProxy.Reject("GetItem", 6, 400, "ProvisionedThroughputExceededException")
 	r.kinProxy.Reject("GetRecords", 40, 400, "ProvisionedThroughputExceededException")

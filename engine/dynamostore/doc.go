@@ -6,9 +6,10 @@
 // can adopt a KCL table. The table has one string hash key, leaseKey;
 // CreateTable makes one and CheckTable verifies an existing one.
 //
-// Every write is a conditional PutItem or DeleteItem: create on
-// attribute_not_exists(leaseKey), update and delete on the owner and
-// counter the caller read. Errors are mapped to the engine's sentinels
+// Every write is conditional: create is a PutItem on
+// attribute_not_exists(leaseKey); update (an UpdateItem that sets the
+// lease's attributes and keeps any it does not know) and delete are on the
+// owner and counter the caller read. Errors are mapped to the engine's sentinels
 // (engine.ErrConditionFailed, ErrThrottled, ErrNotFound); anything else is
 // returned wrapped as it is, and the engine takes it as an unknown outcome.
 // The SDK retries failed requests, so a write that applied but whose reply

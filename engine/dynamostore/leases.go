@@ -86,18 +86,23 @@ func (s *Store) CreateLease(ctx context.Context, l engine.Lease) error {
 	return nil
 }
 
-// UpdateLease replaces the whole row l.Key by l (PutItem) on the condition
-// that the stored row has expect's counter and owner (no owner, or an
-// empty one, when expect.Owner is ""). A missing row fails the condition.
-// A lease that does not pass Validate is refused without a call.
+// UpdateLease makes the row l.Key hold l (UpdateItem) on the condition that
+// the stored row has expect's counter and owner (no owner, or an empty one,
+// when expect.Owner is ""). A missing row fails the condition. Every
+// attribute of a lease row is set, or removed when l leaves it empty;
+// attributes shardlease does not know (those of other KCL versions, or a
+// user's) are kept, so a table adopted from KCL can be handed back. A
+// lease that does not pass Validate is refused without a call.
 func (s *Store) UpdateLease(ctx context.Context, expect engine.Expect, l engine.Lease) error {
 	if err := l.Validate(); err != nil {
 		return fmt.Errorf("dynamostore: update lease: refusing to write an invalid row: %w", err)
 	}
 	cond, names, values := condition(expect)
-	_, err := s.api.PutItem(ctx, &dynamodb.PutItemInput{
+	update := updateExpression(EncodeLease(l), names, values)
+	_, err := s.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                 aws.String(s.table),
-		Item:                      EncodeLease(l),
+		Key:                       keyOf(l.Key),
+		UpdateExpression:          aws.String(update),
 		ConditionExpression:       aws.String(cond),
 		ExpressionAttributeNames:  names,
 		ExpressionAttributeValues: values,
@@ -106,6 +111,35 @@ func (s *Store) UpdateLease(ctx context.Context, expect engine.Expect, l engine.
 		return s.mapError(fmt.Sprintf("update lease %q (expect owner %q counter %d)", l.Key, expect.Owner, expect.Counter), err)
 	}
 	return nil
+}
+
+// rowAttributes are the attributes of a lease row besides the key, in the
+// order the update expression names them.
+var rowAttributes = []string{AttrOwner, AttrCounter, AttrCheckpoint, AttrSubSequence, AttrOwnerSwitches,
+	AttrParents, AttrChildren, AttrStartingHash, AttrEndingHash, AttrHandoffFrom}
+
+// updateExpression returns "SET ... REMOVE ..." that makes a row's known
+// attributes those of item (removing the ones item lacks), adding its
+// placeholders (#a0.., :a0..) to names and values.
+func updateExpression(item Item, names map[string]string, values Item) string {
+	var set, remove []string
+	for i, attr := range rowAttributes {
+		n := "#a" + strconv.Itoa(i)
+		names[n] = attr
+		v, ok := item[attr]
+		if !ok {
+			remove = append(remove, n)
+			continue
+		}
+		vn := ":a" + strconv.Itoa(i)
+		values[vn] = v
+		set = append(set, n+" = "+vn)
+	}
+	expr := "SET " + strings.Join(set, ", ")
+	if len(remove) > 0 {
+		expr += " REMOVE " + strings.Join(remove, ", ")
+	}
+	return expr
 }
 
 // DeleteLease deletes the row key on the same condition as UpdateLease.

@@ -43,7 +43,7 @@ func TestThrottlingMapsToErrThrottled(t *testing.T) {
 		call   func() error
 	}{
 		{"PutItem", func() error { return s.CreateLease(ctx(t), l) }},
-		{"PutItem", func() error { return s.UpdateLease(ctx(t), engine.ExpectOf(l), l) }},
+		{"UpdateItem", func() error { return s.UpdateLease(ctx(t), engine.ExpectOf(l), l) }},
 		{"DeleteItem", func() error { return s.DeleteLease(ctx(t), "k", engine.ExpectOf(l)) }},
 		{"GetItem", func() error { _, err := s.GetLease(ctx(t), "k"); return err }},
 		{"Scan", func() error { _, err := s.ListLeases(ctx(t), true); return err }},
@@ -96,7 +96,7 @@ func TestRetriedWriteThatAppliedFailsItsCondition(t *testing.T) {
 	n := l
 	n.Counter = 2
 	n.Checkpoint = engine.SequenceCheckpoint("1234")
-	p.FailAfterForward("PutItem", 1)
+	p.FailAfterForward("UpdateItem", 1)
 	if err := s.UpdateLease(ctx(t), engine.ExpectOf(l), n); !errors.Is(err, engine.ErrConditionFailed) {
 		t.Fatalf("UpdateLease whose first reply was lost = %v, want ErrConditionFailed", err)
 	}

@@ -203,3 +203,63 @@ func TestRefusesInvalidLease(t *testing.T) {
 		t.Fatalf("table holds %d rows (err %v), want none", len(out.Items), err)
 	}
 }
+
+// TestUpdateKeepsUnknownAttributes: a row adopted from KCL carries
+// attributes shardlease does not know (KCL 2.x's pending checkpoint, a
+// user's own). Updates change the known attributes, remove the known ones
+// the lease leaves empty, and keep the rest, so the table can be handed
+// back to KCL.
+func TestUpdateKeepsUnknownAttributes(t *testing.T) {
+	c, _ := client(t)
+	table := newTable(t, c)
+	s := dynamostore.New(c, table)
+	putRaw(t, c, table, dynamostore.Item{
+		"leaseKey":                    &types.AttributeValueMemberS{Value: "shardId-000000000002"},
+		"leaseOwner":                  &types.AttributeValueMemberS{Value: "kcl-worker"},
+		"leaseCounter":                &types.AttributeValueMemberN{Value: "7"},
+		"checkpoint":                  &types.AttributeValueMemberS{Value: "49590338271490256608559692538361571095921575989136588898"},
+		"checkpointSubSequenceNumber": &types.AttributeValueMemberN{Value: "0"},
+		"parentShardId":               &types.AttributeValueMemberSS{Value: []string{"shardId-000000000000"}},
+		"pendingCheckpoint":           &types.AttributeValueMemberS{Value: "49590338271490256608559692538361571095921575989136588999"},
+		"throughputKBps":              &types.AttributeValueMemberN{Value: "12.5"},
+	})
+	l, err := s.GetLease(ctx(t), "shardId-000000000002")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := l
+	n.Owner, n.Counter, n.Parents = "w1", 8, nil // a take that also drops the (finished) parent
+	if err := s.UpdateLease(ctx(t), engine.ExpectOf(l), n); err != nil {
+		t.Fatalf("UpdateLease: %v", err)
+	}
+	res, err := c.GetItem(ctx(t), &dynamodb.GetItemInput{TableName: aws.String(table), ConsistentRead: aws.Bool(true),
+		Key: dynamostore.Item{"leaseKey": &types.AttributeValueMemberS{Value: "shardId-000000000002"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"pendingCheckpoint", "throughputKBps"} {
+		if _, ok := res.Item[name]; !ok {
+			t.Errorf("attribute %s was dropped by the update: row %v", name, res.Item)
+		}
+	}
+	if _, ok := res.Item["parentShardId"]; ok {
+		t.Errorf("parentShardId was kept although the lease no longer has parents")
+	}
+	got, _, err := dynamostore.DecodeLease(res.Item)
+	if err != nil || !got.Equal(n) {
+		t.Fatalf("row after the update reads %+v, %v; want %+v", got, err, n)
+	}
+	// The condition still guards the update: the old expectation fails now.
+	if err := s.UpdateLease(ctx(t), engine.ExpectOf(l), n); !errors.Is(err, engine.ErrConditionFailed) {
+		t.Fatalf("UpdateLease on a stale expectation = %v, want ErrConditionFailed", err)
+	}
+	// And a missing row is not created.
+	m := n
+	m.Key = "shardId-000000000009"
+	if err := s.UpdateLease(ctx(t), engine.Expect{Counter: 0}, m); !errors.Is(err, engine.ErrConditionFailed) {
+		t.Fatalf("UpdateLease of a missing row = %v, want ErrConditionFailed", err)
+	}
+	if _, err := s.GetLease(ctx(t), m.Key); !errors.Is(err, engine.ErrNotFound) {
+		t.Fatalf("UpdateLease created a missing row: GetLease = %v", err)
+	}
+}
