@@ -163,6 +163,18 @@ func catalog() []Scenario {
 				}},
 		},
 		{
+			Name: "slow-clock-holder-cut-off",
+			Story: "Worker 0's clock runs as slow as the configured drift bound allows and worker 1's as fast, and worker 0 " +
+				"loses the lease table for 30 s while it keeps reading its busy shards: it acts until its own view of expiry, " +
+				"worker 1 takes as soon as its own view says so, and only the safety margin keeps the two apart in true time. " +
+				"(Lease 10 s, drift 0.05, scans every 100 ms; without the margin, engine:no-safety-margin, the two overlap.)",
+			Options: sim.Options{Workers: 2, Shards: 2, Faults: "none", Chaos: 90 * s, Drifts: []float64{-1, 1}, Engine: slowClockHolder,
+				Actions: []sim.Action{
+					{At: 25 * s, Kind: sim.ActBurst, Dur: 60 * s, Value: 20},
+					{At: 30 * s, Kind: sim.ActPartition, Workers: []int{0}, Target: "table", Dir: "both", Dur: 30 * s},
+				}},
+		},
+		{
 			Name: "checkpoint-older-than-retention",
 			Story: "The only worker is down for 6 minutes while the stream keeps a short retention (30 s to 5 min): when " +
 				"it comes back its checkpoints point below the trim horizon, and the lost records are counted, not hidden.",
@@ -222,6 +234,18 @@ func shippedDefaults(c *engine.Config) {
 	c.TakeInterval, c.ShardSyncInterval = 0, 0
 	c.MaxLeasesForWorker, c.MaxLeasesToStealAtOnce = 0, 0
 	c.GetRecordsLimit, c.IdleTimeBetweenReads, c.ConsistentTakeScans = 0, 0, false
+}
+
+// slowClockHolder pins the timing that leaves the least slack between a
+// cut-off holder's last act and a taker's first: a long lease with the
+// largest drift the simulator draws, the smallest margin the engine allows
+// for it, take scans every 100 ms (consistent, so the taker sees the last
+// renewal at once) and reads every 100 ms.
+func slowClockHolder(c *engine.Config) {
+	c.LeaseDuration, c.RenewInterval, c.MaxClockDrift, c.SafetyMargin = 10*s, 2500*time.Millisecond, 0.05, 0
+	c.TakeInterval, c.ConsistentTakeScans = 100*time.Millisecond, true
+	c.IdleTimeBetweenReads, c.GetRecordsLimit = 100*time.Millisecond, 1000
+	c.MaxLeasesToStealAtOnce, c.MaxLeasesForWorker = 1, 0
 }
 
 func pinLease(lease time.Duration, steal int) func(*engine.Config) {

@@ -28,6 +28,11 @@ type Options struct {
 	// Engine, if set, adjusts the drawn engine configuration of every
 	// process (Owner, Streams, Seed and Trace are set by the simulator).
 	Engine func(*engine.Config)
+	// Drifts, if set, pins the clock rate of the first len(Drifts) worker
+	// slots, each as a fraction of the run's drift bound in [-1, 1]: -1 is
+	// the slowest clock the assumptions allow, +1 the fastest. Other slots
+	// draw theirs.
+	Drifts []float64
 	// Actions are scripted actions (a named scenario), run in addition to
 	// the drawn fault schedule.
 	Actions []Action

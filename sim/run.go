@@ -231,6 +231,9 @@ func (s *simulator) setup() {
 func (s *simulator) addSlot(cr rng) *slot {
 	sl := &slot{idx: len(s.slots), proc: -1, desired: true}
 	sl.drift = cr.rangeF(-s.w.DriftBound, s.w.DriftBound)
+	if sl.idx < len(s.o.Drifts) {
+		sl.drift = s.o.Drifts[sl.idx] * s.w.DriftBound
+	}
 	sl.wallOffset = cr.between(-5*time.Minute, 5*time.Minute)
 	sl.table = link{lat: s.w.TableLatency}
 	sl.stream = link{lat: s.w.StreamLatency}

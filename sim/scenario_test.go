@@ -2,6 +2,7 @@ package sim
 
 import (
 	"bytes"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -71,5 +72,41 @@ func TestFaultsNone(t *testing.T) {
 func TestBadFaultClass(t *testing.T) {
 	if _, err := Run(Options{Seed: 1, Faults: "bogus"}); err == nil {
 		t.Error("an unknown fault class was accepted")
+	}
+}
+
+// TestPinnedDrifts: Options.Drifts pins the clock rates of the first slots
+// at the ends of the drift bound, and a value outside [-1, 1] is refused.
+func TestPinnedDrifts(t *testing.T) {
+	for _, bad := range [][]float64{{1.5}, {0, -2}, {math.NaN()}} {
+		if _, err := Run(Options{Seed: 1, Drifts: bad}); err == nil || !strings.Contains(err.Error(), "[-1, 1]") {
+			t.Errorf("Drifts %v: err %v, want a refusal naming the range", bad, err)
+		}
+	}
+	o := Options{Seed: 3, Workers: 3, Shards: 2, Faults: "none", Chaos: 20 * time.Second, Quiet: 10 * time.Second, Drifts: []float64{-1, 1}, KeepTrace: true}
+	res, err := Run(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// the local monotonic time each worker reads at the end of the run,
+	// against the true time: rates 1-bound and 1+bound for slots 0 and 1
+	bound := res.World.DriftBound
+	for w, want := range map[int32]float64{0: 1 - bound, 1: 1 + bound} {
+		var first, last *trace.Record
+		for i := range res.Trace {
+			if r := &res.Trace[i]; r.Worker == w && r.Mono != 0 {
+				if first == nil {
+					first = r
+				}
+				last = r
+			}
+		}
+		if first == nil || last.T == first.T {
+			t.Fatalf("worker %d: no local times in the trace", w)
+		}
+		rate := float64(last.Mono-first.Mono) / float64(last.T-first.T)
+		if math.Abs(rate-want) > 1e-6 {
+			t.Errorf("worker %d: clock rate %.6f, want %.6f (drift bound %.4f)", w, rate, want, bound)
+		}
 	}
 }

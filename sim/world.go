@@ -111,6 +111,11 @@ const streamName = "sim-stream"
 func drawWorld(o Options) (World, error) {
 	r := newRNG(o.Seed, streamConfig)
 	w := World{Seed: o.Seed}
+	for i, d := range o.Drifts {
+		if !(d >= -1 && d <= 1) {
+			return w, fmt.Errorf("sim: Drifts[%d] = %v: a pinned drift is a fraction of the drift bound, in [-1, 1]", i, d)
+		}
+	}
 	w.Workers = o.Workers
 	if w.Workers <= 0 {
 		w.Workers = r.intIn(1, 8)
