@@ -3,6 +3,7 @@ package reports
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -213,5 +214,41 @@ func TestBarsCapped(t *testing.T) {
 	}
 	if n := strings.Count(tl.svg(), `class="bar `); n != tl.bars {
 		t.Errorf("drew %d bars, counted %d", n, tl.bars)
+	}
+}
+
+// TestTimelineAimedActions: a pause aimed at "the owner of shard X" is
+// drawn in the lane of the worker it resolved to (the trace's fault record
+// names it), and scripted SDK retries are drawn as a band.
+func TestTimelineAimedActions(t *testing.T) {
+	o := sim.Options{Seed: 2, Workers: 3, Shards: 3, Chaos: 40 * time.Second, Scenario: "test", Faults: "none", KeepTrace: true,
+		Actions: []sim.Action{
+			{At: 15 * time.Second, Kind: sim.ActPause, Shard: "shardId-000000000001", Dur: 5 * time.Second},
+			{At: 20 * time.Second, Kind: sim.ActSDKRetry, Value: 0.5, Dur: 10 * time.Second},
+		}}
+	res, err := sim.Run(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	target := int32(-1)
+	for i := range res.Trace {
+		if r := &res.Trace[i]; r.Kind == trace.KindFault && strings.Contains(r.Reason, "pause owner-of") {
+			target = r.Worker
+		}
+	}
+	if target < 0 {
+		t.Fatal("the aimed pause did not resolve to a worker")
+	}
+	if target == 0 {
+		t.Fatal("the aimed pause resolved to w0, the lane an unresolved action would use: pick another shard")
+	}
+	_, h := render(t, o, res)
+	lane := h[strings.Index(h, fmt.Sprintf(`<g class="slot" data-slot="%d">`, target)):]
+	lane = lane[:strings.Index(lane, "</g>")]
+	if !strings.Contains(lane, `class="band pause"`) {
+		t.Errorf("the pause aimed at the owner of shardId-000000000001 (w%d) is not in w%d's lane", target, target)
+	}
+	if !strings.Contains(h, `class="band sdkretry"`) {
+		t.Error("the timeline has no band for the SDK retries")
 	}
 }

@@ -170,7 +170,7 @@ func buildTimeline(res *sim.Result) *timeline {
 		}
 		return tl.slots[i]
 	}
-	applied := map[string]bool{}
+	applied := map[string]int32{}
 	procs := map[int32]*procSpan{}
 	procSlot := map[int32]int{}
 	// the number of worker slots over time, to resolve action worker indexes
@@ -230,7 +230,7 @@ func buildTimeline(res *sim.Result) *timeline {
 				}
 			}
 		case trace.KindFault:
-			applied[faultKey(r.T, r.Reason)] = true
+			applied[faultKey(r.T, r.Reason)] = r.Worker // a shard's owner the action resolved to, or -1
 		}
 	}
 	slotsAt := func(t time.Duration) int {
@@ -261,8 +261,12 @@ func buildTimeline(res *sim.Result) *timeline {
 
 	// faults of the schedule that took effect
 	for _, a := range res.Schedule {
-		if !applied[faultKey(a.At, a.String())] {
+		target, ok := applied[faultKey(a.At, a.String())]
+		if !ok {
 			continue
+		}
+		if target >= 0 {
+			a.Worker = int(target) // aimed at the owner of a.Shard
 		}
 		desc := strings.TrimSpace(a.String())
 		switch a.Kind {
@@ -291,8 +295,8 @@ func buildTimeline(res *sim.Result) *timeline {
 				g = "▼"
 			}
 			slotOf(w).marks = append(slotOf(w).marks, mark{at: a.At, class: "clock", glyph: g, title: desc})
-		case sim.ActTableThrottle, sim.ActStreamThrottle, sim.ActBurst:
-			cls := map[sim.ActionKind]string{sim.ActTableThrottle: "tthrottle", sim.ActStreamThrottle: "sthrottle", sim.ActBurst: "burst"}[a.Kind]
+		case sim.ActTableThrottle, sim.ActStreamThrottle, sim.ActBurst, sim.ActSDKRetry:
+			cls := map[sim.ActionKind]string{sim.ActTableThrottle: "tthrottle", sim.ActStreamThrottle: "sthrottle", sim.ActBurst: "burst", sim.ActSDKRetry: "sdkretry"}[a.Kind]
 			tl.global = append(tl.global, band{from: a.At, to: clip(a.At, a.Dur), class: cls, title: desc, slot: -1})
 		case sim.ActShutdown, sim.ActScaleIn:
 			w := resolve(a.Worker, a.At)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/shardlease/shardlease/engine"
 	"github.com/shardlease/shardlease/sim"
+	"github.com/shardlease/shardlease/sim/trace"
 )
 
 // Scenario is a named, readable story from production, run by the simulator.
@@ -52,14 +53,13 @@ func catalog() []Scenario {
 		},
 		{
 			Name: "crash-mid-split",
-			Story: "A reshard splits every shard of the stream and, half a second later, worker 0 (which owns some of the " +
-				"closing parents) crashes and stays down 20 s: its parents must be finished by others before any child is read. " +
-				"(Approximation: the simulator cannot target \"the owner of shard X\", so every shard is split and a worker that owns some is crashed.)",
+			Story: "A reshard splits shard 0 and, a millisecond later (before it has read to the parent's end), the worker that " +
+				"owns shard 0's lease crashes and stays down 20 s while shard 1 is split too: another worker must finish the " +
+				"closed parent before either child is read.",
 			Options: sim.Options{Workers: 3, Shards: 3, Faults: "none", Chaos: 90 * s, Actions: []sim.Action{
 				{At: 30 * s, Kind: sim.ActSplit, Shard: shard(0)},
-				{At: 30 * s, Kind: sim.ActSplit, Shard: shard(1)},
-				{At: 30 * s, Kind: sim.ActSplit, Shard: shard(2)},
-				{At: 30*s + 500*time.Millisecond, Kind: sim.ActCrash, Worker: 0, Dur: 20 * s},
+				{At: 30*s + time.Millisecond, Kind: sim.ActCrash, Shard: shard(0), Dur: 20 * s},
+				{At: 31 * s, Kind: sim.ActSplit, Shard: shard(1)},
 			}},
 		},
 		{
@@ -133,11 +133,12 @@ func catalog() []Scenario {
 		},
 		{
 			Name: "sdk-retry-applied-take",
-			Story: "Worker 0 crashes, and while the others take its shards the SDK retries conditional writes that already " +
-				"applied: the retry fails its condition and must not read as a lost lease. " +
-				"(Approximation: duplicates come from the drawn \"dup\" rate on every write, not on takes only.)",
-			Options: sim.Options{Workers: 4, Shards: 12, Faults: "dup", Chaos: 100 * s, Actions: []sim.Action{
+			Story: "Worker 0 crashes, and while the others take its shards the SDK retries half of their takes after they " +
+				"had applied (the first reply was lost): each retry fails its condition against the taker's own row, and must " +
+				"not read as a lost lease. Later worker 1 crashes under the same retries.",
+			Options: sim.Options{Workers: 4, Shards: 12, Faults: "none", Chaos: 100 * s, Actions: []sim.Action{
 				{At: 30 * s, Kind: sim.ActCrash, Worker: 0, Dur: 30 * s},
+				{At: 30 * s, Kind: sim.ActSDKRetry, Target: trace.WriteTake, Value: 0.5, Dur: 60 * s},
 				{At: 60 * s, Kind: sim.ActCrash, Worker: 1, Dur: 20 * s},
 			}},
 		},

@@ -126,23 +126,46 @@ var expectations = map[string]func(sim.Options, *sim.Result) error{
 		return atLeast("handoffs", r.Figures.Handoffs, o.Workers)
 	},
 	"crash-mid-split": func(o sim.Options, r *sim.Result) error {
+		// the process that crashed is the last one that had acquired the
+		// lease of shard 0 (the splitting parent); another process wrote
+		// its SHARD_END, and both of its children were read
+		crashAt := o.Actions[1].At
+		var crashed int32 = -1
+		for i := range r.Trace {
+			if rec := &r.Trace[i]; rec.Kind == trace.KindProcStop && rec.Reason == "crash" && rec.T == crashAt {
+				crashed = rec.Proc
+			}
+		}
+		if crashed < 0 {
+			return fmt.Errorf("no process crashed at %v", crashAt)
+		}
+		var holder int32 = -1
+		var ender int32 = -1
 		children := map[string]bool{}
 		for i := range r.Trace {
-			if rec := &r.Trace[i]; rec.Kind == trace.KindShardCreated && rec.Parent != "" {
+			rec := &r.Trace[i]
+			switch {
+			case rec.Kind == trace.LeaseAcquired && rec.Key == shard(0) && rec.T < crashAt:
+				holder = rec.Proc
+			case rec.Kind == trace.KindApply && rec.Key == shard(0) && rec.Reason == trace.WriteShardEnd:
+				ender = rec.Proc
+			case rec.Kind == trace.KindShardCreated && rec.Parent == shard(0):
 				children[rec.Key] = true
 			}
 		}
-		if len(children) != 6 {
-			return fmt.Errorf("%d children, want 6", len(children))
+		if holder != crashed {
+			return fmt.Errorf("process %d crashed, but process %d held the lease of the splitting shard %s", crashed, holder, shard(0))
 		}
-		read := 0
+		if ender < 0 || ender == crashed {
+			return fmt.Errorf("SHARD_END of %s written by process %d, want a process other than the crashed %d", shard(0), ender, crashed)
+		}
+		if len(children) != 2 {
+			return fmt.Errorf("%d children of %s, want 2", len(children), shard(0))
+		}
 		for c := range children {
-			if len(receivers(r, c, 0, r.Trace[len(r.Trace)-1].T)) > 0 {
-				read++
+			if len(receivers(r, c, crashAt, r.Trace[len(r.Trace)-1].T)) == 0 {
+				return fmt.Errorf("child %s of the crashed owner's shard was never read", c)
 			}
-		}
-		if err := atLeast("children read", read, 1); err != nil {
-			return err
 		}
 		return atLeast("failovers", r.Figures.Failovers, 1)
 	},
@@ -218,7 +241,30 @@ var expectations = map[string]func(sim.Options, *sim.Result) error{
 		return atLeast("takes after the crash", acquisitions(r, 1, 30*time.Second, 60*time.Second)+acquisitions(r, 2, 30*time.Second, 60*time.Second), 1)
 	},
 	"sdk-retry-applied-take": func(o sim.Options, r *sim.Result) error {
-		return atLeast("SDK retries of applied writes", faulted(r, "sdk-retry"), 1)
+		// every take whose SDK retry failed its condition was resolved as
+		// won: the same process acquired the lease next
+		retried := 0
+		for i := range r.Trace {
+			rec := &r.Trace[i]
+			if rec.Kind != trace.KindReply || rec.Fault != "sdk-retry" || rec.Reason != trace.WriteTake {
+				continue
+			}
+			if rec.Outcome == trace.OutcomeOK {
+				return fmt.Errorf("a retried take replied ok: the retry did not meet its own applied write")
+			}
+			retried++
+			won := false
+			for j := i + 1; j < len(r.Trace); j++ {
+				if x := &r.Trace[j]; x.Kind == trace.LeaseAcquired && x.Key == rec.Key {
+					won = x.Proc == rec.Proc
+					break
+				}
+			}
+			if !won {
+				return fmt.Errorf("%v: %s's retried take of %s (applied, then a failed condition) was not resolved as won", rec.T, rec.Owner, rec.Key)
+			}
+		}
+		return atLeast("takes retried by the SDK after they applied", retried, 2)
 	},
 	"restart-same-owner": func(o sim.Options, r *sim.Result) error {
 		starts := procStarts(r)[0]

@@ -161,6 +161,22 @@ func (s *simulator) slotOf(i int) *slot {
 	return s.slots[i%len(s.slots)]
 }
 
+// ownerSlot returns the slot whose live process owns shard's lease in the
+// table now.
+func (s *simulator) ownerSlot(shard string) (int, bool) {
+	for _, l := range s.tbl.Snapshot().Leases {
+		if l.Key != shard || l.Owner == "" {
+			continue
+		}
+		for _, sl := range s.slots {
+			if p := s.live(sl); p != nil && p.owner == l.Owner && !sl.dup {
+				return sl.idx, true
+			}
+		}
+	}
+	return 0, false
+}
+
 func (s *simulator) live(sl *slot) *proc {
 	if sl == nil || sl.proc < 0 {
 		return nil
@@ -173,6 +189,16 @@ func (s *simulator) live(sl *slot) *proc {
 
 func (s *simulator) act(a Action) {
 	desc := a.String()
+	if a.Shard != "" && (a.Kind == ActCrash || a.Kind == ActPause || a.Kind == ActShutdown) {
+		w, ok := s.ownerSlot(a.Shard)
+		if !ok {
+			s.fault(desc+": no live process owns it", a.Shard)
+			return
+		}
+		a.Worker = w
+		s.faultWorker = int32(w)
+		defer func() { s.faultWorker = -1 }()
+	}
 	switch a.Kind {
 	case ActCrash:
 		sl := s.slotOf(a.Worker)
@@ -320,6 +346,9 @@ func (s *simulator) act(a Action) {
 	case ActBurst:
 		s.fault(desc, "")
 		s.burst, s.burstUntil = a.Value, s.now+a.Dur
+	case ActSDKRetry:
+		s.fault(desc, "")
+		s.retryKind, s.retryChance, s.retryUntil = a.Target, a.Value, s.now+a.Dur
 	case ActDupOwner:
 		src := s.live(s.slotOf(a.Worker))
 		if src == nil {

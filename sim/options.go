@@ -138,10 +138,10 @@ type ActionKind string
 
 // The actions.
 const (
-	ActCrash          ActionKind = "crash"      // Worker; restart after Dur (0: at healing); NewOwner
+	ActCrash          ActionKind = "crash"      // Worker (or Shard's owner); restart after Dur (0: at healing); NewOwner
 	ActRestart        ActionKind = "restart"    // Worker (if down); NewOwner
-	ActPause          ActionKind = "pause"      // Worker for Dur; MidAct holds the effects of the step in progress
-	ActShutdown       ActionKind = "shutdown"   // Worker, graceful; restart after Dur (0: never)
+	ActPause          ActionKind = "pause"      // Worker (or Shard's owner) for Dur; MidAct holds the effects of the step in progress
+	ActShutdown       ActionKind = "shutdown"   // Worker (or Shard's owner), graceful; restart after Dur (0: never)
 	ActScaleOut       ActionKind = "scale-out"  // a new worker
 	ActScaleIn        ActionKind = "scale-in"   // Worker shuts down for good
 	ActPartition      ActionKind = "partition"  // Workers from Target ("table", "stream", "both") in Dir ("both", "request", "reply") for Dur
@@ -152,10 +152,18 @@ const (
 	ActTableThrottle  ActionKind = "table-throttle"
 	ActStreamThrottle ActionKind = "stream-throttle" // Value of the calls throttled for Dur
 	ActBurst          ActionKind = "burst"           // put rate times Value for Dur
-	ActDupOwner       ActionKind = "dup-owner"       // a second live process with Worker's owner id (outside the assumptions)
+	// ActSDKRetry: for Dur, a write of kind Target (a trace.Write* reason
+	// such as "take"; "" for every write) that applied has its reply lost
+	// and is retried by the SDK with chance Value: the retry fails its
+	// condition, and the caller must resolve the ambiguity.
+	ActSDKRetry ActionKind = "sdk-retry"
+	ActDupOwner ActionKind = "dup-owner" // a second live process with Worker's owner id (outside the assumptions)
 )
 
-// Action is one timed action of a schedule.
+// Action is one timed action of a schedule. A crash, pause or shutdown
+// with Shard set targets the worker whose live process owns that shard's
+// lease in the table at that moment (Worker is ignored); when no live
+// process owns it, the action does nothing.
 type Action struct {
 	At       time.Duration
 	Kind     ActionKind
@@ -175,7 +183,13 @@ func (a Action) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%8.3fs %s", a.At.Seconds(), a.Kind)
 	switch a.Kind {
-	case ActCrash, ActRestart, ActPause, ActShutdown, ActScaleIn, ActClockStep, ActDupOwner:
+	case ActCrash, ActPause, ActShutdown:
+		if a.Shard != "" {
+			b.WriteString(" owner-of")
+		} else {
+			fmt.Fprintf(&b, " w%d", a.Worker)
+		}
+	case ActRestart, ActScaleIn, ActClockStep, ActDupOwner:
 		fmt.Fprintf(&b, " w%d", a.Worker)
 	}
 	if len(a.Workers) > 0 {

@@ -110,37 +110,41 @@ type sentInfo struct {
 }
 
 type simulator struct {
-	o      Options
-	w      World
-	q      queue
-	now    time.Duration
-	end    time.Duration
-	rWork  rng
-	rNet   rng
-	rFault rng
-	rProc  rng
-	rEng   rng
-	ctx    context.Context
-	tbl    *fakes.LeaseTable
-	st     *fakes.Kinesis
-	closed []closedShard // closed shards in closing order, for expiry
-	expCur int           // closed[:expCur] have expired
-	slots  []*slot
-	procs  []*proc
-	calls  []inflight
-	free   []int
-	jobs   []job
-	freeJ  []int
-	recs   []trace.Record // the current chunk
-	chunks [][]trace.Record
-	nrecs  int
-	hash   trace.Hash
-	sink   *trace.Writer
-	events uint64
-	healed bool
+	o           Options
+	w           World
+	q           queue
+	now         time.Duration
+	end         time.Duration
+	rWork       rng
+	rNet        rng
+	rFault      rng
+	rProc       rng
+	rEng        rng
+	ctx         context.Context
+	faultWorker int32 // see fault
+	tbl         *fakes.LeaseTable
+	st          *fakes.Kinesis
+	closed      []closedShard // closed shards in closing order, for expiry
+	expCur      int           // closed[:expCur] have expired
+	slots       []*slot
+	procs       []*proc
+	calls       []inflight
+	free        []int
+	jobs        []job
+	freeJ       []int
+	recs        []trace.Record // the current chunk
+	chunks      [][]trace.Record
+	nrecs       int
+	hash        trace.Hash
+	sink        *trace.Writer
+	events      uint64
+	healed      bool
 
 	schedule       []Action
 	outside        []string
+	retryKind      string // ActSDKRetry in force until retryUntil
+	retryChance    float64
+	retryUntil     time.Duration
 	tableThrottle  float64
 	tableThrUntil  time.Duration
 	streamThrottle float64
@@ -173,7 +177,7 @@ func Run(o Options) (*Result, error) {
 	}
 	s := &simulator{o: o, w: w, rWork: newRNG(o.Seed, streamWorkload), rNet: newRNG(o.Seed, streamNetwork),
 		rFault: newRNG(o.Seed, streamFaults), rProc: newRNG(o.Seed, streamProcessor), rEng: newRNG(o.Seed, streamEngine),
-		ctx: context.Background(), hash: trace.NewHash(), pauseProc: map[uint64]int32{}}
+		ctx: context.Background(), hash: trace.NewHash(), pauseProc: map[uint64]int32{}, faultWorker: -1}
 	// The world: the fakes, on the run's true virtual time.
 	clk := fakes.ClockFunc(func() time.Time { return epoch.Add(s.now) })
 	s.tbl = fakes.NewLeaseTable(fakes.LeaseTableOptions{Clock: clk, Seed: o.Seed, StaleLag: w.Rates.StaleLag})
@@ -280,8 +284,10 @@ func (s *simulator) procRec(p *proc, r *trace.Record) *trace.Record {
 	return r
 }
 
+// fault records an injected fault. Its Worker is -1, or the slot an action
+// aimed at a shard's owner resolved to (faultWorker).
 func (s *simulator) fault(desc, key string) {
-	s.emit(&trace.Record{Kind: trace.KindFault, Worker: -1, Proc: -1, Key: key, Reason: desc})
+	s.emit(&trace.Record{Kind: trace.KindFault, Worker: s.faultWorker, Proc: -1, Key: key, Reason: desc})
 }
 
 // ---- processes ----
@@ -453,6 +459,16 @@ func writeClass(c *engine.Call, sent []sentInfo) string {
 	return ""
 }
 
+// scriptedRetry reports whether an ActSDKRetry in force makes the SDK
+// retry an applied write of kind reason. It draws only inside the
+// action's window, so runs without it draw as before.
+func (s *simulator) scriptedRetry(reason string) bool {
+	if s.healed || s.now >= s.retryUntil || (s.retryKind != "" && s.retryKind != reason) {
+		return false
+	}
+	return s.rNet.chance(s.retryChance)
+}
+
 func (s *simulator) linkOf(p *proc, op engine.Op) *link {
 	sl := s.slots[p.slot]
 	if op.IsStore() {
@@ -569,7 +585,7 @@ func (s *simulator) onApply(i int, retry bool) {
 	}
 	f.result = res
 	// an SDK retry of a write: the first reply is lost, the retry lands later
-	if !retry && c.Op.IsWrite() && s.rNet.chance(s.rate(s.w.Rates.Dup)) {
+	if !retry && c.Op.IsWrite() && (s.rNet.chance(s.rate(s.w.Rates.Dup)) || s.scriptedRetry(f.reason)) {
 		f.fault = "sdk-retry"
 		s.schedCall(i, s.now+s.latency(s.linkOf(p, c.Op))+s.rNet.between(10*time.Millisecond, 300*time.Millisecond), evRetry)
 		return
