@@ -15,7 +15,10 @@ var (
 	// in this error; the engine resolves it by re-reading the row.
 	ErrConditionFailed = errors.New("condition failed")
 	// ErrThrottled: the call was rejected before it applied (DynamoDB
-	// ProvisionedThroughputExceeded, Kinesis throughput exceeded).
+	// ProvisionedThroughputExceeded, Kinesis throughput exceeded). A store
+	// whose client retries must not return it for a write of which an
+	// earlier attempt may have applied (a lost reply, then a throttled
+	// retry): that outcome is unknown.
 	ErrThrottled = errors.New("throttled")
 	// ErrNotFound: the row, table, stream or shard does not exist.
 	ErrNotFound = errors.New("not found")

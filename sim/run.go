@@ -19,7 +19,10 @@ import (
 var (
 	errTimeout   = errors.New("sim: call timed out (unknown outcome)")
 	errTransient = errors.New("sim: 500 internal server error (unknown outcome)")
-	errThrottled = fmt.Errorf("sim: %w", engine.ErrThrottled)
+	// errRetryThrottled: an SDK retry of a write that had applied was
+	// throttled; the caller cannot tell whether the write applied.
+	errRetryThrottled = errors.New("sim: throttled after a retried attempt that may have applied (unknown outcome)")
+	errThrottled      = fmt.Errorf("sim: %w", engine.ErrThrottled)
 	// errExpiredIter is the injected expired-iterator fault.
 	errExpiredIter = fmt.Errorf("sim: injected: %w", engine.ErrExpiredIterator)
 	// errUnfencedMissing fails an unconditional write (a planted bug) of
@@ -549,6 +552,12 @@ func (s *simulator) onApply(i int, retry bool) {
 		case s.rNet.chance(s.rate(s.w.Rates.TableThrottle)) || (s.now < s.tableThrUntil && s.rNet.chance(s.tableThrottle)):
 			res.Err = errThrottled
 			f.fault = "throttled"
+			if retry {
+				// the first attempt applied: a store may not call this
+				// throttled (not applied); dynamostore reports it so
+				res.Err = errRetryThrottled
+				f.fault = "sdk-retry-throttled"
+			}
 		case s.rNet.chance(s.rate(s.w.Rates.TableTransient)):
 			f.fault = "transient"
 			transient = true

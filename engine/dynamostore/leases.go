@@ -74,14 +74,15 @@ func (s *Store) CreateLease(ctx context.Context, l engine.Lease) error {
 	if err := l.Validate(); err != nil {
 		return fmt.Errorf("dynamostore: create lease: refusing to write an invalid row: %w", err)
 	}
+	var a attempts
 	_, err := s.api.PutItem(ctx, &dynamodb.PutItemInput{
 		TableName:                aws.String(s.table),
 		Item:                     EncodeLease(l),
 		ConditionExpression:      aws.String("attribute_not_exists(#k)"),
 		ExpressionAttributeNames: map[string]string{"#k": AttrKey},
-	})
+	}, a.option)
 	if err != nil {
-		return s.mapError(fmt.Sprintf("create lease %q", l.Key), err)
+		return s.mapWriteError(fmt.Sprintf("create lease %q", l.Key), err, &a)
 	}
 	return nil
 }
@@ -99,6 +100,7 @@ func (s *Store) UpdateLease(ctx context.Context, expect engine.Expect, l engine.
 	}
 	cond, names, values := condition(expect)
 	update := updateExpression(EncodeLease(l), names, values)
+	var a attempts
 	_, err := s.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                 aws.String(s.table),
 		Key:                       keyOf(l.Key),
@@ -106,9 +108,9 @@ func (s *Store) UpdateLease(ctx context.Context, expect engine.Expect, l engine.
 		ConditionExpression:       aws.String(cond),
 		ExpressionAttributeNames:  names,
 		ExpressionAttributeValues: values,
-	})
+	}, a.option)
 	if err != nil {
-		return s.mapError(fmt.Sprintf("update lease %q (expect owner %q counter %d)", l.Key, expect.Owner, expect.Counter), err)
+		return s.mapWriteError(fmt.Sprintf("update lease %q (expect owner %q counter %d)", l.Key, expect.Owner, expect.Counter), err, &a)
 	}
 	return nil
 }
@@ -145,15 +147,16 @@ func updateExpression(item Item, names map[string]string, values Item) string {
 // DeleteLease deletes the row key on the same condition as UpdateLease.
 func (s *Store) DeleteLease(ctx context.Context, key string, expect engine.Expect) error {
 	cond, names, values := condition(expect)
+	var a attempts
 	_, err := s.api.DeleteItem(ctx, &dynamodb.DeleteItemInput{
 		TableName:                 aws.String(s.table),
 		Key:                       keyOf(key),
 		ConditionExpression:       aws.String(cond),
 		ExpressionAttributeNames:  names,
 		ExpressionAttributeValues: values,
-	})
+	}, a.option)
 	if err != nil {
-		return s.mapError(fmt.Sprintf("delete lease %q (expect owner %q counter %d)", key, expect.Owner, expect.Counter), err)
+		return s.mapWriteError(fmt.Sprintf("delete lease %q (expect owner %q counter %d)", key, expect.Owner, expect.Counter), err, &a)
 	}
 	return nil
 }

@@ -124,3 +124,56 @@ func TestLostReplyWithoutRetryIsUnknown(t *testing.T) {
 		t.Fatalf("CreateLease with a lost reply = %v, want an error matching no sentinel", err)
 	}
 }
+
+// TestThrottledRetryOfAppliedWriteIsUnknown: the first attempt of a write
+// applies but its reply is lost (HTTP 500), and the SDK's retries are
+// throttled. engine.ErrThrottled would tell the engine the write did not
+// apply, which is false: the store must report an unknown outcome. A
+// write throttled on every attempt did not apply and stays ErrThrottled.
+func TestThrottledRetryOfAppliedWriteIsUnknown(t *testing.T) {
+	s, p := proxied(t, true)
+	l := engine.Lease{Key: "k", Owner: "w1", Counter: 1, Checkpoint: engine.SentinelCheckpoint(engine.TrimHorizon)}
+	if err := s.CreateLease(ctx(t), l); err != nil {
+		t.Fatal(err)
+	}
+	unknown := func(err error) bool {
+		return err != nil && !errors.Is(err, engine.ErrThrottled) && !errors.Is(err, engine.ErrConditionFailed) && !errors.Is(err, engine.ErrNotFound)
+	}
+
+	n := l
+	n.Owner, n.Counter = "w2", 2
+	p.FailAfterForward("UpdateItem", 1)
+	p.Reject("UpdateItem", -1, http.StatusBadRequest, "ProvisionedThroughputExceededException")
+	if err := s.UpdateLease(ctx(t), engine.ExpectOf(l), n); !unknown(err) {
+		t.Fatalf("UpdateLease applied, reply lost, retries throttled = %v; want an unknown outcome (no sentinel)", err)
+	}
+	if got, err := s.GetLease(ctx(t), "k"); err != nil || !got.Equal(n) {
+		t.Fatalf("row = %+v, %v; want the write that applied, %+v", got, err, n)
+	}
+
+	p.Clear()
+	p.Reject("UpdateItem", -1, http.StatusBadRequest, "ThrottlingException")
+	m := n
+	m.Counter = 3
+	if err := s.UpdateLease(ctx(t), engine.ExpectOf(n), m); !errors.Is(err, engine.ErrThrottled) {
+		t.Fatalf("UpdateLease throttled on every attempt = %v; want ErrThrottled (it did not apply)", err)
+	}
+	if n := p.Count("UpdateItem"); n < 3 {
+		t.Fatalf("proxy saw %d UpdateItem requests; want the SDK to have retried", n)
+	}
+
+	p.Clear()
+	p.FailAfterForward("DeleteItem", 1)
+	p.Reject("DeleteItem", -1, http.StatusBadRequest, "RequestLimitExceeded")
+	if err := s.DeleteLease(ctx(t), "k", engine.ExpectOf(n)); !unknown(err) {
+		t.Fatalf("DeleteLease applied, reply lost, retries throttled = %v; want an unknown outcome", err)
+	}
+
+	p.Clear()
+	c := engine.Lease{Key: "c", Counter: 1, Checkpoint: engine.SentinelCheckpoint(engine.TrimHorizon)}
+	p.FailAfterForward("PutItem", 1)
+	p.Reject("PutItem", -1, http.StatusBadRequest, "ProvisionedThroughputExceededException")
+	if err := s.CreateLease(ctx(t), c); !unknown(err) {
+		t.Fatalf("CreateLease applied, reply lost, retries throttled = %v; want an unknown outcome", err)
+	}
+}
