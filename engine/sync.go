@@ -30,9 +30,30 @@ func (s *syncState) soon(now time.Duration) {
 	}
 }
 
+// BackupSyncFactor is how many times less often a worker that is not the
+// sync leader runs the periodic shard sync (see Config.ShardSyncInterval).
+const BackupSyncFactor = 6
+
+// syncInterval returns the time until this worker's next periodic shard
+// sync. Shard sync is conditional and idempotent, so any number of workers
+// may run it, and one suffices: the sync leader, the worker with the
+// smallest owner id among the owners of the rows it last listed (or any
+// worker that saw no smaller owner, e.g. at start), syncs every
+// ShardSyncInterval; the others every BackupSyncFactor times that, in case
+// the leader cannot. Periodic syncs then read the table O(shards) rather
+// than O(workers x shards) times per interval. Syncs that an event asks
+// for (a shard ended, a listing lacks its children) run at once on any
+// worker.
+func (w *Worker) syncInterval() time.Duration {
+	if w.syncLeader {
+		return w.cfg.ShardSyncInterval
+	}
+	return BackupSyncFactor * w.cfg.ShardSyncInterval
+}
+
 func (w *Worker) startSync() {
 	s := &w.sync
-	s.next = w.now.Mono + w.jitter(w.cfg.ShardSyncInterval)
+	s.next = w.now.Mono + w.jitter(w.syncInterval())
 	s.sentAt = w.now.Mono
 	s.round++
 	s.failed = false

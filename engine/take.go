@@ -87,9 +87,18 @@ func (w *Worker) observeListing(l Listing) {
 	if !slices.IsSortedFunc(l.Leases, byKey) {
 		slices.SortFunc(l.Leases, byKey)
 	}
+	wasLeader := w.syncLeader
+	w.syncLeader = true
 	for i := range l.Leases {
 		o := w.observeRow(l.Leases[i])
 		o.scan = gen
+		if own := l.Leases[i].Owner; own != "" && own < w.cfg.Owner {
+			w.syncLeader = false
+		}
+	}
+	if w.syncLeader && !wasLeader {
+		// the backup's next sync may be far: the new leader's is due
+		w.sync.next = min(w.sync.next, w.now.Mono+w.jitter(w.cfg.ShardSyncInterval))
 	}
 	for k, o := range w.obs {
 		if o.scan != gen {

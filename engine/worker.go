@@ -30,6 +30,9 @@ type Worker struct {
 
 	// The table as this worker has seen it: one observation per key.
 	obs map[string]*observation
+	// syncLeader: no row of the latest listing is owned by an owner id
+	// smaller than this worker's (see syncInterval).
+	syncLeader bool
 
 	// Leases held, by key; heldKeys is kept sorted for deterministic
 	// iteration.
@@ -86,16 +89,17 @@ func NewWorker(cfg Config) (*Worker, error) {
 		return nil, err
 	}
 	w := &Worker{
-		cfg:     c,
-		keys:    KeyFormat{MultiStream: c.MultiStream, LegacyStream: c.LegacyStream},
-		rng:     rand.New(rand.NewPCG(c.Seed, 0x5eed5ea5e)),
-		trace:   c.Trace,
-		streams: make(map[string]*StreamConfig, len(c.Streams)),
-		pending: make(map[uint64]pendingCall),
-		obs:     make(map[string]*observation),
-		held:    make(map[string]*holding),
-		writes:  make(map[string]*write),
-		ghosts:  make(map[string][]ghost),
+		cfg:        c,
+		keys:       KeyFormat{MultiStream: c.MultiStream, LegacyStream: c.LegacyStream},
+		rng:        rand.New(rand.NewPCG(c.Seed, 0x5eed5ea5e)),
+		trace:      c.Trace,
+		streams:    make(map[string]*StreamConfig, len(c.Streams)),
+		pending:    make(map[uint64]pendingCall),
+		obs:        make(map[string]*observation),
+		held:       make(map[string]*holding),
+		writes:     make(map[string]*write),
+		ghosts:     make(map[string][]ghost),
+		syncLeader: true, // until a listing shows a smaller owner
 	}
 	for i := range c.Streams {
 		w.streams[c.Streams[i].Name] = &c.Streams[i]

@@ -65,6 +65,7 @@ type Seed struct {
 	Handoffs               int     `json:"handoffs"`
 	RedeliveriesPerHandoff float64 `json:"redeliveries_per_handoff"`
 	TableOpsPerShardHour   float64 `json:"table_ops_per_shard_hour"`
+	TableRowsPerShardHour  float64 `json:"table_rows_read_per_shard_hour"`
 	StreamOpsPerShardHour  float64 `json:"stream_ops_per_shard_hour"`
 	Puts                   int     `json:"puts"`
 	LostToRetention        int     `json:"lost_to_retention"`
@@ -95,6 +96,7 @@ func NewSeed(scenario string, o sim.Options, res *sim.Result, wall time.Duration
 	s.Handoffs = f.Handoffs
 	s.RedeliveriesPerHandoff = round(f.RedeliveriesPerHandoff, 3)
 	s.TableOpsPerShardHour = round(f.TableOpsPerShardHour, 1)
+	s.TableRowsPerShardHour = round(f.TableRowsPerShardHour, 1)
 	s.StreamOpsPerShardHour = round(f.StreamOpsPerShardHour, 1)
 	s.Puts = f.Puts
 	s.LostToRetention = f.LostToRetention
@@ -148,6 +150,7 @@ type Totals struct {
 	Handoffs               int     `json:"handoffs"`
 	RedeliveriesPerHandoff float64 `json:"redeliveries_per_handoff"`
 	TableOpsPerShardHour   float64 `json:"table_ops_per_shard_hour"`
+	TableRowsPerShardHour  float64 `json:"table_rows_read_per_shard_hour"`
 	StreamOpsPerShardHour  float64 `json:"stream_ops_per_shard_hour"`
 
 	// Speed. WallSeconds is the sweep's elapsed time (seeds run Parallel
@@ -193,7 +196,7 @@ func NewSweep(scenario, story, command string, seeds []Seed, wall time.Duration,
 	t.WallSeconds = round(wall.Seconds(), 4)
 	var p50s []float64
 	var redelivered float64
-	var tableOps, streamOps float64
+	var tableOps, tableRows, streamOps float64
 	measured := 0
 	for _, s := range sw.Seeds {
 		t.Seeds++
@@ -225,6 +228,7 @@ func NewSweep(scenario, story, command string, seeds []Seed, wall time.Duration,
 		t.Handoffs += s.Handoffs
 		redelivered += s.RedeliveriesPerHandoff * float64(s.Handoffs)
 		tableOps += s.TableOpsPerShardHour
+		tableRows += s.TableRowsPerShardHour
 		streamOps += s.StreamOpsPerShardHour
 		measured++
 	}
@@ -237,6 +241,7 @@ func NewSweep(scenario, story, command string, seeds []Seed, wall time.Duration,
 	}
 	if measured > 0 {
 		t.TableOpsPerShardHour = round(tableOps/float64(measured), 1)
+		t.TableRowsPerShardHour = round(tableRows/float64(measured), 1)
 		t.StreamOpsPerShardHour = round(streamOps/float64(measured), 1)
 	}
 	t.SeedWallSeconds = round(t.SeedWallSeconds, 4)

@@ -230,6 +230,7 @@ type Figures struct {
 	Handoffs               int
 	RedeliveriesPerHandoff float64
 	TableOpsPerShardHour   float64
+	TableRowsPerShardHour  float64 // lease-table rows read (see check.Figures.RowsRead)
 	StreamOpsPerShardHour  float64
 	Puts                   int
 	LostToRetention        int

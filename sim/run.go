@@ -1110,6 +1110,7 @@ func (s *simulator) finish() (*Result, error) {
 	}
 	if f.ShardHours > 0 {
 		res.Figures.TableOpsPerShardHour = float64(f.StoreCalls) / f.ShardHours
+		res.Figures.TableRowsPerShardHour = float64(f.RowsRead) / f.ShardHours
 		res.Figures.StreamOpsPerShardHour = float64(f.StreamCalls) / f.ShardHours
 	}
 	if s.o.KeepTrace {

@@ -105,7 +105,7 @@ func TestJSONLines(t *testing.T) {
 		t.Fatalf("%d lines, want 4:\n%s", len(objs), out)
 	}
 	fields := []string{"scenario", "seed", "tier", "trace_hash", "events", "virtual_seconds", "wall_seconds", "violations",
-		"failover_p50_ms", "failover_max_ms", "redeliveries_per_handoff", "table_ops_per_shard_hour", "replay"}
+		"failover_p50_ms", "failover_max_ms", "redeliveries_per_handoff", "table_ops_per_shard_hour", "table_rows_read_per_shard_hour", "replay"}
 	for i, m := range objs {
 		for _, f := range fields {
 			if _, ok := m[f]; !ok {

@@ -327,10 +327,17 @@ func TestMeasure(t *testing.T) {
 		add(2, trace.KindProcStop, 1, "", nil).
 		add(7, trace.KindInitialized, 2, "s0", cp("10")).
 		add(7, trace.KindReceived, 2, "s0", batch("11", "13", 3)).
-		add(8, trace.KindReply, 2, "", func(r *trace.Record) { r.Op = engine.OpUpdateLease })
+		add(8, trace.KindReply, 2, "", func(r *trace.Record) { r.Op, r.Outcome = engine.OpUpdateLease, trace.OutcomeOK }).
+		add(9, trace.KindReply, 2, "", func(r *trace.Record) { r.Op, r.Outcome, r.Count = engine.OpListLeases, trace.OutcomeOK, 5 }).
+		add(9, trace.KindReply, 1, "", func(r *trace.Record) { r.Op, r.Outcome, r.Count = engine.OpListLeases, trace.OutcomeThrottled, 0 }).
+		add(10, trace.KindReply, 2, "s0", func(r *trace.Record) { r.Op, r.Outcome = engine.OpGetLease, trace.OutcomeOK })
 	f := Measure(b.recs, 3600*time.Second)
-	if f.Handoffs != 1 || f.Redelivered != 2 || len(f.Failovers) != 1 || f.Failovers[0] != 6*time.Second || f.StoreCalls != 1 {
+	if f.Handoffs != 1 || f.Redelivered != 2 || len(f.Failovers) != 1 || f.Failovers[0] != 6*time.Second || f.StoreCalls != 4 {
 		t.Fatalf("figures %+v", f)
+	}
+	// a scan reads every row it returns; a GetLease one row; a write none
+	if f.RowsRead != 6 {
+		t.Fatalf("rows read %d, want 5 (a scan) + 1 (a GetLease)", f.RowsRead)
 	}
 }
 

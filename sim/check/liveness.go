@@ -4,6 +4,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/shardlease/shardlease/engine"
 	"github.com/shardlease/shardlease/sim/trace"
 )
 
@@ -174,6 +175,11 @@ type Figures struct {
 	Handoffs, Redelivered int
 	// StoreCalls and StreamCalls count the calls answered.
 	StoreCalls, StreamCalls int
+	// RowsRead counts the lease-table rows read: every row a ListLeases
+	// (scan) returned, and one per GetLease answered. DynamoDB bills
+	// reads by rows (and their size), a scan of the whole table as one
+	// call but every row of it.
+	RowsRead int
 	// ShardHours is the time shards were open, summed, in hours.
 	ShardHours float64
 }
@@ -207,6 +213,12 @@ func Measure(recs []trace.Record, end time.Duration) Figures {
 		case trace.KindReply:
 			if r.Op.IsStore() {
 				f.StoreCalls++
+				switch {
+				case r.Op == engine.OpListLeases && r.Outcome == trace.OutcomeOK:
+					f.RowsRead += r.Count
+				case r.Op == engine.OpGetLease && (r.Outcome == trace.OutcomeOK || r.Outcome == trace.OutcomeNotFound):
+					f.RowsRead++
+				}
 			} else {
 				f.StreamCalls++
 			}
