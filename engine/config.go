@@ -66,7 +66,9 @@ type Config struct {
 	// take. Default: LeaseDuration.
 	TakeInterval time.Duration
 	// ShardSyncInterval is the time between shard syncs (ListShards,
-	// lease creation, cleanup of finished leases).
+	// lease creation, cleanup of finished leases) on the sync leader;
+	// other workers sync BackupSyncFactor times less often, and any
+	// worker at once when a shard it holds ends.
 	ShardSyncInterval time.Duration
 	// MaxLeasesForWorker caps the leases held; 0 means no cap.
 	MaxLeasesForWorker int
@@ -81,8 +83,11 @@ type Config struct {
 	// need not be: every take is a compare-and-swap on the row version, so
 	// a stale scan can delay a take but never make a wrong one.
 	ConsistentTakeScans bool
-	// Seed seeds the worker's jitter. Two workers should have different
-	// seeds; the same seed gives the same decisions.
+	// Seed seeds the worker's jitter and the Lease.Writer of its writes.
+	// Every process must have its own seed, including a process restarted
+	// under the same owner id: the seed is what tells its writes from its
+	// predecessor's. The same seed gives the same decisions. Consumer
+	// draws a random seed when it is 0.
 	Seed uint64
 	// Trace, if set, receives every trace event.
 	Trace Tracer

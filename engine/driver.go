@@ -2,6 +2,8 @@ package engine
 
 import (
 	"context"
+	crand "crypto/rand"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -70,6 +72,13 @@ func NewConsumer(opts ConsumerOptions) (*Consumer, error) {
 	}
 	if opts.MaxStoreCalls < 0 || opts.MaxStreamCalls < 0 || opts.CallTimeout < 0 || opts.ShutdownTimeout < 0 {
 		errs = append(errs, errors.New("ConsumerOptions limits and timeouts must not be negative"))
+	}
+	if opts.Config.Seed == 0 {
+		// Every process needs its own seed (see Config.Seed): the driver,
+		// not the decision core, is where randomness may come from.
+		var b [8]byte
+		_, _ = crand.Read(b[:])
+		opts.Config.Seed = binary.LittleEndian.Uint64(b[:]) | 1
 	}
 	w, err := NewWorker(opts.Config)
 	if err != nil {

@@ -349,3 +349,27 @@ func (p *nopProc) ShutdownRequested(context.Context, ShutdownInput) error {
 	return nil
 }
 func (p *nopProc) LeaseLost(context.Context, LeaseLostInput) {}
+
+// TestConsumerDrawsASeed: two consumers built with Seed 0 (as a process
+// restarted under the same owner id would be) write as different writers.
+func TestConsumerDrawsASeed(t *testing.T) {
+	mk := func() *Consumer {
+		c, err := NewConsumer(ConsumerOptions{
+			Config:    Config{Owner: "w1", Streams: []StreamConfig{{Name: "s"}}},
+			Stream:    &lockedStream{s: newTStream(1)},
+			Processor: newRecorder().factory,
+			Clock:     clock.NewMock(),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	a, b := mk(), mk()
+	if a.worker.writer == "" || a.worker.writer == b.worker.writer {
+		t.Fatalf("writers %q and %q: want two different ones", a.worker.writer, b.worker.writer)
+	}
+	if a.worker.Config().Seed == 0 {
+		t.Fatal("the consumer kept seed 0")
+	}
+}

@@ -21,6 +21,7 @@ import (
 //	startingHashKey               StartingHashKey
 //	endingHashKey                 EndingHashKey
 //	handoffFrom                   HandoffFrom (shardlease's own; KCL ignores it)
+//	leaseWriter                   Writer (shardlease's own; KCL ignores it)
 //
 // Every write shardlease makes to a row increments Counter and is
 // conditional on the Counter (and Owner) it read, so (Key, Counter) names
@@ -43,6 +44,13 @@ type Lease struct {
 	// before its owner ever acted), must wait a full lease duration before
 	// acting, as for a live owner's row.
 	HandoffFrom string
+	// Writer names the process that wrote this version of the row: a
+	// nonce each worker draws from its Config.Seed. A write of unknown
+	// outcome is resolved by re-reading the row and finding its own
+	// version there; the owner id alone cannot tell this process's write
+	// from the identical one a predecessor under the same owner id (a
+	// crashed process, restarted) wrote. Empty in rows others wrote.
+	Writer string
 }
 
 // Clone returns a deep copy of l.
@@ -59,7 +67,7 @@ func (l Lease) Equal(m Lease) bool {
 		l.Checkpoint == m.Checkpoint && l.OwnerSwitches == m.OwnerSwitches &&
 		slices.Equal(l.Parents, m.Parents) && slices.Equal(l.Children, m.Children) &&
 		l.StartingHashKey == m.StartingHashKey && l.EndingHashKey == m.EndingHashKey &&
-		l.HandoffFrom == m.HandoffFrom
+		l.HandoffFrom == m.HandoffFrom && l.Writer == m.Writer
 }
 
 // Validate reports a malformed row: an empty key, a negative counter or an

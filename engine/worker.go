@@ -3,6 +3,7 @@ package engine
 import (
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"time"
 )
 
@@ -30,6 +31,8 @@ type Worker struct {
 
 	// The table as this worker has seen it: one observation per key.
 	obs map[string]*observation
+	// writer is the Lease.Writer of every row this worker writes.
+	writer string
 	// syncLeader: no row of the latest listing is owned by an owner id
 	// smaller than this worker's (see syncInterval).
 	syncLeader bool
@@ -100,6 +103,7 @@ func NewWorker(cfg Config) (*Worker, error) {
 		writes:     make(map[string]*write),
 		ghosts:     make(map[string][]ghost),
 		syncLeader: true, // until a listing shows a smaller owner
+		writer:     writerOf(c.Seed),
 	}
 	for i := range c.Streams {
 		w.streams[c.Streams[i].Name] = &c.Streams[i]
@@ -362,4 +366,14 @@ func (w *Worker) addHeld(h *holding) {
 	i, _ := slices.BinarySearch(w.heldKeys, h.key)
 	w.heldKeys = slices.Insert(w.heldKeys, i, h.key)
 	w.dueq.set(h, w.now.Mono)
+}
+
+// writerOf returns the Lease.Writer of a worker seeded with seed: the seed
+// mixed (splitmix64) so that nearby seeds give unrelated writers.
+func writerOf(seed uint64) string {
+	z := seed + 0x9e3779b97f4a7c15
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+	z ^= z >> 31
+	return strconv.FormatUint(z, 36)
 }

@@ -54,6 +54,7 @@ type write struct {
 // sendWrite sends wr now.
 func (w *Worker) sendWrite(wr *write) {
 	wr.sentAt = w.now.Mono
+	wr.row.Writer = w.writer
 	wr.resolving = false
 	c := Call{Key: wr.key}
 	switch wr.kind {

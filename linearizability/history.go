@@ -112,13 +112,14 @@ type Row struct {
 	StartingHashKey string
 	EndingHashKey   string
 	HandoffFrom     string
+	Writer          string
 }
 
 // RowOf returns the comparable form of l.
 func RowOf(l engine.Lease) Row {
 	return Row{Key: l.Key, Owner: l.Owner, Counter: l.Counter, Checkpoint: l.Checkpoint,
 		OwnerSwitches: l.OwnerSwitches, Parents: strings.Join(l.Parents, ","), Children: strings.Join(l.Children, ","),
-		StartingHashKey: l.StartingHashKey, EndingHashKey: l.EndingHashKey, HandoffFrom: l.HandoffFrom}
+		StartingHashKey: l.StartingHashKey, EndingHashKey: l.EndingHashKey, HandoffFrom: l.HandoffFrom, Writer: l.Writer}
 }
 
 // TraceRowOf returns the part of l that a sim/trace Record carries (key,

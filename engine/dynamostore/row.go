@@ -24,6 +24,9 @@ const (
 	// AttrHandoffFrom is shardlease's own attribute (engine.Lease.HandoffFrom):
 	// KCL ignores it; it is absent when no handoff is pending.
 	AttrHandoffFrom = "handoffFrom"
+	// AttrWriter is shardlease's own attribute (engine.Lease.Writer): which
+	// process wrote this version of the row. KCL ignores it.
+	AttrWriter = "leaseWriter"
 )
 
 // Item is one raw DynamoDB row.
@@ -47,6 +50,7 @@ func EncodeLease(l engine.Lease) Item {
 	putSS(item, AttrParents, l.Parents)
 	putSS(item, AttrChildren, l.Children)
 	putS(item, AttrHandoffFrom, l.HandoffFrom)
+	putS(item, AttrWriter, l.Writer)
 	return item
 }
 
@@ -88,6 +92,7 @@ func DecodeLease(item Item) (l engine.Lease, key string, err error) {
 	l.StartingHashKey = d.str(AttrStartingHash, false)
 	l.EndingHashKey = d.str(AttrEndingHash, false)
 	l.HandoffFrom = d.str(AttrHandoffFrom, false)
+	l.Writer = d.str(AttrWriter, false)
 	if d.err != nil {
 		return engine.Lease{}, key, d.err
 	}

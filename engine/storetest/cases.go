@@ -33,6 +33,8 @@ func full(key string) engine.Lease {
 		Children:        []string{"shardId-000000000003", "shardId-000000000004"},
 		StartingHashKey: "170141183460469231731687303715884105728",
 		EndingHashKey:   maxHash,
+		HandoffFrom:     "worker-0",
+		Writer:          "1x2y3z",
 	}
 }
 
