@@ -275,8 +275,10 @@ var expectations = map[string]func(sim.Options, *sim.Result) error{
 	},
 	"slow-clock-holder-cut-off": func(o sim.Options, r *sim.Result) error {
 		// worker 1 took worker 0's shards during the cut, and its first
-		// receipt came less than the safety margin after worker 0's last:
-		// the margin is all the slack there was
+		// receipt came soon after worker 0's last: within twice the safety
+		// margin (the drift at its bound eats half of the margin; the rest
+		// is the taker's scan and call latency). Without the margin the two
+		// overlap (TestSlowClockScenarioNeedsTheMargin).
 		cut := o.Actions[1]
 		margin := engine.MinSafetyMargin(10*time.Second, 0.05)
 		tight := 0
@@ -297,8 +299,9 @@ var expectations = map[string]func(sim.Options, *sim.Result) error{
 			if last < 0 || first < 0 {
 				continue // not a shard of worker 0's
 			}
-			if gap := first - last; gap <= 0 || gap >= margin {
-				return fmt.Errorf("%s: worker 1 first received %v after worker 0 last did, want within (0, %v)", key, gap, margin)
+			gap := first - last
+			if gap <= 0 || gap >= 2*margin {
+				return fmt.Errorf("%s: worker 1 first received %v after worker 0 last did, want within (0, %v)", key, gap, 2*margin)
 			}
 			tight++
 		}
