@@ -72,10 +72,10 @@ func catalog() []Scenario {
 		},
 		{
 			Name: "gc-pause-longer-than-lease",
-			Story: "A stop-the-world GC pause freezes worker 0 for 60 s, longer than any lease duration; the others take its " +
+			Story: "A stop-the-world GC pause freezes the worker that owns shard 0 for 60 s, longer than any lease duration; the others take its " +
 				"shards, and when it wakes its queued results and timers must not let it deliver or checkpoint on leases it lost.",
 			Options: sim.Options{Workers: 3, Shards: 8, Faults: "none", Chaos: 120 * s, Actions: []sim.Action{
-				{At: 30 * s, Kind: sim.ActPause, Worker: 0, Dur: 60 * s},
+				{At: 30 * s, Kind: sim.ActPause, Shard: shard(0), Dur: 60 * s},
 			}},
 		},
 		{
@@ -98,10 +98,10 @@ func catalog() []Scenario {
 		},
 		{
 			Name: "throttled-failover",
-			Story: "Worker 0 crashes and, at the same moment, the lease table starts throttling 90% of calls for 40 s: " +
+			Story: "The worker that owns shard 0 crashes and, at the same moment, the lease table starts throttling 90% of calls for 40 s: " +
 				"the survivors must take over its shards through the throttling, without double ownership.",
 			Options: sim.Options{Workers: 3, Shards: 9, Faults: "none", Chaos: 100 * s, Actions: []sim.Action{
-				{At: 30 * s, Kind: sim.ActCrash, Worker: 0},
+				{At: 30 * s, Kind: sim.ActCrash, Shard: shard(0)},
 				{At: 30 * s, Kind: sim.ActTableThrottle, Dur: 40 * s, Value: 0.9},
 			}},
 		},
@@ -123,32 +123,33 @@ func catalog() []Scenario {
 		},
 		{
 			Name: "stale-reads-takeover",
-			Story: "The lease table serves eventually consistent scans that return stale rows while worker 0 crashes and the " +
-				"others take over its shards: a stale row may delay a take, never make a wrong one.",
+			Story: "The lease table serves eventually consistent scans that return stale rows while the worker that owns shard 0 " +
+				"crashes and the others take over its shards: a stale row may delay a take, never make a wrong one.",
 			Options: sim.Options{Workers: 3, Shards: 9, Faults: "stale-reads", Chaos: 100 * s,
 				Engine: func(c *engine.Config) { c.ConsistentTakeScans = false },
 				Actions: []sim.Action{
-					{At: 30 * s, Kind: sim.ActCrash, Worker: 0, Dur: 30 * s},
+					{At: 30 * s, Kind: sim.ActCrash, Shard: shard(0), Dur: 30 * s},
 				}},
 		},
 		{
 			Name: "sdk-retry-applied-take",
-			Story: "Worker 0 crashes, and while the others take its shards the SDK retries half of their takes after they " +
+			Story: "The owner of shard 0 crashes, and while the others take its shards the SDK retries half of their takes after they " +
 				"had applied (the first reply was lost): each retry fails its condition against the taker's own row, and must " +
-				"not read as a lost lease. Later worker 1 crashes under the same retries.",
+				"not read as a lost lease. Later the owner of shard 1 crashes under the same retries.",
 			Options: sim.Options{Workers: 4, Shards: 12, Faults: "none", Chaos: 100 * s, Actions: []sim.Action{
-				{At: 30 * s, Kind: sim.ActCrash, Worker: 0, Dur: 30 * s},
+				{At: 30 * s, Kind: sim.ActCrash, Shard: shard(0), Dur: 30 * s},
 				{At: 30 * s, Kind: sim.ActSDKRetry, Target: trace.WriteTake, Value: 0.5, Dur: 60 * s},
-				{At: 60 * s, Kind: sim.ActCrash, Worker: 1, Dur: 20 * s},
+				{At: 60 * s, Kind: sim.ActCrash, Shard: shard(1), Dur: 20 * s},
 			}},
 		},
 		{
 			Name: "restart-same-owner",
-			Story: "Worker 0 crashes and its process manager restarts it 1 s later under the same owner id, well inside its " +
-				"leases: the new process resumes them from the stored checkpoints, not from its predecessor's memory.",
+			Story: "The worker that owns shard 0 crashes and its process manager restarts it 1 s later under the same owner id, " +
+				"well inside its leases: the new process resumes them from the stored checkpoints, not from its predecessor's " +
+				"memory. 30 s later it happens again.",
 			Options: sim.Options{Workers: 3, Shards: 6, Faults: "none", Chaos: 90 * s, Actions: []sim.Action{
-				{At: 30 * s, Kind: sim.ActCrash, Worker: 0, Dur: time.Second},
-				{At: 60 * s, Kind: sim.ActCrash, Worker: 0, Dur: time.Second},
+				{At: 30 * s, Kind: sim.ActCrash, Shard: shard(0), Dur: time.Second},
+				{At: 60 * s, Kind: sim.ActCrash, Shard: shard(0), Dur: time.Second},
 			}},
 		},
 		{
