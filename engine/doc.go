@@ -23,7 +23,10 @@
 //     what it has seen survives re-reads of an unchanged row.
 //   - A holder's lease is valid for LeaseDuration from the time the last
 //     applied write was sent (not from its reply); the holder stops acting
-//     (no deliveries, no checkpoints) SafetyMargin before that.
+//     (no deliveries, no checkpoints) SafetyMargin before that. Consumer
+//     checks that bound again at the moment it hands records to a processor
+//     (see Worker.ActingUntil), so a process paused in between does not
+//     deliver them late.
 //   - A taker acts on a lease taken from another owner only once that
 //     owner's own view has expired: LeaseDuration after the taker first saw
 //     the version it replaced. A stolen lease therefore never has two
@@ -31,7 +34,10 @@
 //   - A write whose outcome is unknown (timeout, lost reply) or whose
 //     condition failed (also what an SDK retry of an applied write
 //     returns) is resolved by a strongly consistent re-read, never taken
-//     blindly as a loss or a win.
+//     blindly as a loss or a win. The re-read looks for the write's own
+//     version, named by Lease.Writer, a per-process nonce: a process
+//     restarted under the same owner id never mistakes its predecessor's
+//     identical row for its own write.
 //   - Checkpoints are fenced by the lease version and only move forward;
 //     sequence numbers compare numerically.
 //   - A child shard is processed only after a strongly consistent read
@@ -43,6 +49,10 @@
 //   - Children of splits and merges start at TRIM_HORIZON; the configured
 //     initial position applies only to shards that existed when the
 //     application first started.
+//   - Shard sync is idempotent; one sync leader (the smallest owner id in
+//     its view) runs it every ShardSyncInterval, the others as a backup
+//     BackupSyncFactor times less often, and any worker at once when a
+//     shard it holds ends.
 //
 // # Tables
 //
