@@ -99,10 +99,11 @@ type Config struct {
 // Mutations are the bugs Config.Mutation can plant: rules of the engine
 // that the simulator cannot break from outside.
 var Mutations = map[string]string{
-	"validity-from-reply": "a lease's validity is counted from the reply of its last write, not from its send (KCL's rule)",
-	"no-safety-margin":    "the holder acts until its own view of expiry, with no safety margin",
-	"parents-unchecked":   "a child shard is processed without reading its parents",
-	"steal-acts-at-once":  "a taker acts on a lease taken from another owner at once, without waiting that owner out",
+	"validity-from-reply":    "a lease's validity is counted from the reply of its last write, not from its send (KCL's rule)",
+	"no-safety-margin":       "the holder acts until its own view of expiry, with no safety margin",
+	"parents-unchecked":      "a child shard is processed without reading its parents",
+	"steal-acts-at-once":     "a taker acts on a lease taken from another owner at once, without waiting that owner out",
+	"resolve-ignores-writer": "a write of unknown outcome is resolved by the row's contents alone, not its writer: a restarted process takes its predecessor's identical row for its own write",
 }
 
 // withDefaults returns c with zero fields set to their defaults.

@@ -129,7 +129,7 @@ func (w *Worker) onResolveResult(key string, r Result) {
 		switch {
 		case wr.kind == wDelete:
 			w.writeNotApplied(wr, false)
-		case r.Lease.Equal(wr.row):
+		case w.sameWrite(r.Lease, wr.row):
 			w.emitResolved(wr, "applied")
 			// The row may have been written by an earlier write of the
 			// same row at the same version (see ghost): the validity it
@@ -281,4 +281,14 @@ func (w *Worker) nextBackoff(prev time.Duration) time.Duration {
 		d = 5 * time.Second
 	}
 	return w.jitter(d)
+}
+
+// sameWrite reports whether the row read back is the version wr wrote:
+// the same contents and the same writer (under the planted bug
+// resolve-ignores-writer, the contents alone).
+func (w *Worker) sameWrite(read, wrote Lease) bool {
+	if w.cfg.Mutation == "resolve-ignores-writer" {
+		read.Writer = wrote.Writer
+	}
+	return read.Equal(wrote)
 }

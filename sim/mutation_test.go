@@ -43,6 +43,11 @@ var mutationCases = []mutationCase{
 	// world rarely removes both. Reported, not required: the scenario
 	// slow-clock-holder-cut-off (package scenarios) catches it on every seed.
 	{mutation: "engine:no-safety-margin", faults: "latency,clog,partition,pause,clock-steps", invariant: "S1", bound: 300, slow: true, hard: true},
+	// Resolving a write by the row's contents alone needs a process
+	// restarted under the same owner id whose first consistent scan is
+	// throttled and whose eventually consistent one is stale: the swarm
+	// (drawn worlds) first finds it at seed 135, the bug it was fixed for.
+	{mutation: "engine:resolve-ignores-writer", faults: "swarm", invariant: "S1", bound: 150, slow: true},
 }
 
 // TestMutationsCaught runs the engine with a planted bug on a bounded
@@ -57,11 +62,17 @@ func TestMutationsCaught(t *testing.T) {
 		t.Run(mc.mutation+"/"+mc.invariant, func(t *testing.T) {
 			start := time.Now()
 			for seed := uint64(1); seed <= mc.bound; seed++ {
-				res, err := Run(Options{Seed: seed, Mutation: mc.mutation, Faults: mc.faults, Workers: 4, Shards: 8})
+				o := Options{Seed: seed, Mutation: mc.mutation, Faults: mc.faults, Workers: 4, Shards: 8}
+				if mc.faults == "swarm" {
+					o.Workers, o.Shards = 0, 0 // drawn, as in the swarm
+				}
+				res, err := Run(o)
 				if err != nil {
 					t.Fatal(err)
 				}
-				for _, v := range append(res.Violations, res.Tolerated...) {
+				// only violations inside the assumptions count: a drawn
+				// world outside them may break S1 without any bug
+				for _, v := range res.Violations {
 					if v.Invariant == mc.invariant {
 						t.Logf("caught at seed %d after %.1fs of wall time: %s", seed, time.Since(start).Seconds(), v.String())
 						return
