@@ -1,0 +1,61 @@
+package sim
+
+import (
+	"github.com/shardlease/shardlease/engine"
+	"github.com/shardlease/shardlease/sim/trace"
+)
+
+// loop processes events in (time, sequence) order until the run's end.
+func (s *simulator) loop() {
+	for s.q.len() > 0 {
+		e := s.q.pop()
+		if e.at > s.end {
+			break
+		}
+		if s.o.MaxEvents > 0 && s.events >= s.o.MaxEvents {
+			break
+		}
+		s.now = e.at
+		s.events++
+		switch e.kind {
+		case evTick:
+			p := s.cl.procs[e.proc]
+			if p.alive && !p.paused && e.a == p.tickGen {
+				p.tickAt = -1
+				s.step(p, engine.Input{Kind: engine.InputTick})
+			}
+		case evApply:
+			s.onApply(int(e.a), false)
+		case evRetry:
+			s.onApply(int(e.a), true)
+		case evReply:
+			s.onReply(int(e.a), false)
+		case evTimeout:
+			s.onReply(int(e.a), true)
+		case evJob:
+			s.onJob(int(e.a))
+		case evCheckpointTimer:
+			s.onCheckpointTimer(s.cl.procs[e.proc])
+		case evPut:
+			s.onPut()
+		case evRetention:
+			s.onRetention()
+		case evAction:
+			s.act(s.fs.schedule[e.a])
+		case evResume:
+			if id, ok := s.fs.pauseProc[e.a]; ok {
+				delete(s.fs.pauseProc, e.a)
+				s.resume(s.cl.procs[id])
+			}
+		case evHeal:
+			s.heal()
+		case evKill:
+			p := s.cl.procs[e.proc]
+			if p.alive && p.stopping && p.killAt == s.now {
+				s.stopProc(p, "shutdown-timeout")
+			}
+		}
+	}
+	s.now = s.end
+	s.emit(&trace.Record{Kind: trace.KindPhase, Worker: -1, Proc: -1, Reason: "end"})
+}

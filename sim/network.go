@@ -1,0 +1,228 @@
+package sim
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/shardlease/shardlease/engine"
+	"github.com/shardlease/shardlease/sim/trace"
+)
+
+var (
+	errTimeout   = errors.New("sim: call timed out (unknown outcome)")
+	errTransient = errors.New("sim: 500 internal server error (unknown outcome)")
+	// errRetryThrottled: an SDK retry of a write that had applied was
+	// throttled; the caller cannot tell whether the write applied.
+	errRetryThrottled = errors.New("sim: throttled after a retried attempt that may have applied (unknown outcome)")
+	errThrottled      = fmt.Errorf("sim: %w", engine.ErrThrottled)
+	// errExpiredIter is the injected expired-iterator fault.
+	errExpiredIter = fmt.Errorf("sim: injected: %w", engine.ErrExpiredIterator)
+	// errUnfencedMissing fails an unconditional write (a planted bug) of
+	// a row that does not exist: even without its condition, an update
+	// needs the row.
+	errUnfencedMissing = fmt.Errorf("sim: unconditional write of a missing row: %w", engine.ErrConditionFailed)
+)
+
+// network is the virtual network between the processes and the table and
+// stream: the calls in flight, in reusable slots.
+type network struct {
+	rng   rng // latency, loss, and every per-call fault draw
+	calls []inflight
+	free  []int
+}
+
+// inflight is one call on the virtual network.
+type inflight struct {
+	call     engine.Call
+	proc     int32
+	sent     time.Duration
+	applied  time.Duration
+	result   engine.Result
+	answered bool
+	pending  int
+	reason   string
+	fault    string
+}
+
+// link is one process's connection to the table or the stream.
+type link struct {
+	lat       Latency
+	cutReq    bool
+	cutRep    bool
+	clogUntil time.Duration
+	clogExtra time.Duration
+}
+
+func (n *network) newCall(c engine.Call, p *proc, now time.Duration) int {
+	var i int
+	if k := len(n.free); k > 0 {
+		i = n.free[k-1]
+		n.free = n.free[:k-1]
+	} else {
+		n.calls = append(n.calls, inflight{})
+		i = len(n.calls) - 1
+	}
+	if c.Op == engine.OpCreateLease || c.Op == engine.OpUpdateLease {
+		c.Lease = c.Lease.Clone()
+	}
+	n.calls[i] = inflight{call: c, proc: p.id, sent: now, applied: -1}
+	return i
+}
+
+func (n *network) release(i int) {
+	if n.calls[i].pending == 0 && n.calls[i].answered {
+		n.calls[i] = inflight{}
+		n.free = append(n.free, i)
+	}
+}
+
+func (s *simulator) schedCall(i int, at time.Duration, k evKind) {
+	s.net.calls[i].pending++
+	s.q.push(event{at: at, kind: k, a: uint64(i)})
+}
+
+func (s *simulator) linkOf(p *proc, op engine.Op) *link {
+	sl := s.cl.slots[p.slot]
+	if op.IsStore() {
+		return &sl.table
+	}
+	return &sl.stream
+}
+
+func (s *simulator) latency(l *link) time.Duration {
+	d := l.lat.draw(s.net.rng)
+	if s.now < l.clogUntil {
+		d += l.clogExtra
+	}
+	if d < 100*time.Microsecond {
+		d = 100 * time.Microsecond
+	}
+	return d
+}
+
+// send puts a call of p on the network: it is lost (and times out), or
+// reaches the table or stream after the link's latency.
+func (s *simulator) send(p *proc, c engine.Call) {
+	i := s.net.newCall(c, p, s.now)
+	f := &s.net.calls[i]
+	if c.Op.IsWrite() {
+		f.reason = writeClass(&c, s.cl.stepSent)
+		r := trace.Record{Kind: trace.KindSend, Key: leaseKey(&c), Call: c.ID, Op: c.Op, Reason: f.reason,
+			ExpOwner: c.Expect.Owner, ExpCounter: c.Expect.Counter, RowOwner: c.Lease.Owner, Counter: c.Lease.Counter, Checkpoint: c.Lease.Checkpoint}
+		s.emit(s.procRec(p, &r))
+	}
+	l := s.linkOf(p, c.Op)
+	deadline := s.now + s.w.CallTimeout
+	if l.cutReq || s.net.rng.chance(s.rate(s.w.Rates.RequestLoss)) {
+		if l.cutReq {
+			f.fault = "partition"
+		} else {
+			f.fault = "request-lost"
+		}
+		s.schedCall(i, deadline, evTimeout)
+		return
+	}
+	at := s.now + s.latency(l)
+	s.schedCall(i, at, evApply)
+	if at > deadline {
+		s.schedCall(i, deadline, evTimeout)
+	}
+}
+
+// writeClass names the kind of a store write (trace.Write*): the reason
+// the engine gave when it sent it, or one read from the write itself.
+func writeClass(c *engine.Call, sent []sentInfo) string {
+	key, counter := c.Lease.Key, c.Lease.Counter
+	if c.Op == engine.OpDeleteLease {
+		key, counter = c.Key, 0
+	}
+	for _, si := range sent {
+		if si.key == key && si.counter == counter && si.reason != "" {
+			return si.reason
+		}
+	}
+	switch c.Op {
+	case engine.OpCreateLease:
+		return trace.WriteCreate
+	case engine.OpDeleteLease:
+		return trace.WriteDelete
+	case engine.OpUpdateLease:
+		if c.Lease.Owner != c.Expect.Owner {
+			if c.Lease.Owner == "" {
+				if c.Lease.Checkpoint.IsShardEnd() {
+					return trace.WriteShardEnd
+				}
+				return trace.WriteRelease
+			}
+			return trace.WriteTake
+		}
+		return trace.WriteRenew
+	}
+	return ""
+}
+
+func leaseKey(c *engine.Call) string {
+	switch c.Op {
+	case engine.OpCreateLease, engine.OpUpdateLease:
+		return c.Lease.Key
+	case engine.OpDeleteLease, engine.OpGetLease:
+		return c.Key
+	case engine.OpGetIterator:
+		return c.Shard
+	}
+	return ""
+}
+
+func outcome(err error) string {
+	if o, ok := trace.EngineOutcome(err); ok {
+		return o
+	}
+	switch {
+	case errors.Is(err, errTimeout):
+		return trace.OutcomeTimeout
+	case errors.Is(err, errTransient):
+		return trace.OutcomeTransient
+	}
+	return trace.OutcomeError
+}
+
+// onReply delivers a call's result (or its timeout) to its process.
+func (s *simulator) onReply(i int, timeout bool) {
+	f := &s.net.calls[i]
+	f.pending--
+	if f.answered {
+		s.net.release(i)
+		return
+	}
+	f.answered = true
+	res := f.result
+	if timeout {
+		res = engine.Result{ID: f.call.ID, Err: errTimeout}
+	}
+	p := s.cl.procs[f.proc]
+	if p.alive {
+		r := trace.Record{Kind: trace.KindReply, Key: leaseKey(&f.call), Call: f.call.ID, Op: f.call.Op, Sent: f.sent, Applied: f.applied,
+			Outcome: outcome(res.Err), Fault: f.fault, Reason: f.reason}
+		switch f.call.Op {
+		case engine.OpGetRecords:
+			r.Count = len(res.Page.Records)
+		case engine.OpGetLease:
+			// the row the read returned, for the linearizability check
+			// (linearizability.FromTrace)
+			if res.Err == nil {
+				r.RowOwner, r.Counter, r.Checkpoint = res.Lease.Owner, res.Lease.Counter, res.Lease.Checkpoint
+			}
+		case engine.OpListLeases:
+			// the read mode and the row count (the rows are not recorded)
+			r.Reason = "eventual"
+			if f.call.Consistent {
+				r.Reason = "consistent"
+			}
+			r.Count = len(res.Listing.Leases)
+		}
+		s.emit(s.procRec(p, &r))
+		s.deliver(p, engine.Input{Kind: engine.InputResult, Result: res})
+	}
+	s.net.release(i)
+}

@@ -1,0 +1,192 @@
+package sim
+
+import (
+	"time"
+
+	"github.com/shardlease/shardlease/engine"
+	"github.com/shardlease/shardlease/sim/trace"
+)
+
+// processorModel is the record processor behind every process: it records
+// what it receives, answers every notice after a drawn delay, sometimes
+// fails a batch, and asks for checkpoints at drawn points. Its pending
+// answers are jobs, in reusable slots.
+type processorModel struct {
+	rng   rng
+	jobs  []job
+	freeJ []int
+}
+
+// job is a processor's pending answer to a notice.
+type job struct {
+	proc   int32
+	key    string
+	batch  uint64
+	failed bool
+	first  string
+	last   string
+	cp     string // checkpoint to ask for before answering
+	gen    uint64 // the key's generation when the notice came
+}
+
+// pkey is what a process's processor knows of one key.
+type pkey struct {
+	processed string // last record processed (sequence)
+	asked     string // last checkpoint asked for
+	gen       uint64 // incremented by every Initialize
+}
+
+func (m *processorModel) newJob(j job) int {
+	if n := len(m.freeJ); n > 0 {
+		i := m.freeJ[n-1]
+		m.freeJ = m.freeJ[:n-1]
+		m.jobs[i] = j
+		return i
+	}
+	m.jobs = append(m.jobs, j)
+	return len(m.jobs) - 1
+}
+
+func (s *simulator) procDelay() time.Duration {
+	if s.pm.rng.chance(s.rate(s.w.Rates.SlowProcessor)) {
+		return s.pm.rng.between(time.Second, 20*time.Second)
+	}
+	return s.pm.rng.between(time.Millisecond, 50*time.Millisecond)
+}
+
+func (p *proc) pk(key string) *pkey {
+	k := p.keys[key]
+	if k == nil {
+		k = &pkey{}
+		p.keys[key] = k
+		p.keyOrder = append(p.keyOrder, key)
+	}
+	return k
+}
+
+// notice is a notice of p's engine reaching its processor.
+func (s *simulator) notice(p *proc, n *engine.Notice) {
+	rp := s.pm.rng
+	switch n.Kind {
+	case engine.NoticeInitialize:
+		k := p.pk(n.Key)
+		k.gen++
+		k.processed, k.asked = "", ""
+		if !n.Start.IsSentinel() {
+			k.processed, k.asked = n.Start.Sequence, n.Start.Sequence
+		}
+		s.emit(s.procRec(p, &trace.Record{Kind: trace.KindInitialized, Key: n.Key, Checkpoint: n.Start}))
+		j := s.pm.newJob(job{proc: p.id, key: n.Key, batch: n.Batch})
+		s.q.push(event{at: s.now + rp.between(0, 5*time.Millisecond), kind: evJob, proc: p.id, a: uint64(j)})
+	case engine.NoticeRecords:
+		r := trace.Record{Kind: trace.KindReceived, Key: n.Key, Count: len(n.Records)}
+		if len(n.Records) > 0 {
+			r.First, r.Last = n.Records[0].Sequence, n.Records[len(n.Records)-1].Sequence
+			for i := 1; i < len(n.Records); i++ {
+				if engine.CompareSequences(n.Records[i-1].Sequence, n.Records[i].Sequence) >= 0 {
+					r.Reason = "unsorted"
+				}
+			}
+		}
+		s.emit(s.procRec(p, &r))
+		jb := job{proc: p.id, key: n.Key, batch: n.Batch, first: r.First, last: r.Last, gen: p.pk(n.Key).gen}
+		if len(n.Records) > 0 && rp.chance(s.rate(s.w.Rates.FailedBatch)) {
+			jb.failed = true
+		} else if len(n.Records) > 0 && rp.chance(s.w.Rates.Checkpoint) {
+			jb.cp = n.Records[rp.IntN(len(n.Records))].Sequence
+			if rp.chance(0.7) {
+				jb.cp = r.Last
+			}
+		}
+		j := s.pm.newJob(jb)
+		s.q.push(event{at: s.now + s.procDelay(), kind: evJob, proc: p.id, a: uint64(j)})
+	case engine.NoticeShardEnded, engine.NoticeShutdownRequested:
+		s.emit(s.procRec(p, &trace.Record{Kind: trace.KindNotice, Key: n.Key, Reason: n.Kind.String()}))
+		jb := job{proc: p.id, key: n.Key, batch: n.Batch, gen: p.pk(n.Key).gen}
+		if n.Kind == engine.NoticeShutdownRequested {
+			if k := p.keys[n.Key]; k != nil && k.processed != "" && k.processed != k.asked {
+				jb.cp = k.processed
+			}
+		}
+		j := s.pm.newJob(jb)
+		s.q.push(event{at: s.now + rp.between(0, 10*time.Millisecond), kind: evJob, proc: p.id, a: uint64(j)})
+	case engine.NoticeLeaseLost:
+		s.emit(s.procRec(p, &trace.Record{Kind: trace.KindNotice, Key: n.Key, Reason: n.Kind.String()}))
+		delete(p.keys, n.Key)
+	case engine.NoticeCheckpointDone:
+		r := trace.Record{Kind: trace.KindCheckpointAck, Key: n.Key, Checkpoint: n.Checkpoint, Outcome: trace.OutcomeOK}
+		if n.Err != nil {
+			r.Outcome = outcome(n.Err)
+			r.Reason = n.Err.Error()
+		}
+		s.emit(s.procRec(p, &r))
+	}
+}
+
+// onJob is the processor finishing a job: it answers the notice.
+func (s *simulator) onJob(i int) {
+	j := s.pm.jobs[i]
+	s.pm.jobs[i] = job{}
+	s.pm.freeJ = append(s.pm.freeJ, i)
+	p := s.cl.procs[j.proc]
+	if !p.alive {
+		return
+	}
+	if p.paused {
+		// the processor is paused too: finish the job when it resumes
+		k := s.pm.newJob(j)
+		s.q.push(event{at: s.now + 10*time.Millisecond, kind: evJob, proc: p.id, a: uint64(k)})
+		return
+	}
+	current := false
+	if k := p.keys[j.key]; k != nil && k.gen == j.gen {
+		current = true
+		if j.first != "" && !j.failed {
+			k.processed = j.last
+		}
+	}
+	if j.cp != "" && (current || j.first == "") {
+		s.askCheckpoint(p, j.key, j.cp)
+	}
+	r := trace.Record{Kind: trace.KindDone, Key: j.key, Reason: "ok", First: j.first, Last: j.last}
+	if j.failed {
+		r.Reason = "failed"
+	}
+	s.emit(s.procRec(p, &r))
+	if j.batch != 0 {
+		s.deliver(p, engine.Input{Kind: engine.InputDone, Key: j.key, Batch: j.batch, Failed: j.failed})
+	}
+}
+
+func (s *simulator) askCheckpoint(p *proc, key, seq string) {
+	if k := p.keys[key]; k != nil {
+		k.asked = seq
+	}
+	p.token++
+	s.deliver(p, engine.Input{Kind: engine.InputCheckpoint, Key: key, Checkpoint: engine.SequenceCheckpoint(seq), Token: p.token})
+}
+
+// onCheckpointTimer is the processor's periodic checkpoint of what it has
+// processed.
+func (s *simulator) onCheckpointTimer(p *proc) {
+	if !p.alive {
+		return
+	}
+	if !p.paused {
+		for _, key := range p.keyOrder {
+			k := p.keys[key]
+			if k != nil && k.processed != "" && k.processed != k.asked {
+				s.askCheckpoint(p, key, k.processed)
+			}
+		}
+		// forget keys that are gone
+		kept := p.keyOrder[:0]
+		for _, key := range p.keyOrder {
+			if p.keys[key] != nil {
+				kept = append(kept, key)
+			}
+		}
+		p.keyOrder = kept
+	}
+	s.q.push(event{at: s.now + s.w.CheckpointPace, kind: evCheckpointTimer, proc: p.id})
+}

@@ -1,0 +1,251 @@
+package sim
+
+import (
+	"sort"
+	"time"
+
+	"github.com/shardlease/shardlease/engine"
+	"github.com/shardlease/shardlease/sim/trace"
+)
+
+// services is the fault state of the lease table and the stream that the
+// scheduled actions set: throttling windows and scripted SDK retries. The
+// per-call fault rates are the world's (World.Rates), drawn with the
+// network's source.
+type services struct {
+	retryKind      string // ActSDKRetry in force until retryUntil
+	retryChance    float64
+	retryUntil     time.Duration
+	tableThrottle  float64
+	tableThrUntil  time.Duration
+	streamThrottle float64
+	streamThrUntil time.Duration
+}
+
+// scriptedRetry reports whether an ActSDKRetry in force makes the SDK
+// retry an applied write of kind reason. It draws only inside the
+// action's window, so runs without it draw as before.
+func (s *simulator) scriptedRetry(reason string) bool {
+	if s.healed || s.now >= s.svc.retryUntil || (s.svc.retryKind != "" && s.svc.retryKind != reason) {
+		return false
+	}
+	return s.net.rng.chance(s.svc.retryChance)
+}
+
+// onApply is a call (or an SDK retry of a write) reaching the table or the
+// stream: it is faulted or executed, and its reply sent back (or lost).
+func (s *simulator) onApply(i int, retry bool) {
+	f := &s.net.calls[i]
+	f.pending--
+	p := s.cl.procs[f.proc]
+	c := &f.call
+	rn := s.net.rng
+	res := engine.Result{ID: c.ID}
+	applied := false
+	var execErr error
+	transient := false
+	if c.Op.IsStore() {
+		switch {
+		case rn.chance(s.rate(s.w.Rates.TableThrottle)) || (s.now < s.svc.tableThrUntil && rn.chance(s.svc.tableThrottle)):
+			res.Err = errThrottled
+			f.fault = "throttled"
+			if retry {
+				// the first attempt applied: a store may not call this
+				// throttled (not applied); dynamostore reports it so
+				res.Err = errRetryThrottled
+				f.fault = "sdk-retry-throttled"
+			}
+		case rn.chance(s.rate(s.w.Rates.TableTransient)):
+			f.fault = "transient"
+			transient = true
+			if rn.chance(0.5) {
+				applied = s.execStore(p, f, &res)
+			} else {
+				res.Err = errTransient
+			}
+			execErr = res.Err
+			res = engine.Result{ID: c.ID, Err: errTransient}
+		default:
+			applied = s.execStore(p, f, &res)
+		}
+	} else {
+		switch {
+		case c.Op == engine.OpGetRecords && (rn.chance(s.rate(s.w.Rates.StreamThrottle)) || (s.now < s.svc.streamThrUntil && rn.chance(s.svc.streamThrottle))):
+			res.Err = errThrottled
+			f.fault = "throttled"
+		case c.Op == engine.OpGetRecords && rn.chance(s.rate(s.w.Rates.ExpiredIterator)):
+			res.Err = errExpiredIter
+			f.fault = "expired-iterator"
+		default:
+			s.execStream(f, &res)
+		}
+	}
+	if applied && f.applied < 0 {
+		f.applied = s.now
+	}
+	if c.Op.IsWrite() {
+		if !transient {
+			execErr = res.Err
+		}
+		s.emitApply(p, f, execErr, retry)
+	}
+	f.result = res
+	// an SDK retry of a write: the first reply is lost, the retry lands later
+	if !retry && c.Op.IsWrite() && (rn.chance(s.rate(s.w.Rates.Dup)) || s.scriptedRetry(f.reason)) {
+		f.fault = "sdk-retry"
+		s.schedCall(i, s.now+s.latency(s.linkOf(p, c.Op))+rn.between(10*time.Millisecond, 300*time.Millisecond), evRetry)
+		return
+	}
+	l := s.linkOf(p, c.Op)
+	deadline := f.sent + s.w.CallTimeout
+	if retry {
+		deadline += s.w.CallTimeout
+	}
+	if f.answered {
+		s.net.release(i)
+		return
+	}
+	if l.cutRep || rn.chance(s.rate(s.w.Rates.ReplyLoss)) {
+		if l.cutRep {
+			f.fault = "partition-reply"
+		} else {
+			f.fault = "reply-lost"
+		}
+		if s.now < deadline {
+			s.schedCall(i, deadline, evTimeout)
+		} else {
+			s.schedCall(i, s.now, evTimeout)
+		}
+		return
+	}
+	at := s.now + s.latency(l)
+	if at <= deadline {
+		s.schedCall(i, at, evReply)
+	} else if s.now < deadline {
+		s.schedCall(i, deadline, evTimeout)
+	} else {
+		s.schedCall(i, s.now, evTimeout)
+	}
+}
+
+// execStore executes a store call against the lease table; it reports
+// whether a write applied.
+func (s *simulator) execStore(p *proc, f *inflight, res *engine.Result) bool {
+	c := &f.call
+	switch c.Op {
+	case engine.OpListLeases:
+		stale := !c.Consistent && s.net.rng.chance(s.rate(s.w.Rates.StaleRead))
+		view := s.now
+		if stale {
+			view = s.now - s.net.rng.between(0, s.w.Rates.StaleLag)
+			f.fault = "stale-read"
+		}
+		if stale {
+			res.Listing, res.Err = s.tbl.ListLeasesAsOf(s.ctx, epoch.Add(view))
+		} else {
+			res.Listing, res.Err = s.tbl.ListLeases(s.ctx, true)
+		}
+		return false
+	case engine.OpGetLease:
+		res.Lease, res.Err = s.tbl.GetLease(s.ctx, c.Key)
+		return false
+	}
+	unconditional := false
+	switch s.o.Mutation {
+	case "unfenced-checkpoint":
+		unconditional = f.reason == trace.WriteCheckpoint
+	case "unfenced-take":
+		unconditional = f.reason == trace.WriteTake
+	}
+	var err error
+	switch {
+	case unconditional && c.Op != engine.OpCreateLease:
+		err = s.writeUnconditional(c)
+	case c.Op == engine.OpCreateLease:
+		err = s.tbl.CreateLease(s.ctx, c.Lease)
+	case c.Op == engine.OpUpdateLease:
+		err = s.tbl.UpdateLease(s.ctx, c.Expect, c.Lease)
+	case c.Op == engine.OpDeleteLease:
+		err = s.tbl.DeleteLease(s.ctx, c.Key, c.Expect)
+	}
+	res.Err = err
+	return err == nil
+}
+
+// writeUnconditional applies an update or delete without its condition
+// (a planted bug), as an operator with direct table access would; the row
+// must exist.
+func (s *simulator) writeUnconditional(c *engine.Call) error {
+	key := leaseKey(c)
+	if _, err := s.tbl.GetLease(s.ctx, key); err != nil {
+		return errUnfencedMissing
+	}
+	if c.Op == engine.OpDeleteLease {
+		s.tbl.Remove(key)
+		return nil
+	}
+	return s.tbl.Put(c.Lease)
+}
+
+// emitApply records a write reaching the table, with its outcome there.
+func (s *simulator) emitApply(p *proc, f *inflight, err error, retry bool) {
+	c := &f.call
+	r := trace.Record{Kind: trace.KindApply, Key: leaseKey(c), Call: c.ID, Op: c.Op, Reason: f.reason, Sent: f.sent,
+		ExpOwner: c.Expect.Owner, ExpCounter: c.Expect.Counter, RowOwner: c.Lease.Owner, Counter: c.Lease.Counter,
+		Checkpoint: c.Lease.Checkpoint, Outcome: outcome(err), Fault: f.fault, Applied: -1}
+	if err == nil {
+		r.Applied = s.now
+	}
+	if retry {
+		r.Fault = "sdk-retry"
+	}
+	switch s.o.Mutation {
+	case "unfenced-checkpoint":
+		r.Unconditional = f.reason == trace.WriteCheckpoint
+	case "unfenced-take":
+		r.Unconditional = f.reason == trace.WriteTake
+	}
+	s.emit(s.procRec(p, &r))
+}
+
+// execStream executes a stream call against the stream.
+func (s *simulator) execStream(f *inflight, res *engine.Result) {
+	c := &f.call
+	s.expireShards()
+	switch c.Op {
+	case engine.OpListShards:
+		res.Shards, res.Err = s.st.ListShards(s.ctx, c.Stream)
+		for i := range res.Shards {
+			s.tamperShard(&res.Shards[i])
+		}
+	case engine.OpGetIterator:
+		pos := c.Position
+		if s.o.Mutation == "skip-on-resume" && pos.Type == engine.IterAfterSequenceNumber {
+			if recs, err := s.st.Records(c.Stream, c.Shard); err == nil {
+				j := sort.Search(len(recs), func(i int) bool { return engine.CompareSequences(recs[i].Sequence, pos.Sequence) > 0 })
+				if j < len(recs) {
+					pos.Sequence = recs[j].Sequence
+				}
+			}
+		}
+		res.Iterator, res.Err = s.st.GetShardIterator(s.ctx, c.Stream, c.Shard, pos)
+	case engine.OpGetRecords:
+		res.Page, res.Err = s.st.GetRecords(s.ctx, c.Iterator, c.Limit)
+		if len(res.Page.ChildShards) > 0 && (s.o.Mutation == "orphan-children" || s.o.Mutation == "ignore-second-parent") {
+			cs := append([]engine.Shard(nil), res.Page.ChildShards...)
+			for i := range cs {
+				s.tamperShard(&cs[i])
+			}
+			res.Page.ChildShards = cs
+		}
+	}
+}
+
+func (s *simulator) tamperShard(sh *engine.Shard) {
+	switch s.o.Mutation {
+	case "orphan-children":
+		sh.Parent, sh.AdjacentParent = "", ""
+	case "ignore-second-parent":
+		sh.AdjacentParent = ""
+	}
+}
