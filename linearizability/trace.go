@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/shardlease/shardlease/engine"
 	"github.com/shardlease/shardlease/sim/trace"
@@ -47,56 +48,107 @@ import (
 // Reads that returned nothing (no reply, or an unknown or throttled
 // outcome) are left out. The result is sorted by Call time.
 func FromTrace(recs []trace.Record) ([]Op, error) {
-	type callKey struct {
-		proc int32
-		call uint64
-	}
-	type callRecs struct {
-		op                      engine.Op
-		send, firstApply, reply *trace.Record
-		applies                 int
-		retried                 bool
-	}
-	calls := map[callKey]*callRecs{}
-	var order []callKey
+	var b TraceHistory
 	for i := range recs {
-		r := &recs[i]
-		if (r.Kind != trace.KindSend && r.Kind != trace.KindApply && r.Kind != trace.KindReply) || !r.Op.IsStore() {
-			continue
-		}
-		k := callKey{r.Proc, r.Call}
-		c := calls[k]
-		if c == nil {
-			c = &callRecs{op: r.Op}
-			calls[k] = c
-			order = append(order, k)
-		}
-		if r.Op != c.op {
-			return nil, fmt.Errorf("linearizability: record %d: call %d of process %d is a %s, not a %s", r.Seq, r.Call, r.Proc, c.op, r.Op)
-		}
-		switch r.Kind {
-		case trace.KindSend:
-			if c.send == nil {
-				c.send = r
-			}
-		case trace.KindApply:
-			c.applies++
-			if c.firstApply == nil {
-				c.firstApply = r
-			}
-			if r.Fault == "sdk-retry" {
-				c.retried = true
-			}
-		case trace.KindReply:
-			if c.reply != nil {
-				return nil, fmt.Errorf("linearizability: record %d: a second reply to call %d of process %d", r.Seq, r.Call, r.Proc)
-			}
-			c.reply = r
-		}
+		b.Observe(&recs[i])
 	}
-	h := make([]Op, 0, len(order))
-	for _, k := range order {
-		c := calls[k]
+	return b.History()
+}
+
+// TraceHistory builds the history FromTrace returns one record at a time,
+// keeping of each call only what its Op needs (not the records).
+type TraceHistory struct {
+	calls map[callKey]*callRecs
+	order []callKey
+	err   error
+}
+
+type callKey struct {
+	proc int32
+	call uint64
+}
+
+// callRec is what an Op needs of one record of a call.
+type callRec struct {
+	seq           uint64
+	t, sent       time.Duration
+	op            engine.Op
+	key           string
+	outcome       string
+	expOwner      string
+	expCounter    int64
+	unconditional bool
+	rowOwner      string
+	counter       int64
+	checkpoint    engine.Checkpoint
+	proc          int32
+	call          uint64
+}
+
+func recOf(r *trace.Record) *callRec {
+	return &callRec{seq: r.Seq, t: r.T, sent: r.Sent, op: r.Op, key: r.Key, outcome: r.Outcome, expOwner: r.ExpOwner,
+		expCounter: r.ExpCounter, unconditional: r.Unconditional, rowOwner: r.RowOwner, counter: r.Counter,
+		checkpoint: r.Checkpoint, proc: r.Proc, call: r.Call}
+}
+
+type callRecs struct {
+	op                      engine.Op
+	send, firstApply, reply *callRec
+	applies                 int
+	retried                 bool
+}
+
+// Observe feeds one record; records of other kinds than store calls are
+// ignored. It keeps no reference to r.
+func (b *TraceHistory) Observe(r *trace.Record) {
+	if b.err != nil || (r.Kind != trace.KindSend && r.Kind != trace.KindApply && r.Kind != trace.KindReply) || !r.Op.IsStore() {
+		return
+	}
+	if b.calls == nil {
+		b.calls = map[callKey]*callRecs{}
+	}
+	k := callKey{r.Proc, r.Call}
+	c := b.calls[k]
+	if c == nil {
+		c = &callRecs{op: r.Op}
+		b.calls[k] = c
+		b.order = append(b.order, k)
+	}
+	if r.Op != c.op {
+		b.err = fmt.Errorf("linearizability: record %d: call %d of process %d is a %s, not a %s", r.Seq, r.Call, r.Proc, c.op, r.Op)
+		return
+	}
+	switch r.Kind {
+	case trace.KindSend:
+		if c.send == nil {
+			c.send = recOf(r)
+		}
+	case trace.KindApply:
+		c.applies++
+		if c.firstApply == nil {
+			c.firstApply = recOf(r)
+		}
+		if r.Fault == "sdk-retry" {
+			c.retried = true
+		}
+	case trace.KindReply:
+		if c.reply != nil {
+			b.err = fmt.Errorf("linearizability: record %d: a second reply to call %d of process %d", r.Seq, r.Call, r.Proc)
+			return
+		}
+		c.reply = recOf(r)
+	}
+}
+
+// History returns the history of the records observed so far, sorted by
+// Call time, or the first error in them.
+func (b *TraceHistory) History() ([]Op, error) {
+	if b.err != nil {
+		return nil, b.err
+	}
+	h := make([]Op, 0, len(b.order))
+	for _, k := range b.order {
+		c := b.calls[k]
 		var op Op
 		var keep bool
 		var err error
@@ -118,7 +170,7 @@ func FromTrace(recs []trace.Record) ([]Op, error) {
 }
 
 // traceWrite builds the Op of a write.
-func traceWrite(send, apply, reply *trace.Record, retried bool) (Op, bool, error) {
+func traceWrite(send, apply, reply *callRec, retried bool) (Op, bool, error) {
 	src := send
 	if src == nil {
 		// No KindSend (a history that records only what the table saw):
@@ -127,32 +179,32 @@ func traceWrite(send, apply, reply *trace.Record, retried bool) (Op, bool, error
 	}
 	if src == nil {
 		return Op{}, false, fmt.Errorf("linearizability: record %d: a reply to %s call %d of process %d that was never sent",
-			reply.Seq, reply.Op, reply.Call, reply.Proc)
+			reply.seq, reply.op, reply.call, reply.proc)
 	}
-	op := Op{Input: Input{Op: src.Op, Key: src.Key}}
+	op := Op{Input: Input{Op: src.op, Key: src.key}}
 	if send != nil {
-		op.Call = int64(send.T)
+		op.Call = int64(send.t)
 		// Unconditional on KindApply means the table ignored the
 		// condition (a planted bug); only KindSend says what was sent.
-		op.Input.Unconditional = send.Unconditional
+		op.Input.Unconditional = send.unconditional
 	} else if reply != nil {
-		op.Call = int64(reply.Sent)
+		op.Call = int64(reply.sent)
 	} else {
-		op.Call = int64(apply.Sent)
+		op.Call = int64(apply.sent)
 	}
-	switch src.Op {
+	switch src.op {
 	case engine.OpCreateLease, engine.OpUpdateLease:
-		op.Input.Row = Row{Key: src.Key, Owner: src.RowOwner, Counter: src.Counter, Checkpoint: src.Checkpoint}
+		op.Input.Row = Row{Key: src.key, Owner: src.rowOwner, Counter: src.counter, Checkpoint: src.checkpoint}
 	}
-	if src.Op != engine.OpCreateLease {
-		op.Input.Expect = engine.Expect{Owner: src.ExpOwner, Counter: src.ExpCounter}
+	if src.op != engine.OpCreateLease {
+		op.Input.Expect = engine.Expect{Owner: src.expOwner, Counter: src.expCounter}
 	}
 	if reply == nil {
 		op.Return, op.Output.Outcome = Never, OutcomeUnknown
 		return op, true, nil
 	}
-	op.Return = int64(reply.T)
-	switch reply.Outcome {
+	op.Return = int64(reply.t)
+	switch reply.outcome {
 	case trace.OutcomeOK:
 		op.Output.Outcome = OutcomeOK
 	case trace.OutcomeCondition:
@@ -174,25 +226,25 @@ func traceWrite(send, apply, reply *trace.Record, retried bool) (Op, bool, error
 }
 
 // traceRead builds the Op of a read, if the trace says what it returned.
-func traceRead(send, reply *trace.Record) (Op, bool) {
+func traceRead(send, reply *callRec) (Op, bool) {
 	if reply == nil {
 		return Op{}, false // never returned: observed nothing
 	}
-	op := Op{Call: int64(reply.Sent), Return: int64(reply.T), Input: Input{Op: reply.Op, Key: reply.Key}}
+	op := Op{Call: int64(reply.sent), Return: int64(reply.t), Input: Input{Op: reply.op, Key: reply.key}}
 	if send != nil {
-		op.Call = int64(send.T)
+		op.Call = int64(send.t)
 	}
-	switch reply.Op {
+	switch reply.op {
 	case engine.OpGetLease:
-		switch reply.Outcome {
+		switch reply.outcome {
 		case trace.OutcomeOK:
-			if reply.Checkpoint.Sequence == "" {
+			if reply.checkpoint.Sequence == "" {
 				// The record does not carry the row the read returned
 				// (the simulator's replies do not).
 				return Op{}, false
 			}
 			op.Output = Output{Outcome: OutcomeOK,
-				Row: Row{Key: reply.Key, Owner: reply.RowOwner, Counter: reply.Counter, Checkpoint: reply.Checkpoint}}
+				Row: Row{Key: reply.key, Owner: reply.rowOwner, Counter: reply.counter, Checkpoint: reply.checkpoint}}
 		case trace.OutcomeNotFound:
 			op.Output.Outcome = OutcomeNotFound
 		default:

@@ -5,9 +5,13 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"reflect"
 	"runtime"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/shardlease/shardlease/sim/trace"
 )
 
 // TestDeterminism: the same seed gives the same trace hash, twice in one
@@ -32,12 +36,22 @@ func TestDeterminism(t *testing.T) {
 	for _, procs := range []int{1, 4} {
 		old := runtime.GOMAXPROCS(procs)
 		for _, seed := range seeds {
-			r, err := Run(Options{Seed: seed})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if r.TraceHash != hashes[seed] {
-				t.Errorf("seed %d under GOMAXPROCS=%d: hash %016x, want %016x", seed, procs, r.TraceHash, hashes[seed])
+			// with and without the trace kept: the same run
+			for _, keep := range []bool{false, true} {
+				r, err := Run(Options{Seed: seed, KeepTrace: keep})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if r.TraceHash != hashes[seed] {
+					t.Errorf("seed %d under GOMAXPROCS=%d (trace kept: %v): hash %016x, want %016x", seed, procs, keep, r.TraceHash, hashes[seed])
+				}
+				if keep && (len(r.Trace) != r.Records || trace.HashRecords(r.Trace) != r.TraceHash) {
+					t.Errorf("seed %d: the kept trace has %d records hashing to %016x; the run had %d records, hash %016x",
+						seed, len(r.Trace), trace.HashRecords(r.Trace), r.Records, r.TraceHash)
+				}
+				if !keep && r.Trace != nil {
+					t.Errorf("seed %d: a trace was kept without KeepTrace", seed)
+				}
 			}
 		}
 		runtime.GOMAXPROCS(old)
@@ -74,5 +88,45 @@ func TestDeterminismChild(t *testing.T) {
 			t.Fatal(err)
 		}
 		fmt.Printf("hash %d %016x\n", seed, r.TraceHash)
+	}
+}
+
+// TestFailingRunRerunsForExcerpts: a run that breaks an invariant without
+// its trace kept is re-run with it to fill in the excerpts, and reports
+// exactly what the run that kept its trace from the start reports.
+func TestFailingRunRerunsForExcerpts(t *testing.T) {
+	o := Options{Seed: 1, Mutation: "unfenced-checkpoint", Faults: "partition,pause,crash,clog", Workers: 4, Shards: 8, Chaos: time.Minute}
+	a, err := Run(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.OK() {
+		t.Fatal("the planted bug was not caught: the test needs a failing run")
+	}
+	if a.Trace != nil {
+		t.Error("the re-run's trace was returned without KeepTrace")
+	}
+	for _, v := range a.Violations {
+		if len(v.Excerpt) == 0 {
+			t.Errorf("violation without an excerpt: %v", v)
+		}
+	}
+	o.KeepTrace = true
+	b, err := Run(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.TraceHash != b.TraceHash || !reflect.DeepEqual(a.Violations, b.Violations) || !reflect.DeepEqual(a.Tolerated, b.Tolerated) || a.Figures != b.Figures {
+		t.Errorf("the run without its trace (hash %016x, %d violations) differs from the one with it (hash %016x, %d violations)",
+			a.TraceHash, len(a.Violations), b.TraceHash, len(b.Violations))
+	}
+	o.KeepTrace, o.NoExcerpts = false, true
+	c, err := Run(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.TraceHash != a.TraceHash || len(c.Violations) != len(a.Violations) || len(c.Violations[0].Excerpt) != 0 {
+		t.Errorf("NoExcerpts: hash %016x, %d violations, first excerpt %d lines; want hash %016x, %d violations, no excerpt",
+			c.TraceHash, len(c.Violations), len(c.Violations[0].Excerpt), a.TraceHash, len(a.Violations))
 	}
 }

@@ -51,7 +51,13 @@
 // fault is a trace.Record (package sim/trace), hashed incrementally into the
 // run's trace hash and optionally written as JSON Lines. The checkers in
 // package sim/check read only those records and the final table, so they
-// run as well over histories recorded from real processes.
+// run as well over histories recorded from real processes. They run
+// online: each record is fed to them (and to the linearizability history)
+// as it is emitted, and they forget what no later record can change, so
+// a run's memory follows the size of its world, not its length. The trace
+// itself is kept only when asked for (Options.KeepTrace: a report's
+// timeline, a test); a run that breaks an invariant is re-run, exactly, with
+// its trace kept to show each violation's excerpt.
 //
 // Tiers. A run is inside the engine's assumptions unless it drew clock drift
 // beyond the configured bound, a mid-act pause longer than the safety

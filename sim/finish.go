@@ -7,23 +7,21 @@ import (
 
 	"github.com/shardlease/shardlease/linearizability"
 	"github.com/shardlease/shardlease/sim/check"
-	"github.com/shardlease/shardlease/sim/trace"
 )
 
-// finish checks the run and returns its result.
+// finish ends the run's checks and returns its result.
 func (s *simulator) finish() (*Result, error) {
 	if s.rec.sink != nil {
 		if err := s.rec.sink.Flush(); err != nil {
 			return nil, err
 		}
 	}
-	recs := s.rec.all()
+	recs := s.rec.kept()
 	res := &Result{World: s.w, Schedule: s.fs.schedule, Inside: len(s.fs.outside) == 0, Outside: s.fs.outside,
 		TraceHash: s.rec.hash.Sum(), Events: s.events, Records: s.rec.n, VirtualSeconds: s.end.Seconds(),
 		Final: s.tbl.Snapshot().Leases, Replay: ReplayCommand(s.o)}
-	opts := check.Options{End: s.end, Heal: s.w.Chaos, Bound: s.w.Bound, Balance: s.w.Balance, BalanceSlack: 1}
-	rep := check.All(check.History{Records: recs, Final: res.Final, FinalKnown: true}, opts)
-	lin, err := s.checkLin(recs)
+	rep, f := s.rec.checks.Finish(res.Final, true)
+	lin, err := s.checkLin()
 	if err != nil {
 		return nil, err
 	}
@@ -34,14 +32,15 @@ func (s *simulator) finish() (*Result, error) {
 	for _, v := range rep.Violations {
 		v.Seed = s.o.Seed
 		v.Replay = res.Replay
-		v.Excerpt = check.Excerpt(recs, v, 2*s.w.Engine.LeaseDuration+time.Second, 40)
+		if recs != nil {
+			v.Excerpt = check.Excerpt(recs, v, 2*s.w.Engine.LeaseDuration+time.Second, 40)
+		}
 		if !res.Inside && (v.Invariant == check.S1 || (v.Invariant == check.S3 && strings.HasPrefix(v.Detail, check.S3StartPrefix))) {
 			res.Tolerated = append(res.Tolerated, v)
 			continue
 		}
 		res.Violations = append(res.Violations, v)
 	}
-	f := check.Measure(recs, s.end)
 	res.Figures = Figures{Failovers: len(f.Failovers), FailoverP50: check.Percentile(f.Failovers, 50), FailoverMax: check.Percentile(f.Failovers, 100),
 		Handoffs: f.Handoffs, Puts: s.wl.puts, LostToRetention: rep.LostToRetention}
 	if f.Handoffs > 0 {
@@ -52,9 +51,7 @@ func (s *simulator) finish() (*Result, error) {
 		res.Figures.TableRowsPerShardHour = float64(f.RowsRead) / f.ShardHours
 		res.Figures.StreamOpsPerShardHour = float64(f.StreamCalls) / f.ShardHours
 	}
-	if s.o.KeepTrace {
-		res.Trace = recs
-	}
+	res.Trace = recs
 	return res, nil
 }
 
@@ -68,7 +65,7 @@ type linCheck struct {
 // the run's records (linearizability.FromTrace) is linearizable. The check
 // runs with a wall-time limit (Options.LinTimeout); a check that runs out
 // of time is Unknown, which is not a violation.
-func (s *simulator) checkLin(recs []trace.Record) (linCheck, error) {
+func (s *simulator) checkLin() (linCheck, error) {
 	timeout := s.o.LinTimeout
 	if timeout < 0 {
 		return linCheck{result: LinResult{Skipped: true}}, nil
@@ -76,7 +73,7 @@ func (s *simulator) checkLin(recs []trace.Record) (linCheck, error) {
 	if timeout == 0 {
 		timeout = DefaultLinTimeout
 	}
-	h, err := linearizability.FromTrace(recs)
+	h, err := s.rec.lin.History()
 	if err != nil {
 		return linCheck{}, fmt.Errorf("sim: seed %d: %w", s.o.Seed, err)
 	}

@@ -44,8 +44,13 @@ type Options struct {
 	Mutation string
 	// Trace, if set, receives the trace as JSON Lines.
 	Trace io.Writer
-	// KeepTrace returns the records in Result.Trace.
+	// KeepTrace returns the records in Result.Trace. Without it the run
+	// keeps no records: the checkers run as it goes.
 	KeepTrace bool
+	// NoExcerpts skips the re-run that a run breaking an invariant makes
+	// to fill in its violations' excerpts (Violation.Excerpt), for sweeps
+	// that need only verdicts (the soak).
+	NoExcerpts bool
 	// MaxEvents stops a run that processes more events (0: no limit).
 	MaxEvents uint64
 	// LinTimeout bounds the wall time of the linearizability check (Lin)

@@ -1,26 +1,44 @@
 package sim
 
 import (
+	"github.com/shardlease/shardlease/linearizability"
+	"github.com/shardlease/shardlease/sim/check"
 	"github.com/shardlease/shardlease/sim/trace"
 )
 
 // recorder is the run's trace: every record is numbered, stamped with the
-// true time, hashed into the trace hash and written to the sink, if any.
+// true time, hashed into the trace hash, fed to the online checkers and to
+// the linearizability history, written to the sink (if any) and kept only
+// when the run keeps its trace (Options.KeepTrace).
 type recorder struct {
-	recs   []trace.Record // the current chunk
-	chunks [][]trace.Record
 	n      int
 	hash   trace.Hash
 	sink   *trace.Writer
+	checks *check.Online
+	lin    *linearizability.TraceHistory // nil: Lin is not checked
+
+	keep   bool
+	recs   []trace.Record // the current chunk
+	chunks [][]trace.Record
 }
 
 const chunkSize = 4096
 
-func (rc *recorder) init(o Options) {
+func (rc *recorder) init(o Options, w World) {
 	rc.hash = trace.NewHash()
 	if o.Trace != nil {
 		rc.sink = trace.NewWriter(o.Trace)
 	}
+	rc.keep = o.KeepTrace
+	rc.checks = check.NewOnline(checkOptions(w))
+	if o.LinTimeout >= 0 {
+		rc.lin = &linearizability.TraceHistory{}
+	}
+}
+
+// checkOptions are the checkers' options for a run of world w.
+func checkOptions(w World) check.Options {
+	return check.Options{End: w.Chaos + w.Quiet, Heal: w.Chaos, Bound: w.Bound, Balance: w.Balance, BalanceSlack: 1, Forget: true}
 }
 
 // emit records one trace record.
@@ -30,26 +48,35 @@ func (s *simulator) emit(r *trace.Record) {
 	r.Seq = uint64(rc.n)
 	r.T = s.now
 	rc.hash.Add(r)
-	if len(rc.recs) == cap(rc.recs) {
-		if rc.recs != nil {
-			rc.chunks = append(rc.chunks, rc.recs)
-		}
-		rc.recs = make([]trace.Record, 0, chunkSize)
+	rc.checks.Observe(r)
+	if rc.lin != nil {
+		rc.lin.Observe(r)
 	}
-	rc.recs = append(rc.recs, *r)
+	if rc.keep {
+		if len(rc.recs) == cap(rc.recs) {
+			if rc.recs != nil {
+				rc.chunks = append(rc.chunks, rc.recs)
+			}
+			rc.recs = make([]trace.Record, 0, chunkSize)
+		}
+		rc.recs = append(rc.recs, *r)
+	}
 	if rc.sink != nil {
 		_ = rc.sink.Write(r)
 	}
 }
 
-// all returns every record so far in one slice.
-func (rc *recorder) all() []trace.Record {
+// kept returns the kept records in one slice (nil unless kept).
+func (rc *recorder) kept() []trace.Record {
+	if !rc.keep {
+		return nil
+	}
 	all := make([]trace.Record, 0, rc.n)
 	for _, c := range rc.chunks {
 		all = append(all, c...)
 	}
 	all = append(all, rc.recs...)
-	rc.chunks, rc.recs = nil, all
+	rc.chunks, rc.recs = nil, nil
 	return all
 }
 

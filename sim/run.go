@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"fmt"
 	"sort"
 	"time"
 
@@ -46,8 +47,32 @@ type simulator struct {
 	fs  faultState
 }
 
-// Run runs one simulation.
+// Run runs one simulation. The checkers run as it goes; the trace is kept
+// only if o asks for it (KeepTrace). A run that breaks an invariant is run
+// again with its trace kept, to fill in each violation's excerpt (unless
+// o.NoExcerpts): the replay is exact, and its trace hash must be the
+// first run's.
 func Run(o Options) (*Result, error) {
+	res, err := run(o)
+	if err != nil || o.KeepTrace || o.NoExcerpts || len(res.Violations)+len(res.Tolerated) == 0 {
+		return res, err
+	}
+	again := o
+	again.KeepTrace, again.Trace = true, nil
+	res2, err := run(again)
+	if err != nil {
+		return nil, err
+	}
+	if res2.TraceHash != res.TraceHash || res2.Events != res.Events {
+		return nil, fmt.Errorf("sim: seed %d is not deterministic (D1): a re-run to show its violations had trace hash %016x after %d events, the run %016x after %d",
+			o.Seed, res2.TraceHash, res2.Events, res.TraceHash, res.Events)
+	}
+	res2.Trace = nil
+	return res2, nil
+}
+
+// run runs one simulation.
+func run(o Options) (*Result, error) {
 	if err := checkMutation(o.Mutation); err != nil {
 		return nil, err
 	}
@@ -63,7 +88,7 @@ func Run(o Options) (*Result, error) {
 	s.fs.rng = newRNG(o.Seed, streamFaults)
 	s.fs.pauseProc = map[uint64]int32{}
 	s.fs.faultWorker = -1
-	s.rec.init(o)
+	s.rec.init(o, w)
 	// The world: the fakes, on the run's true virtual time.
 	clk := fakes.ClockFunc(func() time.Time { return epoch.Add(s.now) })
 	s.tbl = fakes.NewLeaseTable(fakes.LeaseTableOptions{Clock: clk, Seed: o.Seed, StaleLag: w.Rates.StaleLag})

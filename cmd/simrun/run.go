@@ -83,7 +83,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 				o := c.base
 				o.Seed = c.first + uint64(i)
 				if single {
-					o.KeepTrace = true
+					// the report's timeline draws the trace; without a
+					// report the checkers need none (a failing run is
+					// re-run with its trace for its excerpts)
+					o.KeepTrace = c.out != ""
 					if traceFile != nil {
 						o.Trace = traceFile
 					}

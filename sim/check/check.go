@@ -1,7 +1,16 @@
-// Package check holds the invariant checkers. Each reads a plain history
-// (trace.Record, in order) and, where it needs one, the final lease table,
-// and returns the violations it finds. They know nothing of the simulator,
-// so histories recorded from real processes can be checked the same way.
+// Package check holds the invariant checkers. They read a plain history
+// (trace.Record, in order) and, where they need one, the final lease
+// table, and report the violations they find. They know nothing of the
+// simulator, so histories recorded from real processes can be checked the
+// same way.
+//
+// The checkers are online: an Online is fed one record at a time as a
+// run goes (the simulator does so) and reports at the end. With
+// Options.Forget it drops what no later record can change, so its memory
+// is proportional to the world (workers, shards, open leases, records not
+// yet covered by a checkpoint), not to the length of the history. The
+// batch functions (All, CheckS1, ..., Measure, Tenures) feed a whole
+// history to the same checkers.
 package check
 
 import (
@@ -44,7 +53,7 @@ func (v Violation) String() string {
 	return fmt.Sprintf("%s %s %v [%v, %v]: %s", v.Invariant, v.Key, v.Workers, v.From, v.To, v.Detail)
 }
 
-// History is what the checkers read.
+// History is what the batch checkers read.
 type History struct {
 	Records []trace.Record
 	// Final is the lease table at the end of the run; FinalKnown says it
@@ -70,6 +79,18 @@ type Options struct {
 	BalanceSlack int
 	// MaxPerCheck caps the violations one checker reports (0: 20).
 	MaxPerCheck int
+	// Forget lets an Online drop, as the history goes, what no later
+	// record can change: a record once it has been received and an applied
+	// checkpoint covers it, or once retention trimmed it (counted as lost
+	// if nobody received it); a tenure once no later act can overlap it;
+	// the state of a process once it stopped. The records must come in
+	// true-time order. The checks stay exact except where a record that
+	// was received and covered is read again (a process that resumes
+	// below the stored checkpoint, which S3 reports inside the
+	// assumptions): S4's batch-span and skip checks then compare only
+	// what was not forgotten, and the re-deliveries per handoff count the
+	// records above what was forgotten.
+	Forget bool
 }
 
 // Report is the result of all checkers.
@@ -80,19 +101,108 @@ type Report struct {
 	LostToRetention int
 }
 
-// All runs every checker.
+// All runs every checker over h.
 func All(h History, o Options) Report {
-	var rep Report
-	rep.Violations = append(rep.Violations, CheckS1(h.Records, o)...)
-	rep.Violations = append(rep.Violations, CheckS2(h.Records, o)...)
-	rep.Violations = append(rep.Violations, CheckS3(h, o)...)
-	s4, lost := CheckS4(h, o)
-	rep.Violations = append(rep.Violations, s4...)
-	rep.LostToRetention = lost
-	rep.Violations = append(rep.Violations, CheckS5(h.Records, o)...)
-	rep.Violations = append(rep.Violations, CheckS6(h.Records, o)...)
-	rep.Violations = append(rep.Violations, CheckL1(h, o)...)
+	c := newOnline(o, checkAll)
+	c.feed(h.Records)
+	rep, _ := c.Finish(h.Final, h.FinalKnown)
 	return rep
+}
+
+// CheckS1 reports tenures of different processes on one key that overlap
+// in true time.
+func CheckS1(recs []trace.Record, o Options) []Violation {
+	c := newOnline(o, checkS1)
+	c.feed(recs)
+	return c.s1.finish()
+}
+
+// CheckS2 replays the applied table writes in apply order and reports every
+// write that landed although its writer did not hold the row: a holder's
+// write (renew, checkpoint, release, delete) over a row another owner held
+// or over a version it had not seen, a take over a version it had not seen,
+// a create over an existing row.
+func CheckS2(recs []trace.Record, o Options) []Violation {
+	c := newOnline(o, checkS2)
+	c.feed(recs)
+	return c.s2.out
+}
+
+// CheckS3 reports a stored checkpoint that decreases (also across a delete
+// and re-create of the row), an acknowledged checkpoint that the table does
+// not hold when it is acknowledged or loses later, a new owner that starts
+// before the stored checkpoint, and a final table behind the writes that
+// landed.
+func CheckS3(h History, o Options) []Violation {
+	c := newOnline(o, checkS3)
+	c.feed(h.Records)
+	return c.s3.finish(h.Final, h.FinalKnown)
+}
+
+// CheckS4 reports records that were never delivered although retention
+// kept them, batches that skip records, a processor that resumes past a
+// record that nobody checkpointed, and a final table whose checkpoints do
+// not cover what was delivered. It returns the number of records lost to
+// retention too (trimmed before any processor received them).
+//
+// The end-of-run checks apply to records put at or before o.DeliverBy()
+// (End-Bound when Heal is set; none otherwise).
+func CheckS4(h History, o Options) ([]Violation, int) {
+	c := newOnline(o, checkS4)
+	c.feed(h.Records)
+	return c.s4.finish(h.Final, h.FinalKnown), c.puts.lost
+}
+
+// CheckS5 reports a record of a child shard that reached a processor
+// before every parent was checkpointed at SHARD_END (or had left the
+// stream).
+func CheckS5(recs []trace.Record, o Options) []Violation {
+	c := newOnline(o, checkS5)
+	c.feed(recs)
+	return c.s5.out
+}
+
+// CheckS6 reports records that reach one processor out of sequence order:
+// a batch not in order, or a batch that starts at or before the end of the
+// previous one, unless the previous one failed (then it may start again at
+// the failed batch's first record).
+func CheckS6(recs []trace.Record, o Options) []Violation {
+	c := newOnline(o, checkS6)
+	c.feed(recs)
+	return c.s6.out
+}
+
+// CheckL1 checks liveness after healing: at the end every open shard has a
+// live process acting on it, records put between Heal+Bound and End-Bound
+// reach a processor within Bound, and (with o.Balance) live workers hold
+// their fair share of unfinished leases within ±BalanceSlack.
+func CheckL1(h History, o Options) []Violation {
+	c := newOnline(o, checkL1)
+	c.feed(h.Records)
+	return c.l1.finish(h.Final, h.FinalKnown)
+}
+
+// Measure computes the figures of a history that ended at end.
+func Measure(recs []trace.Record, end time.Duration) Figures {
+	c := newOnline(Options{End: end}, checkMeasure)
+	c.feed(recs)
+	return c.ms.finish()
+}
+
+// Tenures returns every tenure in recs, ordered by key then start.
+func Tenures(recs []trace.Record) []Tenure {
+	c := newOnline(Options{}, checkTenures)
+	c.feed(recs)
+	return c.ten.sorted()
+}
+
+// DeliverBy is the put time up to which every record must be delivered
+// and checkpointed by the end.
+func (o Options) DeliverBy() time.Duration {
+	if o.Heal <= 0 || o.Bound <= 0 {
+		return 0
+	}
+	return o.End - o.Bound
 }
 
 func (o Options) max() int {
@@ -103,6 +213,12 @@ func (o Options) max() int {
 }
 
 func who(r *trace.Record) string { return r.Owner + "#" + strconv.Itoa(int(r.Proc)) }
+
+// pk is a (process, key) pair.
+type pk struct {
+	proc int32
+	key  string
+}
 
 // Excerpt returns the records of recs around v: those of its key or its
 // workers within the window, widened by pad, at most n lines.
@@ -162,16 +278,4 @@ func Excerpt(recs []trace.Record, v Violation, pad time.Duration, n int) []strin
 	return out
 }
 
-// cmpSeq compares two sequence numbers (or "" as before everything).
-func cmpSeq(a, b string) int {
-	if a == "" || b == "" {
-		switch {
-		case a == b:
-			return 0
-		case a == "":
-			return -1
-		}
-		return 1
-	}
-	return engine.CompareSequences(a, b)
-}
+func itoa(i int) string { return strconv.Itoa(i) }

@@ -69,14 +69,14 @@ func TestS1(t *testing.T) {
 		add(5, trace.Acting, 2, "s0", nil).
 		add(6, trace.KindReceived, 2, "s0", batch("13", "13", 1)).
 		add(6, trace.KindReceived, 1, "s1", batch("20", "20", 1))
-	expect(t, CheckS1(ok.recs, Options{}), S1, 0)
+	expect(t, checkS1T(t, ok.recs, Options{}), S1, 0)
 
 	// process 1 keeps delivering after process 2 started: overlap
 	bad := (&hb{}).
 		add(1, trace.Acting, 1, "s0", nil).
 		add(2, trace.Acting, 2, "s0", nil).
 		add(3, trace.KindReceived, 1, "s0", batch("10", "12", 3))
-	vs := CheckS1(bad.recs, Options{})
+	vs := checkS1T(t, bad.recs, Options{})
 	expect(t, vs, S1, 1)
 	if vs[0].From != 2*time.Second || vs[0].To != 3*time.Second {
 		t.Errorf("window %v..%v", vs[0].From, vs[0].To)
@@ -86,13 +86,13 @@ func TestS1(t *testing.T) {
 		add(1, trace.Acting, 1, "s0", nil).
 		add(2, trace.Acting, 2, "s0", nil).
 		add(3, trace.KindSend, 1, "s0", func(r *trace.Record) { r.Reason = trace.WriteCheckpoint })
-	expect(t, CheckS1(bad2.recs, Options{}), S1, 1)
+	expect(t, checkS1T(t, bad2.recs, Options{}), S1, 1)
 	// a crash ends the tenure
 	ok2 := (&hb{}).
 		add(1, trace.Acting, 1, "s0", nil).
 		add(2, trace.KindProcStop, 1, "", nil).
 		add(3, trace.Acting, 2, "s0", nil)
-	expect(t, CheckS1(ok2.recs, Options{}), S1, 0)
+	expect(t, checkS1T(t, ok2.recs, Options{}), S1, 0)
 }
 
 func TestS2(t *testing.T) {
@@ -102,14 +102,14 @@ func TestS2(t *testing.T) {
 		add(3, trace.KindApply, 1, "s0", write(engine.OpUpdateLease, trace.WriteCheckpoint, "w1", 2, "w1", 3, "5")).
 		add(4, trace.KindApply, 2, "s0", write(engine.OpUpdateLease, trace.WriteTake, "w1", 3, "w2", 4, "5")).
 		add(5, trace.KindApply, 2, "s0", write(engine.OpUpdateLease, trace.WriteRenew, "w2", 4, "w2", 5, "5"))
-	expect(t, CheckS2(ok.recs, Options{}), S2, 0)
+	expect(t, checkS2T(t, ok.recs, Options{}), S2, 0)
 	// an unconditional checkpoint of the old owner lands after the take
 	bad := (&hb{recs: append([]trace.Record(nil), ok.recs...)}).
 		add(6, trace.KindApply, 1, "s0", func(r *trace.Record) {
 			write(engine.OpUpdateLease, trace.WriteCheckpoint, "w1", 3, "w1", 6, "7")(r)
 			r.Unconditional = true
 		})
-	vs := CheckS2(bad.recs, Options{})
+	vs := checkS2T(t, bad.recs, Options{})
 	expect(t, vs, S2, 1)
 	if !strings.Contains(vs[0].Detail, "held by w2") {
 		t.Errorf("detail: %s", vs[0].Detail)
@@ -117,23 +117,23 @@ func TestS2(t *testing.T) {
 	// a take over a version the taker had not seen
 	bad2 := (&hb{recs: append([]trace.Record(nil), ok.recs[:3]...)}).
 		add(4, trace.KindApply, 2, "s0", write(engine.OpUpdateLease, trace.WriteTake, "w1", 2, "w2", 3, "5"))
-	expect(t, CheckS2(bad2.recs, Options{}), S2, 1)
+	expect(t, checkS2T(t, bad2.recs, Options{}), S2, 1)
 	// a delete of a finished, unowned row by anyone is fine
 	ok3 := (&hb{recs: append([]trace.Record(nil), ok.recs...)}).
 		add(6, trace.KindApply, 2, "s0", write(engine.OpUpdateLease, trace.WriteShardEnd, "w2", 5, "", 6, "SHARD_END")).
 		add(7, trace.KindApply, 1, "s0", write(engine.OpDeleteLease, trace.WriteDelete, "", 6, "", 0, ""))
-	expect(t, CheckS2(ok3.recs, Options{}), S2, 0)
+	expect(t, checkS2T(t, ok3.recs, Options{}), S2, 0)
 	// a renew of a row the writer released lands: not fenced
 	bad3 := (&hb{recs: append([]trace.Record(nil), ok3.recs[:6]...)}).
 		add(7, trace.KindApply, 2, "s0", write(engine.OpUpdateLease, trace.WriteRenew, "", 6, "", 7, "SHARD_END"))
-	expect(t, CheckS2(bad3.recs, Options{}), S2, 1)
+	expect(t, checkS2T(t, bad3.recs, Options{}), S2, 1)
 	// failed writes do not count
 	ok2 := (&hb{recs: append([]trace.Record(nil), ok.recs...)}).
 		add(6, trace.KindApply, 1, "s0", func(r *trace.Record) {
 			write(engine.OpUpdateLease, trace.WriteCheckpoint, "w1", 3, "w1", 4, "7")(r)
 			r.Outcome = trace.OutcomeCondition
 		})
-	expect(t, CheckS2(ok2.recs, Options{}), S2, 0)
+	expect(t, checkS2T(t, ok2.recs, Options{}), S2, 0)
 }
 
 func TestS3(t *testing.T) {
@@ -147,32 +147,32 @@ func TestS3(t *testing.T) {
 	ok := base().
 		add(4, trace.KindApply, 2, "s0", write(engine.OpUpdateLease, trace.WriteTake, "w1", 3, "w2", 4, "20")).
 		add(5, trace.Acting, 2, "s0", cp("20"))
-	expect(t, CheckS3(History{Records: ok.recs, FinalKnown: true, Final: []engine.Lease{{Key: "s0", Owner: "w2", Counter: 4, Checkpoint: engine.SequenceCheckpoint("20")}}}, Options{}), S3, 0)
+	expect(t, checkS3T(t, History{Records: ok.recs, FinalKnown: true, Final: []engine.Lease{{Key: "s0", Owner: "w2", Counter: 4, Checkpoint: engine.SequenceCheckpoint("20")}}}, Options{}), S3, 0)
 
 	regress := base().add(4, trace.KindApply, 1, "s0", write(engine.OpUpdateLease, trace.WriteCheckpoint, "w1", 3, "w1", 4, "9"))
-	expect(t, CheckS3(History{Records: regress.recs}, Options{}), S3, 1)
+	expect(t, checkS3T(t, History{Records: regress.recs}, Options{}), S3, 1)
 
 	// re-created after SHARD_END and delete, at TRIM_HORIZON
 	recreate := base().
 		add(4, trace.KindApply, 1, "s0", write(engine.OpUpdateLease, trace.WriteCheckpoint, "w1", 3, "w1", 4, "SHARD_END")).
 		add(5, trace.KindApply, 1, "s0", write(engine.OpDeleteLease, trace.WriteDelete, "w1", 4, "", 0, "")).
 		add(6, trace.KindApply, 2, "s0", write(engine.OpCreateLease, trace.WriteCreate, "", 0, "", 1, "TRIM_HORIZON"))
-	expect(t, CheckS3(History{Records: recreate.recs}, Options{}), S3, 1)
+	expect(t, checkS3T(t, History{Records: recreate.recs}, Options{}), S3, 1)
 
 	// acknowledged but never stored
 	ack := (&hb{}).
 		add(1, trace.KindApply, 1, "s0", write(engine.OpCreateLease, trace.WriteCreate, "", 0, "w1", 1, "TRIM_HORIZON")).
 		add(2, trace.KindCheckpointAck, 1, "s0", func(r *trace.Record) { r.Outcome = trace.OutcomeOK; r.Checkpoint.Sequence = "20" })
-	expect(t, CheckS3(History{Records: ack.recs}, Options{}), S3, 1)
+	expect(t, checkS3T(t, History{Records: ack.recs}, Options{}), S3, 1)
 
 	// new owner starts before the stored checkpoint
 	early := base().
 		add(4, trace.KindApply, 2, "s0", write(engine.OpUpdateLease, trace.WriteTake, "w1", 3, "w2", 4, "20")).
 		add(5, trace.Acting, 2, "s0", cp("TRIM_HORIZON"))
-	expect(t, CheckS3(History{Records: early.recs}, Options{}), S3, 1)
+	expect(t, checkS3T(t, History{Records: early.recs}, Options{}), S3, 1)
 
 	// the final table is behind
-	expect(t, CheckS3(History{Records: ok.recs, FinalKnown: true, Final: []engine.Lease{{Key: "s0", Owner: "w2", Counter: 4, Checkpoint: engine.SequenceCheckpoint("10")}}}, Options{}), S3, 1)
+	expect(t, checkS3T(t, History{Records: ok.recs, FinalKnown: true, Final: []engine.Lease{{Key: "s0", Owner: "w2", Counter: 4, Checkpoint: engine.SequenceCheckpoint("10")}}}, Options{}), S3, 1)
 }
 
 func puts(b *hb, key string, t float64, seqs ...string) *hb {
@@ -192,12 +192,12 @@ func TestS4(t *testing.T) {
 	ok := mk().
 		add(3, trace.KindReceived, 1, "s0", batch("10", "11", 2)).
 		add(4, trace.KindReceived, 1, "s0", batch("12", "13", 2))
-	vs, _ := CheckS4(History{Records: ok.recs, Final: final, FinalKnown: true}, o)
+	vs, _ := checkS4T(t, History{Records: ok.recs, Final: final, FinalKnown: true}, o)
 	expect(t, vs, S4, 0)
 
 	// a record never delivered
 	never := mk().add(3, trace.KindReceived, 1, "s0", batch("10", "11", 2))
-	vs, _ = CheckS4(History{Records: never.recs, Final: final, FinalKnown: true}, o)
+	vs, _ = checkS4T(t, History{Records: never.recs, Final: final, FinalKnown: true}, o)
 	expect(t, vs, S4, 1)
 
 	// skipped at handoff: the new owner starts at 11 but gets 13 first
@@ -205,7 +205,7 @@ func TestS4(t *testing.T) {
 		add(3, trace.KindReceived, 1, "s0", batch("10", "12", 3)).
 		add(4, trace.KindInitialized, 2, "s0", cp("11")).
 		add(5, trace.KindReceived, 2, "s0", batch("13", "13", 1))
-	vs, _ = CheckS4(History{Records: skip.recs, Final: final, FinalKnown: true}, o)
+	vs, _ = checkS4T(t, History{Records: skip.recs, Final: final, FinalKnown: true}, o)
 	expect(t, vs, S4, 1)
 
 	// a failed answer to a batch of an earlier tenure does not rewind
@@ -215,16 +215,16 @@ func TestS4(t *testing.T) {
 		add(5, trace.KindReceived, 1, "s0", batch("10", "12", 3)).
 		add(6, trace.KindDone, 1, "s0", func(r *trace.Record) { r.Reason = "failed"; r.First, r.Last = "10", "10" }).
 		add(7, trace.KindReceived, 1, "s0", batch("13", "13", 1))
-	vs, _ = CheckS4(History{Records: late.recs, Final: final, FinalKnown: true}, o)
+	vs, _ = checkS4T(t, History{Records: late.recs, Final: final, FinalKnown: true}, o)
 	expect(t, vs, S4, 0)
 
 	// a batch that leaves a record out
 	hole := mk().add(3, trace.KindReceived, 1, "s0", batch("10", "13", 3))
-	vs, _ = CheckS4(History{Records: hole.recs, Final: final, FinalKnown: true}, o)
+	vs, _ = checkS4T(t, History{Records: hole.recs, Final: final, FinalKnown: true}, o)
 	expect(t, vs, S4, 1)
 
 	// final checkpoint behind the delivered records
-	vs, _ = CheckS4(History{Records: ok.recs, Final: []engine.Lease{{Key: "s0", Checkpoint: engine.SequenceCheckpoint("11")}}, FinalKnown: true}, o)
+	vs, _ = checkS4T(t, History{Records: ok.recs, Final: []engine.Lease{{Key: "s0", Checkpoint: engine.SequenceCheckpoint("11")}}, FinalKnown: true}, o)
 	expect(t, vs, S4, 1)
 
 	// records trimmed before delivery are counted, not flagged
@@ -232,7 +232,7 @@ func TestS4(t *testing.T) {
 		add(2, trace.KindTrim, -1, "s0", batch("10", "11", 2)).
 		add(3, trace.KindInitialized, 1, "s0", cp("TRIM_HORIZON")).
 		add(4, trace.KindReceived, 1, "s0", batch("12", "13", 2))
-	vs, lost := CheckS4(History{Records: trimmed.recs, Final: final, FinalKnown: true}, o)
+	vs, lost := checkS4T(t, History{Records: trimmed.recs, Final: final, FinalKnown: true}, o)
 	expect(t, vs, S4, 0)
 	if lost != 2 {
 		t.Errorf("lost = %d, want 2", lost)
@@ -250,17 +250,17 @@ func TestS5(t *testing.T) {
 	ok := base().
 		add(2, trace.KindApply, 1, "s0", write(engine.OpUpdateLease, trace.WriteCheckpoint, "w1", 3, "w1", 4, "SHARD_END")).
 		add(3, trace.KindReceived, 2, "s1", batch("30", "30", 1))
-	expect(t, CheckS5(ok.recs, Options{}), S5, 0)
+	expect(t, checkS5T(t, ok.recs, Options{}), S5, 0)
 	bad := base().
 		add(2, trace.KindReceived, 2, "s1", batch("30", "30", 1)).
 		add(3, trace.KindApply, 1, "s0", write(engine.OpUpdateLease, trace.WriteCheckpoint, "w1", 3, "w1", 4, "SHARD_END"))
-	expect(t, CheckS5(bad.recs, Options{}), S5, 1)
+	expect(t, checkS5T(t, bad.recs, Options{}), S5, 1)
 	// merge: both parents must end
 	merge := (&hb{}).
 		add(1, trace.KindShardCreated, -1, "s3", func(r *trace.Record) { r.Parent, r.Parent2 = "s1", "s2" }).
 		add(2, trace.KindApply, 1, "s1", write(engine.OpUpdateLease, trace.WriteCheckpoint, "w1", 3, "w1", 4, "SHARD_END")).
 		add(3, trace.KindReceived, 2, "s3", batch("30", "30", 1))
-	expect(t, CheckS5(merge.recs, Options{}), S5, 1)
+	expect(t, checkS5T(t, merge.recs, Options{}), S5, 1)
 }
 
 func TestS6(t *testing.T) {
@@ -272,17 +272,17 @@ func TestS6(t *testing.T) {
 		add(5, trace.KindReceived, 1, "s0", batch("12", "12", 1)).
 		add(6, trace.KindInitialized, 2, "s0", cp("10")).
 		add(7, trace.KindReceived, 2, "s0", batch("11", "12", 2))
-	expect(t, CheckS6(ok.recs, Options{}), S6, 0)
+	expect(t, checkS6T(t, ok.recs, Options{}), S6, 0)
 	bad := (&hb{}).
 		add(1, trace.KindInitialized, 1, "s0", cp("TRIM_HORIZON")).
 		add(2, trace.KindReceived, 1, "s0", batch("10", "11", 2)).
 		add(3, trace.KindReceived, 1, "s0", batch("11", "12", 2))
-	expect(t, CheckS6(bad.recs, Options{}), S6, 1)
+	expect(t, checkS6T(t, bad.recs, Options{}), S6, 1)
 	unsorted := (&hb{}).add(2, trace.KindReceived, 1, "s0", func(r *trace.Record) {
 		batch("10", "12", 3)(r)
 		r.Reason = "unsorted"
 	})
-	expect(t, CheckS6(unsorted.recs, Options{}), S6, 1)
+	expect(t, checkS6T(t, unsorted.recs, Options{}), S6, 1)
 }
 
 func TestL1(t *testing.T) {
@@ -300,11 +300,11 @@ func TestL1(t *testing.T) {
 		add(60, trace.KindPut, -1, "s0", seq("10")).
 		add(61, trace.KindReceived, 1, "s0", batch("10", "10", 1))
 	final := []engine.Lease{{Key: "s0", Owner: "w1"}, {Key: "s1", Owner: "w2"}}
-	expect(t, CheckL1(History{Records: ok.recs, Final: final, FinalKnown: true}, o), L1, 0)
+	expect(t, checkL1T(t, History{Records: ok.recs, Final: final, FinalKnown: true}, o), L1, 0)
 
 	// s1 has no owner at the end
 	orphan := base().add(1, trace.Acting, 1, "s0", nil).add(1, trace.Acting, 2, "s1", nil).add(30, trace.LeaseLost, 2, "s1", nil)
-	expect(t, CheckL1(History{Records: orphan.recs}, o), L1, 1)
+	expect(t, checkL1T(t, History{Records: orphan.recs}, o), L1, 1)
 
 	// a record put after healing is delivered too late
 	slow := base().
@@ -312,11 +312,11 @@ func TestL1(t *testing.T) {
 		add(1, trace.Acting, 2, "s1", nil).
 		add(60, trace.KindPut, -1, "s0", seq("10")).
 		add(75, trace.KindReceived, 1, "s0", batch("10", "10", 1))
-	expect(t, CheckL1(History{Records: slow.recs}, o), L1, 1)
+	expect(t, checkL1T(t, History{Records: slow.recs}, o), L1, 1)
 
 	// unbalanced: w1 holds 4 leases, w2 none
 	unb := []engine.Lease{{Key: "a", Owner: "w1"}, {Key: "b", Owner: "w1"}, {Key: "c", Owner: "w1"}, {Key: "d", Owner: "w1"}}
-	expect(t, CheckL1(History{Records: ok.recs, Final: unb, FinalKnown: true}, o), L1, 2)
+	expect(t, checkL1T(t, History{Records: ok.recs, Final: unb, FinalKnown: true}, o), L1, 2)
 }
 
 func TestMeasure(t *testing.T) {
@@ -331,7 +331,7 @@ func TestMeasure(t *testing.T) {
 		add(9, trace.KindReply, 2, "", func(r *trace.Record) { r.Op, r.Outcome, r.Count = engine.OpListLeases, trace.OutcomeOK, 5 }).
 		add(9, trace.KindReply, 1, "", func(r *trace.Record) { r.Op, r.Outcome, r.Count = engine.OpListLeases, trace.OutcomeThrottled, 0 }).
 		add(10, trace.KindReply, 2, "s0", func(r *trace.Record) { r.Op, r.Outcome = engine.OpGetLease, trace.OutcomeOK })
-	f := Measure(b.recs, 3600*time.Second)
+	f := measureT(t, b.recs, 3600*time.Second)
 	if f.Handoffs != 1 || f.Redelivered != 2 || len(f.Failovers) != 1 || f.Failovers[0] != 6*time.Second || f.StoreCalls != 4 {
 		t.Fatalf("figures %+v", f)
 	}
@@ -347,7 +347,7 @@ func TestExcerpt(t *testing.T) {
 		add(2, trace.Acting, 2, "s0", nil).
 		add(3, trace.KindReceived, 1, "s0", batch("10", "12", 3)).
 		add(3, trace.KindReceived, 1, "s9", batch("10", "12", 3))
-	vs := CheckS1(b.recs, Options{})
+	vs := checkS1T(t, b.recs, Options{})
 	ex := Excerpt(b.recs, vs[0], time.Second, 10)
 	if len(ex) != 3 || !strings.HasPrefix(ex[1], "> ") {
 		t.Fatalf("excerpt %q", ex)

@@ -5,18 +5,117 @@ import (
 	"time"
 
 	"github.com/shardlease/shardlease/engine"
-	"github.com/shardlease/shardlease/sim/trace"
 )
 
-// CheckL1 checks liveness after healing: at the end every open shard has a
-// live process acting on it, records put between Heal+Bound and End-Bound
-// reach a processor within Bound, and (with o.Balance) live workers hold
-// their fair share of unfinished leases within ±BalanceSlack.
-func CheckL1(h History, o Options) []Violation {
+// l1Checker checks liveness after healing (see CheckL1): how long each
+// open shard went without an acting process from Heal+Bound on, how long
+// each record put in [Heal+Bound, End-Bound] took to reach a processor,
+// and the balance at the end.
+type l1Checker struct {
+	o     Options
+	ten   *tenures
+	puts  *putLogs
+	live  map[int32]string // processes started and not stopped
+	open  map[string]bool  // shards created and not closed
+	order []string         // shards in creation order
+	cover map[string]*coverage
+	// late is, per shard, the first record (in sequence order) of the
+	// window that reached no processor within Bound
+	late map[string]lateRecord
+}
+
+// coverage follows one shard's stretches without an acting process: the
+// sweep of the whole-history check over its tenures in start order,
+// done as they start and end.
+type coverage struct {
+	openTenures int
+	reach       time.Duration // covered up to here
+	worst       time.Duration
+	worstAt     time.Duration
+}
+
+type lateRecord struct {
+	seq      Seq
+	raw      string
+	t        time.Duration
+	received time.Duration
+	seqNo    uint64
+}
+
+func newL1(o Options, ts *tenures, pl *putLogs) *l1Checker {
+	return &l1Checker{o: o, ten: ts, puts: pl, live: map[int32]string{}, open: map[string]bool{},
+		cover: map[string]*coverage{}, late: map[string]lateRecord{}}
+}
+
+func (c *l1Checker) from() time.Duration { return c.o.Heal + c.o.Bound }
+
+func (c *l1Checker) created(key string) {
+	if !c.open[key] {
+		c.order = append(c.order, key)
+	}
+	c.open[key] = true
+}
+
+func (c *l1Checker) coverage(key string) *coverage {
+	cv := c.cover[key]
+	if cv == nil {
+		from := c.from()
+		cv = &coverage{reach: from, worstAt: from}
+		c.cover[key] = cv
+	}
+	return cv
+}
+
+// started is a tenure starting: with none open on its key, the time since
+// the key was last covered is a gap.
+func (c *l1Checker) started(_ *keyTenures, t *tenure) {
+	cv := c.coverage(t.Key)
+	if cv.openTenures == 0 && t.Start > cv.reach {
+		if g := t.Start - cv.reach; g > cv.worst {
+			cv.worst, cv.worstAt = g, cv.reach
+		}
+	}
+	cv.openTenures++
+}
+
+func (c *l1Checker) closed(t *tenure) {
+	cv := c.coverage(t.Key)
+	cv.openTenures--
+	cv.reach = max(cv.reach, t.EndT)
+}
+
+func (c *l1Checker) inWindow(x *put) bool {
+	return x.t >= c.from() && x.t <= c.o.End-c.o.Bound
+}
+
+// receivedPut is a record's first receipt.
+func (c *l1Checker) receivedPut(p *shardPuts, x *put) {
+	if c.inWindow(x) && x.received-x.t > c.o.Bound {
+		c.lateOne(p.key, x)
+	}
+}
+
+// lostPut is a record forgotten without being received (trimmed).
+func (c *l1Checker) lostPut(p *shardPuts, x *put) {
+	if c.inWindow(x) {
+		c.lateOne(p.key, x)
+	}
+}
+
+func (c *l1Checker) lateOne(key string, x *put) {
+	if l, ok := c.late[key]; !ok || x.seq.Compare(l.seq) < 0 {
+		c.late[key] = lateRecord{seq: x.seq, raw: x.raw, t: x.t, received: x.received, seqNo: x.seqNo}
+	}
+}
+
+func (c *l1Checker) finish(final []engine.Lease, finalKnown bool) []Violation {
+	o := c.o
 	if o.Heal <= 0 || o.Bound <= 0 || o.End-o.Heal < 2*o.Bound {
 		return nil
 	}
-	recs := h.Records
+	if len(c.live) == 0 {
+		return nil
+	}
 	var out []Violation
 	add := func(v Violation) {
 		if len(out) < o.max() {
@@ -24,66 +123,26 @@ func CheckL1(h History, o Options) []Violation {
 			out = append(out, v)
 		}
 	}
-	open := map[string]bool{}
-	var order []string
-	live := map[int32]string{}
-	for i := range recs {
-		r := &recs[i]
-		switch r.Kind {
-		case trace.KindShardCreated:
-			if !open[r.Key] {
-				order = append(order, r.Key)
-			}
-			open[r.Key] = true
-		case trace.KindShardClosed:
-			open[r.Key] = false
-		case trace.KindProcStart:
-			live[r.Proc] = r.Owner
-		case trace.KindProcStop:
-			delete(live, r.Proc)
-		}
-	}
-	if len(live) == 0 {
-		return nil
-	}
 	// ownership: from Heal+Bound on, an open shard may go without an
 	// acting process for at most Bound at a time (a handover in progress
 	// at the end is not a failure)
-	cover := map[string][][2]time.Duration{}
-	for _, t := range Tenures(recs) {
-		end := t.EndT
-		if t.Open {
-			end = o.End
-			if _, ok := live[t.Proc]; !ok {
-				end = t.End
-			}
+	for _, t := range c.ten.open {
+		end := o.End
+		if _, ok := c.live[t.Proc]; !ok {
+			end = t.End
 		}
-		cover[t.Key] = append(cover[t.Key], [2]time.Duration{t.Start, end})
+		cv := c.coverage(t.Key)
+		cv.reach = max(cv.reach, end)
+		cv.openTenures--
 	}
-	for _, key := range order {
-		if !open[key] {
+	for _, key := range c.order {
+		if !c.open[key] {
 			continue
 		}
-		iv := cover[key]
-		sort.Slice(iv, func(i, j int) bool { return iv[i][0] < iv[j][0] })
-		from := o.Heal + o.Bound
-		reach := from // covered up to here
-		worst, worstAt := time.Duration(0), from
-		for _, x := range iv {
-			if x[1] <= reach {
-				continue
-			}
-			if x[0] > reach {
-				if g := x[0] - reach; g > worst {
-					worst, worstAt = g, reach
-				}
-			}
-			if x[1] > reach {
-				reach = x[1]
-			}
-		}
-		if g := o.End - reach; g > worst {
-			worst, worstAt = g, reach
+		cv := c.coverage(key)
+		worst, worstAt := cv.worst, cv.worstAt
+		if g := o.End - cv.reach; g > worst {
+			worst, worstAt = g, cv.reach
 		}
 		if worst > o.Bound {
 			add(Violation{Key: key, From: worstAt, To: worstAt + worst,
@@ -91,54 +150,31 @@ func CheckL1(h History, o Options) []Violation {
 		}
 	}
 	// progress
-	puts := collectPuts(recs)
-	for i := range recs {
-		r := &recs[i]
-		if r.Kind != trace.KindReceived {
-			continue
-		}
-		p := puts[r.Key]
-		if p == nil {
-			continue
-		}
-		lo, hi := p.index(r.First), p.after(r.Last)
-		for j := lo; j < hi; j++ {
-			if p.puts[j].received < 0 {
-				p.puts[j].received = r.T
+	for _, key := range sortedKeys(c.puts.m) {
+		for _, x := range c.puts.m[key].kept() {
+			if x.received < 0 && c.inWindow(&x) {
+				c.lateOne(key, &x)
 			}
 		}
 	}
-	keys := make([]string, 0, len(puts))
-	for k := range puts {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	from, to := o.Heal+o.Bound, o.End-o.Bound
-	for _, key := range keys {
-		for _, x := range puts[key].puts {
-			if x.t < from || x.t > to {
-				continue
-			}
-			if x.received < 0 || x.received-x.t > o.Bound {
-				d := "record " + x.seq + " put at " + x.t.String() + " after healing "
-				if x.received < 0 {
-					d += "was never delivered"
-				} else {
-					d += "took " + (x.received - x.t).String() + " to reach a processor"
-				}
-				add(Violation{Key: key, From: x.t, To: x.t + o.Bound, Seqs: []uint64{x.seqNo}, Detail: d + " (bound " + o.Bound.String() + ")"})
-				break
-			}
+	for _, key := range sortedKeys(c.late) {
+		x := c.late[key]
+		d := "record " + x.raw + " put at " + x.t.String() + " after healing "
+		if x.received < 0 {
+			d += "was never delivered"
+		} else {
+			d += "took " + (x.received - x.t).String() + " to reach a processor"
 		}
+		add(Violation{Key: key, From: x.t, To: x.t + o.Bound, Seqs: []uint64{x.seqNo}, Detail: d + " (bound " + o.Bound.String() + ")"})
 	}
-	if o.Balance && h.FinalKnown {
+	if o.Balance && finalKnown {
 		counts := map[string]int{}
-		for _, owner := range live {
+		for _, owner := range c.live {
 			counts[owner] = 0
 		}
 		n := 0
-		for _, l := range h.Final {
-			if l.Checkpoint.IsShardEnd() || l.Owner == "" {
+		for _, l := range final {
+			if l.Checkpoint.Sequence == engine.ShardEnd || l.Owner == "" {
 				continue
 			}
 			if _, ok := counts[l.Owner]; ok {
@@ -161,117 +197,4 @@ func CheckL1(h History, o Options) []Violation {
 		}
 	}
 	return out
-}
-
-// Figures are the measurements of one history.
-type Figures struct {
-	// Failovers are the times a shard had no acting owner after its owner
-	// ended involuntarily (crash, cut off, lost lease): from the old
-	// owner's last act to the new owner's first.
-	Failovers []time.Duration
-	// Handoffs counts changes of acting process on a key; Redelivered the
-	// records that the new process received although the old one had
-	// received them already.
-	Handoffs, Redelivered int
-	// StoreCalls and StreamCalls count the calls answered.
-	StoreCalls, StreamCalls int
-	// RowsRead counts the lease-table rows read: every row a ListLeases
-	// (scan) returned, and one per GetLease answered. DynamoDB bills
-	// reads by rows (and their size), a scan of the whole table as one
-	// call but every row of it.
-	RowsRead int
-	// ShardHours is the time shards were open, summed, in hours.
-	ShardHours float64
-}
-
-// Percentile returns the p-th percentile (0..100) of ds.
-func Percentile(ds []time.Duration, p float64) time.Duration {
-	if len(ds) == 0 {
-		return 0
-	}
-	s := append([]time.Duration(nil), ds...)
-	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
-	i := int(p / 100 * float64(len(s)-1))
-	return s[i]
-}
-
-// Measure computes the figures of a history that ended at end.
-func Measure(recs []trace.Record, end time.Duration) Figures {
-	var f Figures
-	created := map[string]time.Duration{}
-	var shardNs time.Duration
-	// records received per (proc,key): the highest sequence
-	type receipt struct {
-		seq   uint64
-		first string
-	}
-	highs := map[pk]string{}
-	receipts := map[pk][]receipt{}
-	for i := range recs {
-		r := &recs[i]
-		switch r.Kind {
-		case trace.KindReply:
-			if r.Op.IsStore() {
-				f.StoreCalls++
-				switch {
-				case r.Op == engine.OpListLeases && r.Outcome == trace.OutcomeOK:
-					f.RowsRead += r.Count
-				case r.Op == engine.OpGetLease && (r.Outcome == trace.OutcomeOK || r.Outcome == trace.OutcomeNotFound):
-					f.RowsRead++
-				}
-			} else {
-				f.StreamCalls++
-			}
-		case trace.KindShardCreated:
-			created[r.Key] = r.T
-		case trace.KindShardClosed:
-			if t, ok := created[r.Key]; ok {
-				shardNs += r.T - t
-				delete(created, r.Key)
-			}
-		case trace.KindReceived:
-			if r.Count > 0 {
-				k := pk{r.Proc, r.Key}
-				receipts[k] = append(receipts[k], receipt{r.Seq, r.First})
-				if cmpSeq(r.Last, highs[k]) > 0 {
-					highs[k] = r.Last
-				}
-			}
-		}
-	}
-	for _, t := range created {
-		shardNs += end - t
-	}
-	f.ShardHours = shardNs.Hours()
-	puts := collectPuts(recs)
-	ts := Tenures(recs)
-	for i := 1; i < len(ts); i++ {
-		a, b := ts[i-1], ts[i]
-		if a.Key != b.Key || a.Proc == b.Proc {
-			continue
-		}
-		f.Handoffs++
-		if !a.Graceful && b.Start > a.End {
-			f.Failovers = append(f.Failovers, b.Start-a.End)
-		}
-		// re-deliveries: records b received at or below a's high water mark
-		ha := highs[pk{a.Proc, a.Key}]
-		p := puts[a.Key]
-		if ha == "" || p == nil {
-			continue
-		}
-		lo := -1
-		rs := receipts[pk{b.Proc, b.Key}]
-		j := sort.Search(len(rs), func(j int) bool { return rs[j].seq >= b.FirstSeq })
-		if j < len(rs) {
-			lo = p.index(rs[j].first)
-		}
-		if lo >= 0 {
-			hi := p.after(ha)
-			if hi > lo {
-				f.Redelivered += hi - lo
-			}
-		}
-	}
-	return f
 }

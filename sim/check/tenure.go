@@ -29,48 +29,177 @@ type Tenure struct {
 	EndT time.Duration
 }
 
-func (t Tenure) who() string { return t.Owner + "#" + itoa(int(t.Proc)) }
+func (t *Tenure) who() string { return t.Owner + "#" + itoa(int(t.Proc)) }
 
-type pk struct {
-	proc int32
-	key  string
+// tenure is a Tenure as the tracker follows it.
+type tenure struct {
+	Tenure
+	idx int    // creation index among the key's tenures (= start order)
+	id  uint64 // creation index among all tenures
+	// next is the tenure created after this one on its key, while this one
+	// is open (Measure's failover waits for this one's end).
+	next *tenure
 }
 
-// Tenures returns every tenure in recs, ordered by key then start.
-func Tenures(recs []trace.Record) []Tenure {
-	open := map[pk]int{}
-	var out []Tenure
-	procKeys := map[int32][]string{}
-	closeT := func(k pk, r *trace.Record) {
-		if i, ok := open[k]; ok {
-			out[i].Open = false
-			out[i].EndedBy = r.Kind
-			out[i].EndT = r.T
-			out[i].Graceful = r.Kind == trace.LeaseReleased
-			delete(open, k)
+// keyTenures is what the tracker keeps of one key.
+type keyTenures struct {
+	n    int       // tenures created
+	last *tenure   // the latest created
+	kept []*tenure // open tenures, and closed ones a later act may still overlap (S1)
+}
+
+// tenures follows every process's tenures, act by act, and tells the
+// checkers that use them (S1, L1, Measure) as each starts, acts and ends.
+type tenures struct {
+	forget bool // keep no list of every tenure
+	pruned bool // records come in true-time order: drop tenures no act can overlap
+	now    time.Duration
+	ids    uint64
+	open   map[pk]*tenure
+	byProc map[int32][]string // keys of each process's open tenures, in creation order
+	keys   map[string]*keyTenures
+	all    []*tenure // every tenure, unless forgetting (Tenures, Measure)
+
+	s1 *s1Checker
+	l1 *l1Checker
+	ms *measurer
+}
+
+func newTenures(forget bool) *tenures {
+	return &tenures{forget: forget, pruned: forget, open: map[pk]*tenure{}, byProc: map[int32][]string{}, keys: map[string]*keyTenures{}}
+}
+
+func (ts *tenures) key(k string) *keyTenures {
+	kt := ts.keys[k]
+	if kt == nil {
+		kt = &keyTenures{}
+		ts.keys[k] = kt
+	}
+	return kt
+}
+
+// act is an act of r.Proc on r.Key at r.T.
+func (ts *tenures) act(r *trace.Record) {
+	ts.now = r.T
+	k := pk{r.Proc, r.Key}
+	if t := ts.open[k]; t != nil {
+		t.End = r.T
+		t.LastSeq = r.Seq
+		if ts.s1 != nil {
+			ts.s1.acted(ts.keys[r.Key], t)
+		}
+		return
+	}
+	kt := ts.key(r.Key)
+	t := &tenure{Tenure: Tenure{Key: r.Key, Proc: r.Proc, Owner: r.Owner, Start: r.T, End: r.T, FirstSeq: r.Seq, LastSeq: r.Seq, Open: true},
+		idx: kt.n, id: ts.ids}
+	kt.n++
+	ts.ids++
+	prev := kt.last
+	kt.last = t
+	ts.open[k] = t
+	ts.byProc[r.Proc] = append(ts.byProc[r.Proc], r.Key)
+	if !ts.forget {
+		ts.all = append(ts.all, t)
+	}
+	if ts.l1 != nil {
+		ts.l1.started(kt, t)
+	}
+	if ts.s1 != nil {
+		ts.s1.started(kt, t)
+	}
+	kt.kept = append(kt.kept, t)
+	if ts.ms != nil {
+		ts.ms.started(prev, t)
+	}
+	ts.prune(kt)
+}
+
+// close ends the open tenure k (if any) with record r.
+func (ts *tenures) close(k pk, r *trace.Record) {
+	ts.now = r.T
+	t := ts.open[k]
+	if t == nil {
+		return
+	}
+	delete(ts.open, k)
+	keys := ts.byProc[k.proc]
+	for i, key := range keys {
+		if key == k.key {
+			ts.byProc[k.proc] = append(keys[:i], keys[i+1:]...)
+			break
 		}
 	}
-	for i := range recs {
-		r := &recs[i]
-		switch {
-		case r.Kind == trace.Delivered || r.IsAct():
-			k := pk{r.Proc, r.Key}
-			if j, ok := open[k]; ok {
-				out[j].End = r.T
-				out[j].LastSeq = r.Seq
-				continue
-			}
-			open[k] = len(out)
-			out = append(out, Tenure{Key: r.Key, Proc: r.Proc, Owner: r.Owner, Start: r.T, End: r.T, FirstSeq: r.Seq, LastSeq: r.Seq, Open: true})
-			procKeys[r.Proc] = append(procKeys[r.Proc], r.Key)
-		case r.Kind == trace.LeaseLost || r.Kind == trace.LeaseReleased || r.Kind == trace.StoppedActing:
-			closeT(pk{r.Proc, r.Key}, r)
-		case r.Kind == trace.KindProcStop:
-			for _, key := range procKeys[r.Proc] {
-				closeT(pk{r.Proc, key}, r)
-			}
-			delete(procKeys, r.Proc)
+	ts.ended(t, r)
+}
+
+func (ts *tenures) ended(t *tenure, r *trace.Record) {
+	t.Open = false
+	t.EndedBy = r.Kind
+	t.EndT = r.T
+	t.Graceful = r.Kind == trace.LeaseReleased
+	if ts.l1 != nil {
+		ts.l1.closed(t)
+	}
+	if ts.ms != nil {
+		ts.ms.closedTenure(t)
+	}
+	ts.prune(ts.keys[t.Key])
+}
+
+// procStop ends every open tenure of the process r stopped.
+func (ts *tenures) procStop(r *trace.Record) {
+	ts.now = r.T
+	keys := ts.byProc[r.Proc]
+	delete(ts.byProc, r.Proc)
+	for _, key := range keys {
+		k := pk{r.Proc, key}
+		if t := ts.open[k]; t != nil {
+			delete(ts.open, k)
+			ts.ended(t, r)
 		}
+	}
+}
+
+// prune drops from kt.kept the closed tenures no later act can overlap:
+// those that ended before now and were created before every open tenure
+// of another process (a later act of an earlier open tenure overlaps
+// every tenure created after it).
+func (ts *tenures) prune(kt *keyTenures) {
+	if !ts.pruned || kt == nil {
+		return
+	}
+	n := 0
+	for _, t := range kt.kept {
+		if t.Open || t.End >= ts.now || ts.openBefore(kt, t) {
+			kt.kept[n] = t
+			n++
+		}
+	}
+	clear(kt.kept[n:])
+	kt.kept = kt.kept[:n]
+}
+
+// openBefore reports whether an open tenure of another process was
+// created on the key before t.
+func (ts *tenures) openBefore(kt *keyTenures, t *tenure) bool {
+	for _, e := range kt.kept {
+		if e.idx >= t.idx {
+			return false
+		}
+		if e.Open && e.Proc != t.Proc {
+			return true
+		}
+	}
+	return false
+}
+
+// sorted returns every tenure (unless forgetting), ordered by key then
+// start.
+func (ts *tenures) sorted() []Tenure {
+	out := make([]Tenure, len(ts.all))
+	for i, t := range ts.all {
+		out[i] = t.Tenure
 	}
 	sort.SliceStable(out, func(i, j int) bool {
 		if out[i].Key != out[j].Key {
@@ -81,60 +210,85 @@ func Tenures(recs []trace.Record) []Tenure {
 	return out
 }
 
-func itoa(i int) string {
-	if i == 0 {
-		return "0"
-	}
-	neg := i < 0
-	if neg {
-		i = -i
-	}
-	var b [20]byte
-	n := len(b)
-	for i > 0 {
-		n--
-		b[n] = byte('0' + i%10)
-		i /= 10
-	}
-	if neg {
-		n--
-		b[n] = '-'
-	}
-	return string(b[n:])
+// s1Checker finds tenures of different processes on one key that overlap
+// in true time: a tenure that starts while another's is running (up to its
+// last act), or a tenure that acts again after a later one started. It
+// reports the pairs the whole-history check reported: ordered by key, then
+// by the later tenure's start, then the earlier one's, the first
+// MaxPerCheck of them; a pair's details are filled in at the end, when
+// both tenures are final.
+type s1Checker struct {
+	o     Options
+	pairs []s1Pair // sorted, at most o.max()
+	seen  map[[2]uint64]bool
 }
 
-// CheckS1 reports tenures of different processes on one key that overlap
-// in true time.
-func CheckS1(recs []trace.Record, o Options) []Violation {
-	ts := Tenures(recs)
+type s1Pair struct {
+	x, y *tenure // x created before y
+}
+
+func (p s1Pair) less(q s1Pair) bool {
+	if p.y.Key != q.y.Key {
+		return p.y.Key < q.y.Key
+	}
+	if p.y.idx != q.y.idx {
+		return p.y.idx < q.y.idx
+	}
+	return p.x.idx < q.x.idx
+}
+
+// started compares a new tenure y with the tenures kept on its key.
+func (c *s1Checker) started(kt *keyTenures, y *tenure) {
+	for _, x := range kt.kept {
+		if x.Proc != y.Proc && x.End >= y.Start {
+			c.add(s1Pair{x, y})
+		}
+	}
+}
+
+// acted compares tenure x, which just acted, with the tenures created
+// after it: each overlaps x now.
+func (c *s1Checker) acted(kt *keyTenures, x *tenure) {
+	for _, y := range kt.kept {
+		if y.idx > x.idx && y.Proc != x.Proc {
+			c.add(s1Pair{x, y})
+		}
+	}
+}
+
+func (c *s1Checker) add(p s1Pair) {
+	id := [2]uint64{p.x.id, p.y.id}
+	if c.seen[id] {
+		return
+	}
+	max := c.o.max()
+	if len(c.pairs) >= max && !p.less(c.pairs[len(c.pairs)-1]) {
+		return
+	}
+	if c.seen == nil {
+		c.seen = map[[2]uint64]bool{}
+	}
+	c.seen[id] = true
+	i := sort.Search(len(c.pairs), func(i int) bool { return p.less(c.pairs[i]) })
+	c.pairs = append(c.pairs, s1Pair{})
+	copy(c.pairs[i+1:], c.pairs[i:])
+	c.pairs[i] = p
+	if len(c.pairs) > max {
+		last := c.pairs[len(c.pairs)-1]
+		delete(c.seen, [2]uint64{last.x.id, last.y.id})
+		c.pairs = c.pairs[:max]
+	}
+}
+
+func (c *s1Checker) finish() []Violation {
 	var out []Violation
-	for i := 0; i < len(ts); {
-		j := i
-		for j < len(ts) && ts[j].Key == ts[i].Key {
-			j++
-		}
-		group := ts[i:j]
-		// sweep: tenures sorted by start; compare with earlier ones still running
-		for a := 0; a < len(group); a++ {
-			for b := 0; b < a; b++ {
-				x, y := group[b], group[a]
-				if x.Proc == y.Proc || x.End < y.Start {
-					continue
-				}
-				if len(out) >= o.max() {
-					return out
-				}
-				to := x.End
-				if y.End > to {
-					to = y.End
-				}
-				out = append(out, Violation{Invariant: S1, Key: x.Key, Workers: []string{x.who(), y.who()},
-					From: y.Start, To: to,
-					Detail: "two processes acted on the lease at overlapping true times: " + x.who() + " acted " + x.Start.String() + ".." + x.End.String() + ", " + y.who() + " acted " + y.Start.String() + ".." + y.End.String(),
-					Seqs:   []uint64{x.LastSeq, y.FirstSeq}})
-			}
-		}
-		i = j
+	for _, p := range c.pairs {
+		x, y := &p.x.Tenure, &p.y.Tenure
+		to := max(x.End, y.End)
+		out = append(out, Violation{Invariant: S1, Key: x.Key, Workers: []string{x.who(), y.who()},
+			From: y.Start, To: to,
+			Detail: "two processes acted on the lease at overlapping true times: " + x.who() + " acted " + x.Start.String() + ".." + x.End.String() + ", " + y.who() + " acted " + y.Start.String() + ".." + y.End.String(),
+			Seqs:   []uint64{x.LastSeq, y.FirstSeq}})
 	}
 	return out
 }

@@ -1,4 +1,4 @@
-package check
+package reference
 
 import (
 	"sort"
@@ -79,7 +79,7 @@ func CheckS4(h History, o Options) ([]Violation, int) {
 	puts := collectPuts(recs)
 	var out []Violation
 	add := func(v Violation) {
-		if len(out) < o.max() {
+		if len(out) < maxOf(o) {
 			v.Invariant = S4
 			out = append(out, v)
 		}
@@ -228,15 +228,6 @@ func CheckS4(h History, o Options) ([]Violation, int) {
 	return out, lost
 }
 
-// DeliverBy is the put time up to which every record must be delivered
-// and checkpointed by the end.
-func (o Options) DeliverBy() time.Duration {
-	if o.Heal <= 0 || o.Bound <= 0 {
-		return 0
-	}
-	return o.End - o.Bound
-}
-
 // CheckS5 reports a record of a child shard that reached a processor
 // before every parent was checkpointed at SHARD_END (or had left the
 // stream).
@@ -276,7 +267,7 @@ func CheckS5(recs []trace.Record, o Options) []Violation {
 				}
 				if _, done := ended[p]; !done {
 					flagged[r.Key] = true
-					if len(out) < o.max() {
+					if len(out) < maxOf(o) {
 						out = append(out, Violation{Invariant: S5, Key: r.Key, Workers: []string{who(r)}, From: r.T, To: r.T, Seqs: []uint64{r.Seq},
 							Detail: "record " + r.First + " of child " + r.Key + " delivered before parent " + p + " was checkpointed at SHARD_END"})
 					}
@@ -296,7 +287,7 @@ func CheckS6(recs []trace.Record, o Options) []Violation {
 	states := map[pk]*readState{}
 	var out []Violation
 	add := func(r *trace.Record, d string) {
-		if len(out) < o.max() {
+		if len(out) < maxOf(o) {
 			out = append(out, Violation{Invariant: S6, Key: r.Key, Workers: []string{who(r)}, From: r.T, To: r.T, Seqs: []uint64{r.Seq}, Detail: d})
 		}
 	}

@@ -1,0 +1,225 @@
+package check
+
+import (
+	"sort"
+	"time"
+
+	"github.com/shardlease/shardlease/engine"
+	"github.com/shardlease/shardlease/sim/trace"
+)
+
+// Figures are the measurements of one history.
+type Figures struct {
+	// Failovers are the times a shard had no acting owner after its owner
+	// ended involuntarily (crash, cut off, lost lease): from the old
+	// owner's last act to the new owner's first.
+	Failovers []time.Duration
+	// Handoffs counts changes of acting process on a key; Redelivered the
+	// records that the new process received although the old one had
+	// received them already.
+	Handoffs, Redelivered int
+	// StoreCalls and StreamCalls count the calls answered.
+	StoreCalls, StreamCalls int
+	// RowsRead counts the lease-table rows read: every row a ListLeases
+	// (scan) returned, and one per GetLease answered. DynamoDB bills
+	// reads by rows (and their size), a scan of the whole table as one
+	// call but every row of it.
+	RowsRead int
+	// ShardHours is the time shards were open, summed, in hours.
+	ShardHours float64
+}
+
+// Percentile returns the p-th percentile (0..100) of ds.
+func Percentile(ds []time.Duration, p float64) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := append([]time.Duration(nil), ds...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	i := int(p / 100 * float64(len(s)-1))
+	return s[i]
+}
+
+// measurer computes the Figures. Calls and shard-hours are counted as the
+// records come. Handoffs, failovers and re-deliveries pair each tenure
+// with the one before it on its key: without Options.Forget they are
+// computed at the end over every tenure (in key, then start order);
+// with it, as the tenures end and the new owners receive their first
+// batches.
+type measurer struct {
+	o       Options
+	ten     *tenures
+	puts    *putLogs
+	f       Figures
+	created map[string]time.Duration
+	shardNs time.Duration
+	// the highest record each (process, key) received, and (without
+	// Forget) every receipt
+	highs    map[pk]string
+	highOrd  map[pk]int // with Forget: the ordinal after highs
+	receipts map[pk][]receipt
+	// with Forget: the handoffs whose new owner has not received yet, and
+	// those waiting for the end of the run for the old owner's highest
+	// record
+	awaiting map[pk][]*handoff
+	handoffs []*handoff
+}
+
+type receipt struct {
+	seq   uint64
+	first string
+}
+
+// handoff is one change of acting process on a key (Forget).
+type handoff struct {
+	from pk
+	lo   int // ordinal of the new owner's first record received; -1 none yet
+}
+
+func newMeasurer(o Options, ts *tenures, pl *putLogs) *measurer {
+	m := &measurer{o: o, ten: ts, puts: pl, created: map[string]time.Duration{}, highs: map[pk]string{}}
+	if o.Forget {
+		m.highOrd = map[pk]int{}
+		m.awaiting = map[pk][]*handoff{}
+	} else {
+		m.receipts = map[pk][]receipt{}
+	}
+	return m
+}
+
+func (m *measurer) reply(r *trace.Record) {
+	if r.Op.IsStore() {
+		m.f.StoreCalls++
+		switch {
+		case r.Op == engine.OpListLeases && r.Outcome == trace.OutcomeOK:
+			m.f.RowsRead += r.Count
+		case r.Op == engine.OpGetLease && (r.Outcome == trace.OutcomeOK || r.Outcome == trace.OutcomeNotFound):
+			m.f.RowsRead++
+		}
+	} else {
+		m.f.StreamCalls++
+	}
+}
+
+func (m *measurer) shardClosed(r *trace.Record) {
+	if t, ok := m.created[r.Key]; ok {
+		m.shardNs += r.T - t
+		delete(m.created, r.Key)
+	}
+}
+
+// receivedBatch is a batch of records received by r.Proc.
+func (m *measurer) receivedBatch(r *trace.Record, p *shardPuts) {
+	if r.Count == 0 {
+		return
+	}
+	k := pk{r.Proc, r.Key}
+	if !m.o.Forget {
+		m.receipts[k] = append(m.receipts[k], receipt{r.Seq, r.First})
+	}
+	if cmpSeq(r.Last, m.highs[k]) > 0 {
+		m.highs[k] = r.Last
+		if m.o.Forget && p != nil {
+			m.highOrd[k] = p.after(ParseSeq(r.Last))
+		}
+	}
+	if !m.o.Forget {
+		return
+	}
+	if hs := m.awaiting[k]; len(hs) > 0 {
+		lo := -1
+		if p != nil {
+			lo = p.index(ParseSeq(r.First))
+		}
+		for _, h := range hs {
+			h.lo = lo
+		}
+		delete(m.awaiting, k)
+	}
+}
+
+// started is tenure t starting after prev on its key.
+func (m *measurer) started(prev, t *tenure) {
+	if !m.o.Forget || prev == nil || prev.Proc == t.Proc {
+		return
+	}
+	m.f.Handoffs++
+	if prev.Open {
+		prev.next = t // its failover is known when it ends
+	} else {
+		m.failover(prev, t)
+	}
+	h := &handoff{from: pk{prev.Proc, prev.Key}, lo: -1}
+	k := pk{t.Proc, t.Key}
+	m.awaiting[k] = append(m.awaiting[k], h)
+	m.handoffs = append(m.handoffs, h)
+}
+
+// closedTenure is tenure t ending (Forget).
+func (m *measurer) closedTenure(t *tenure) {
+	if t.next != nil {
+		m.failover(t, t.next)
+		t.next = nil
+	}
+}
+
+func (m *measurer) failover(a, b *tenure) {
+	if !a.Graceful && b.Start > a.End {
+		m.f.Failovers = append(m.f.Failovers, b.Start-a.End)
+	}
+}
+
+func (m *measurer) finish() Figures {
+	f := m.f
+	shardNs := m.shardNs
+	for _, t := range m.created {
+		shardNs += m.o.End - t
+	}
+	f.ShardHours = shardNs.Hours()
+	if m.o.Forget {
+		// tenures still open at the end: their failovers
+		for _, t := range m.ten.open {
+			if t.next != nil {
+				m.failover(t, t.next)
+			}
+		}
+		f.Failovers = m.f.Failovers
+		for _, h := range m.handoffs {
+			hi, ok := m.highOrd[h.from]
+			if ok && h.lo >= 0 && hi > h.lo {
+				f.Redelivered += hi - h.lo
+			}
+		}
+		return f
+	}
+	ts := m.ten.sorted()
+	for i := 1; i < len(ts); i++ {
+		a, b := ts[i-1], ts[i]
+		if a.Key != b.Key || a.Proc == b.Proc {
+			continue
+		}
+		f.Handoffs++
+		if !a.Graceful && b.Start > a.End {
+			f.Failovers = append(f.Failovers, b.Start-a.End)
+		}
+		// re-deliveries: records b received at or below a's high water mark
+		ha := m.highs[pk{a.Proc, a.Key}]
+		p := m.puts.m[a.Key]
+		if ha == "" || p == nil || p.end() == 0 {
+			continue
+		}
+		lo := -1
+		rs := m.receipts[pk{b.Proc, b.Key}]
+		j := sort.Search(len(rs), func(j int) bool { return rs[j].seq >= b.FirstSeq })
+		if j < len(rs) {
+			lo = p.index(ParseSeq(rs[j].first))
+		}
+		if lo >= 0 {
+			hi := p.after(ParseSeq(ha))
+			if hi > lo {
+				f.Redelivered += hi - lo
+			}
+		}
+	}
+	return f
+}

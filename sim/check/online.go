@@ -1,0 +1,299 @@
+package check
+
+import (
+	"cmp"
+	"slices"
+	"sort"
+
+	"github.com/shardlease/shardlease/engine"
+	"github.com/shardlease/shardlease/sim/trace"
+)
+
+// which selects the checkers an Online runs.
+type which uint16
+
+const (
+	checkS1 which = 1 << iota
+	checkS2
+	checkS3
+	checkS4
+	checkS5
+	checkS6
+	checkL1
+	checkMeasure
+	checkTenures // only the tenures (Tenures)
+
+	checkAll = checkS1 | checkS2 | checkS3 | checkS4 | checkS5 | checkS6 | checkL1 | checkMeasure
+)
+
+// Online runs every checker (S1-S6, L1) and the figures (Measure) over a
+// history fed one record at a time, in order. Create it with NewOnline.
+type Online struct {
+	o Options
+
+	// shared state: the tenures (S1, L1, Measure), the replayed rows (S2,
+	// S3), the records put (S4, L1, Measure)
+	ten  *tenures
+	rows *rows
+	puts *putLogs
+
+	s1 *s1Checker
+	s2 *s2Checker
+	s3 *s3Checker
+	s4 *s4Checker
+	s5 *s5Checker
+	s6 *s6Checker
+	l1 *l1Checker
+	ms *measurer
+
+	prefed bool // the records put were taken before the history (feed)
+}
+
+// NewOnline returns the checkers of a run with options o, before its first
+// record.
+func NewOnline(o Options) *Online { return newOnline(o, checkAll) }
+
+func newOnline(o Options, w which) *Online {
+	c := &Online{o: o}
+	if w&(checkS1|checkL1|checkMeasure|checkTenures) != 0 {
+		c.ten = newTenures(o.Forget)
+	}
+	if w&(checkS2|checkS3) != 0 {
+		c.rows = &rows{m: map[string]*row{}}
+	}
+	if w&(checkS4|checkL1|checkMeasure) != 0 {
+		c.puts = newPutLogs(o)
+	}
+	if w&checkS1 != 0 {
+		c.s1 = &s1Checker{o: o}
+		c.ten.s1 = c.s1
+	}
+	if w&checkS2 != 0 {
+		c.s2 = &s2Checker{o: o}
+	}
+	if w&checkS3 != 0 {
+		c.s3 = &s3Checker{o: o, rows: c.rows}
+	}
+	if w&checkS4 != 0 {
+		c.s4 = newS4(o, c.puts)
+		c.puts.s4 = c.s4
+	}
+	if w&checkS5 != 0 {
+		c.s5 = &s5Checker{o: o, parents: map[string][2]string{}, ended: map[string]bool{}, flagged: map[string]bool{}}
+	}
+	if w&checkS6 != 0 {
+		c.s6 = &s6Checker{o: o, states: map[pk]*orderState{}}
+	}
+	if w&checkL1 != 0 {
+		c.l1 = newL1(o, c.ten, c.puts)
+		c.ten.l1 = c.l1
+		c.puts.l1 = c.l1
+	}
+	if w&checkMeasure != 0 {
+		c.ms = newMeasurer(o, c.ten, c.puts)
+		c.ten.ms = c.ms
+	}
+	return c
+}
+
+// feed observes a whole history. The records put are taken first, as the
+// whole-history checkers did: in a history merged from several processes'
+// clocks a put may come after its record's receipt.
+func (c *Online) feed(recs []trace.Record) {
+	if c.puts != nil {
+		for i := range recs {
+			if recs[i].Kind == trace.KindPut {
+				c.puts.put(&recs[i])
+			}
+		}
+		c.prefed = true
+	}
+	if c.ten != nil {
+		// in true-time order, tenures no later act can overlap need not be
+		// compared any more
+		c.ten.pruned = slices.IsSortedFunc(recs, func(a, b trace.Record) int { return cmp.Compare(a.T, b.T) })
+	}
+	for i := range recs {
+		c.Observe(&recs[i])
+	}
+}
+
+// Observe feeds one record. The checkers keep no reference to r.
+func (c *Online) Observe(r *trace.Record) {
+	switch r.Kind {
+	case trace.Acting, trace.Delivered:
+		if c.s3 != nil && r.Kind == trace.Acting {
+			c.s3.acting(r)
+		}
+		if c.ten != nil {
+			c.ten.act(r)
+		}
+		if c.s5 != nil && r.Kind == trace.Delivered {
+			c.s5.delivered(r)
+		}
+	case trace.KindReceived:
+		if c.ten != nil {
+			c.ten.act(r)
+		}
+		if c.ms != nil {
+			c.ms.receivedBatch(r, c.puts.m[r.Key])
+		}
+		if c.puts != nil {
+			c.puts.received(r)
+		}
+		if c.s5 != nil {
+			c.s5.delivered(r)
+		}
+		if c.s6 != nil {
+			c.s6.received(r)
+		}
+	case trace.KindSend:
+		if c.ten != nil && r.IsAct() {
+			c.ten.act(r)
+		}
+	case trace.LeaseLost, trace.LeaseReleased, trace.StoppedActing:
+		if c.ten != nil {
+			c.ten.close(pk{r.Proc, r.Key}, r)
+		}
+	case trace.KindProcStart:
+		if c.l1 != nil {
+			c.l1.live[r.Proc] = r.Owner
+		}
+	case trace.KindProcStop:
+		if c.ten != nil {
+			c.ten.procStop(r)
+		}
+		if c.l1 != nil {
+			delete(c.l1.live, r.Proc)
+		}
+		if c.o.Forget {
+			if c.s4 != nil {
+				c.s4.dropProc(r.Proc)
+			}
+			if c.s6 != nil {
+				c.s6.dropProc(r.Proc)
+			}
+		}
+	case trace.KindApply:
+		if r.Outcome != trace.OutcomeOK {
+			return
+		}
+		if c.rows != nil {
+			w := c.rows.get(r.Key)
+			if c.s2 != nil {
+				c.s2.applied(r, w)
+			}
+			if c.s3 != nil {
+				c.s3.applied(r, w)
+			}
+			w.apply(r)
+		}
+		if c.puts != nil {
+			c.puts.checkpointed(r)
+		}
+		if c.s4 != nil && r.Checkpoint.Sequence == engine.ShardEnd {
+			c.s4.shardEndStored[r.Key] = true
+		}
+		if c.s5 != nil && r.Checkpoint.Sequence == engine.ShardEnd {
+			c.s5.ended[r.Key] = true
+		}
+	case trace.KindCheckpointAck:
+		if c.s3 != nil {
+			c.s3.acked(r)
+		}
+	case trace.KindShardExpired:
+		if c.s4 != nil {
+			c.s4.expired[r.Key] = true
+		}
+		if c.s5 != nil {
+			c.s5.ended[r.Key] = true
+		}
+	case trace.KindTrim:
+		if c.puts != nil {
+			c.puts.trim(r)
+		}
+	case trace.KindInitialized:
+		if c.s4 != nil {
+			c.s4.initialized(r)
+		}
+		if c.s6 != nil {
+			c.s6.states[pk{r.Proc, r.Key}] = &orderState{}
+		}
+	case trace.KindDone:
+		if c.s4 != nil {
+			c.s4.done(r)
+		}
+		if c.s6 != nil {
+			c.s6.done(r)
+		}
+	case trace.KindShardCreated:
+		if c.s5 != nil && (r.Parent != "" || r.Parent2 != "") {
+			c.s5.parents[r.Key] = [2]string{r.Parent, r.Parent2}
+		}
+		if c.l1 != nil {
+			c.l1.created(r.Key)
+		}
+		if c.ms != nil {
+			c.ms.created[r.Key] = r.T
+		}
+	case trace.KindShardClosed:
+		if c.l1 != nil {
+			c.l1.open[r.Key] = false
+		}
+		if c.ms != nil {
+			c.ms.shardClosed(r)
+		}
+	case trace.KindReply:
+		if c.ms != nil {
+			c.ms.reply(r)
+		}
+	case trace.KindPut:
+		if c.puts != nil && !c.prefed {
+			c.puts.put(r)
+		}
+	}
+}
+
+// Finish ends the history: it runs the end-of-run checks against the
+// final table (if finalKnown) and returns every violation, S1 to L1 in
+// that order, and the figures.
+func (c *Online) Finish(final []engine.Lease, finalKnown bool) (Report, Figures) {
+	var rep Report
+	if c.s1 != nil {
+		rep.Violations = append(rep.Violations, c.s1.finish()...)
+	}
+	if c.s2 != nil {
+		rep.Violations = append(rep.Violations, c.s2.out...)
+	}
+	if c.s3 != nil {
+		rep.Violations = append(rep.Violations, c.s3.finish(final, finalKnown)...)
+	}
+	if c.s4 != nil {
+		rep.Violations = append(rep.Violations, c.s4.finish(final, finalKnown)...)
+		rep.LostToRetention = c.puts.lost
+	}
+	if c.s5 != nil {
+		rep.Violations = append(rep.Violations, c.s5.out...)
+	}
+	if c.s6 != nil {
+		rep.Violations = append(rep.Violations, c.s6.out...)
+	}
+	if c.l1 != nil {
+		rep.Violations = append(rep.Violations, c.l1.finish(final, finalKnown)...)
+	}
+	var f Figures
+	if c.ms != nil {
+		f = c.ms.finish()
+	}
+	return rep, f
+}
+
+// sortedKeys returns the keys of m in order.
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

@@ -1,0 +1,376 @@
+package check
+
+import (
+	"sort"
+	"time"
+
+	"github.com/shardlease/shardlease/engine"
+	"github.com/shardlease/shardlease/sim/trace"
+)
+
+// put is one record a producer put, as the checkers follow it.
+type put struct {
+	seq      Seq
+	raw      string // the sequence number as recorded
+	t        time.Duration
+	trimmed  time.Duration // -1: never
+	received time.Duration // -1: never
+	seqNo    uint64
+}
+
+// shardPuts is the records put to one shard, in sequence order. Each has
+// an ordinal (its position among every record the shard ever had); with
+// Options.Forget the log drops its oldest records once each has been
+// received and is covered by an applied checkpoint, or was trimmed, and
+// the ordinals of what it keeps stay those of the whole history.
+type shardPuts struct {
+	key   string
+	puts  []put // puts[head:] are kept; puts[head] has ordinal base
+	head  int
+	base  int
+	cover Pos // the highest checkpoint ever applied to the shard's row
+	// what the end-of-run check of S4 needs of the forgotten records
+	fMax     Seq  // the highest forgotten sequence number
+	lastReq  *put // the last forgotten record that had to be delivered
+	lastReqV put
+	pastBy   bool // a forgotten record was put after DeliverBy
+}
+
+// kept returns the records still kept, oldest first.
+func (p *shardPuts) kept() []put { return p.puts[p.head:] }
+
+// end returns the ordinal after the last record.
+func (p *shardPuts) end() int { return p.base + len(p.puts) - p.head }
+
+// at returns the record with ordinal i (kept).
+func (p *shardPuts) at(i int) *put { return &p.puts[p.head+i-p.base] }
+
+// index returns the ordinal of the first record with seq >= s (of the
+// first kept one, if s is at or below what was forgotten).
+func (p *shardPuts) index(s Seq) int {
+	k := p.kept()
+	return p.base + sort.Search(len(k), func(i int) bool { return k[i].seq.Compare(s) >= 0 })
+}
+
+// after returns the ordinal of the first record with seq > s (of the
+// first kept one, if s is below what was forgotten).
+func (p *shardPuts) after(s Seq) int {
+	k := p.kept()
+	return p.base + sort.Search(len(k), func(i int) bool { return k[i].seq.Compare(s) > 0 })
+}
+
+// putLogs is the records put to every shard, the part of S4, L1 and the
+// figures that follows records rather than processes.
+type putLogs struct {
+	o    Options
+	m    map[string]*shardPuts
+	lost int // trimmed before anyone received them
+
+	s4 *s4Checker
+	l1 *l1Checker
+}
+
+func newPutLogs(o Options) *putLogs {
+	return &putLogs{o: o, m: map[string]*shardPuts{}}
+}
+
+func (pl *putLogs) shard(key string) *shardPuts {
+	p := pl.m[key]
+	if p == nil {
+		p = &shardPuts{key: key}
+		pl.m[key] = p
+	}
+	return p
+}
+
+// put adds a record put.
+func (pl *putLogs) put(r *trace.Record) {
+	p := pl.shard(r.Key)
+	x := put{seq: ParseSeq(r.First), raw: r.First, t: r.T, trimmed: -1, received: -1, seqNo: r.Seq}
+	k := p.kept()
+	if n := len(k); n == 0 || k[n-1].seq.Compare(x.seq) <= 0 {
+		p.puts = append(p.puts, x)
+		return
+	}
+	// out of order (not from the simulator): insert it in place, after
+	// equal ones, as a stable sort would
+	i := p.head + sort.Search(len(k), func(i int) bool { return k[i].seq.Compare(x.seq) > 0 })
+	p.puts = append(p.puts, put{})
+	copy(p.puts[i+1:], p.puts[i:])
+	p.puts[i] = x
+}
+
+// received marks the records of a batch received.
+func (pl *putLogs) received(r *trace.Record) {
+	if r.Count == 0 {
+		return
+	}
+	p := pl.m[r.Key]
+	if p == nil || p.end() == 0 {
+		return // no record was ever put to the shard
+	}
+	first, last := ParseSeq(r.First), ParseSeq(r.Last)
+	lo, hi := p.index(first), p.after(last)
+	if pl.s4 != nil {
+		pl.s4.received(r, p, first, lo, hi)
+	}
+	for j := lo; j < hi; j++ {
+		x := p.at(j)
+		if x.received < 0 {
+			x.received = r.T
+			if pl.l1 != nil {
+				pl.l1.receivedPut(p, x)
+			}
+		}
+	}
+	if pl.s4 != nil {
+		pl.s4.advance(r, p, hi)
+	}
+	pl.forget(p)
+}
+
+// trim marks the records First..Last of a shard trimmed by retention.
+func (pl *putLogs) trim(r *trace.Record) {
+	p := pl.m[r.Key]
+	if p == nil || p.end() == 0 {
+		return
+	}
+	lo, hi := p.index(ParseSeq(r.First)), p.after(ParseSeq(r.Last))
+	for j := lo; j < hi; j++ {
+		x := p.at(j)
+		if x.trimmed < 0 {
+			x.trimmed = r.T
+			if x.received < 0 {
+				pl.lost++
+			}
+		}
+	}
+	pl.forget(p)
+}
+
+// checkpointed notes an applied write's checkpoint.
+func (pl *putLogs) checkpointed(r *trace.Record) {
+	if r.Checkpoint.Sequence == "" {
+		return
+	}
+	c := PosOf(r.Checkpoint)
+	p := pl.shard(r.Key)
+	if c.Compare(p.cover) > 0 {
+		p.cover = c
+		pl.forget(p)
+	}
+}
+
+// forget drops (with Options.Forget) the oldest records of p while each
+// has been received and is covered by an applied checkpoint, or was
+// trimmed.
+func (pl *putLogs) forget(p *shardPuts) {
+	if !pl.o.Forget {
+		return
+	}
+	deliverBy := pl.o.DeliverBy()
+	n := len(p.puts)
+	for p.head < n {
+		x := &p.puts[p.head]
+		if !(x.trimmed >= 0 || (x.received >= 0 && p.cover.Covers(x.seq))) {
+			break
+		}
+		if pl.l1 != nil && x.received < 0 {
+			pl.l1.lostPut(p, x)
+		}
+		// S4's end-of-run check stops at the first record put after
+		// DeliverBy and needs the last one before it that was not lost
+		switch {
+		case p.pastBy:
+		case x.t > deliverBy:
+			p.pastBy = true
+		case x.received >= 0 || x.trimmed < 0:
+			p.lastReqV = *x
+			p.lastReq = &p.lastReqV
+		}
+		p.fMax = x.seq
+		p.puts[p.head] = put{}
+		p.head++
+		p.base++
+	}
+	if p.head == n {
+		p.puts, p.head = p.puts[:0], 0
+	} else if p.head > 64 && p.head > n/2 {
+		m := copy(p.puts, p.puts[p.head:])
+		clear(p.puts[m:])
+		p.puts, p.head = p.puts[:m], 0
+	}
+}
+
+// readState is S4's view of one process reading one shard.
+type readState struct {
+	next int // ordinal of the next record the processor should get; -1 unknown
+	// the last batch received, to match a failed answer to it (an answer to
+	// a batch of an earlier tenure does not count)
+	batchF, batchL string
+}
+
+func (st *readState) isLastBatch(r *trace.Record) bool {
+	return r.First == st.batchF && r.Last == st.batchL
+}
+
+// s4Checker checks at-least-once delivery (see CheckS4).
+type s4Checker struct {
+	o              Options
+	puts           *putLogs
+	states         map[pk]*readState
+	shardEndStored map[string]bool
+	expired        map[string]bool
+	out            []Violation
+}
+
+func newS4(o Options, pl *putLogs) *s4Checker {
+	return &s4Checker{o: o, puts: pl, states: map[pk]*readState{}, shardEndStored: map[string]bool{}, expired: map[string]bool{}}
+}
+
+func (c *s4Checker) add(v Violation) {
+	if len(c.out) < c.o.max() {
+		v.Invariant = S4
+		c.out = append(c.out, v)
+	}
+}
+
+func (c *s4Checker) dropProc(proc int32) {
+	for k := range c.states {
+		if k.proc == proc {
+			delete(c.states, k)
+		}
+	}
+}
+
+// initialized is a processor told to start a shard at a checkpoint.
+func (c *s4Checker) initialized(r *trace.Record) {
+	st := &readState{next: -1}
+	c.states[pk{r.Proc, r.Key}] = st
+	p := c.puts.shard(r.Key)
+	switch {
+	case r.Checkpoint.Sequence == engine.TrimHorizon:
+		st.next = 0
+	case PosOf(r.Checkpoint).rank != 1: // SHARD_END, another sentinel, none
+		st.next = -1
+	default:
+		st.next = p.after(ParseSeq(r.Checkpoint.Sequence))
+	}
+}
+
+// done is a processor's answer to a batch: a failed batch is delivered
+// again from its first record.
+func (c *s4Checker) done(r *trace.Record) {
+	if r.Reason != "failed" || r.First == "" {
+		return
+	}
+	st := c.states[pk{r.Proc, r.Key}]
+	p := c.puts.m[r.Key]
+	if st == nil || p == nil || p.end() == 0 || !st.isLastBatch(r) {
+		return
+	}
+	st.next = p.index(ParseSeq(r.First))
+}
+
+// received checks a batch of Count records First..Last (records lo..hi-1
+// of the shard) before they are marked received.
+func (c *s4Checker) received(r *trace.Record, p *shardPuts, first Seq, lo, hi int) {
+	if p.base > 0 && first.Compare(p.fMax) <= 0 {
+		// the batch starts among records already received and covered
+		// (forgotten): it holds its first record and every kept one up to
+		// its last
+		if hi-lo+1 > r.Count {
+			c.add(Violation{Key: r.Key, Workers: []string{who(r)}, From: r.T, To: r.T, Seqs: []uint64{r.Seq},
+				Detail: "a batch of " + itoa(r.Count) + " records spans at least " + itoa(hi-lo+1) + " records put between " + r.First + " and " + r.Last})
+		}
+	} else if hi-lo != r.Count {
+		c.add(Violation{Key: r.Key, Workers: []string{who(r)}, From: r.T, To: r.T, Seqs: []uint64{r.Seq},
+			Detail: "a batch of " + itoa(r.Count) + " records spans " + itoa(hi-lo) + " records put between " + r.First + " and " + r.Last})
+	}
+	st := c.states[pk{r.Proc, r.Key}]
+	if st == nil {
+		return
+	}
+	st.batchF, st.batchL = r.First, r.Last
+	if st.next >= 0 {
+		exp := max(st.next, p.base)
+		for exp < p.end() && p.at(exp).trimmed >= 0 && p.at(exp).trimmed <= r.T {
+			exp++
+		}
+		if lo > exp && exp < p.end() {
+			x := p.at(exp)
+			c.add(Violation{Key: r.Key, Workers: []string{who(r)}, From: x.t, To: r.T, Seqs: []uint64{x.seqNo, r.Seq},
+				Detail: "the processor got " + r.First + " but never got " + x.raw + " before it (" + itoa(lo-exp) + " records skipped)"})
+		}
+	}
+}
+
+// advance moves the reader past a batch that ended before ordinal hi.
+func (c *s4Checker) advance(r *trace.Record, _ *shardPuts, hi int) {
+	if st := c.states[pk{r.Proc, r.Key}]; st != nil && hi > st.next {
+		st.next = hi
+	}
+}
+
+// finish runs the end-of-run checks: every record put by DeliverBy was
+// delivered (or lost to retention) and is covered by the final table's
+// checkpoint.
+func (c *s4Checker) finish(final []engine.Lease, finalKnown bool) []Violation {
+	deliverBy := c.o.DeliverBy()
+	if deliverBy <= 0 {
+		return c.out
+	}
+	fin := map[string]engine.Lease{}
+	for _, l := range final {
+		fin[l.Key] = l
+	}
+	for _, key := range sortedKeys(c.puts.m) {
+		p := c.puts.m[key]
+		if p.end() == 0 {
+			continue // a shard with checkpoints but no records
+		}
+		missing := 0
+		var first *put
+		lastReq := p.lastReq
+		if !p.pastBy {
+			k := p.kept()
+			for j := range k {
+				x := &k[j]
+				if x.t > deliverBy {
+					break
+				}
+				if x.received < 0 && x.trimmed >= 0 {
+					continue // lost to retention, counted
+				}
+				lastReq = x
+				if x.received < 0 {
+					missing++
+					if first == nil {
+						first = x
+					}
+				}
+			}
+		}
+		if missing > 0 {
+			c.add(Violation{Key: key, From: first.t, To: c.o.End, Seqs: []uint64{first.seqNo},
+				Detail: itoa(missing) + " records within retention never delivered, the first " + first.raw})
+			continue
+		}
+		if !finalKnown || lastReq == nil {
+			continue
+		}
+		l, ok := fin[key]
+		switch {
+		case !ok:
+			if !c.shardEndStored[key] && !c.expired[key] {
+				c.add(Violation{Key: key, From: lastReq.t, To: c.o.End, Seqs: []uint64{lastReq.seqNo},
+					Detail: "no row left for the shard although it never reached SHARD_END; records up to " + lastReq.raw + " are not covered by a checkpoint"})
+			}
+		case l.Checkpoint.Sequence == engine.ShardEnd:
+		case PosOf(l.Checkpoint).IsStart() || PosOf(l.Checkpoint).Compare(Pos{rank: 1, seq: lastReq.seq}) < 0:
+			c.add(Violation{Key: key, From: lastReq.t, To: c.o.End, Seqs: []uint64{lastReq.seqNo},
+				Detail: "final checkpoint " + l.Checkpoint.String() + " does not cover the delivered record " + lastReq.raw})
+		}
+	}
+	return c.out
+}

@@ -1,0 +1,76 @@
+// Package reference is the whole-history invariant checkers as they were
+// before package check became online (commit c16c017), kept unchanged as
+// the oracle that the online checkers are tested against: fed the same
+// history, both must report the same violations and figures.
+//
+// Its original documentation follows. Package check holds the invariant checkers. Each reads a plain history
+// (trace.Record, in order) and, where it needs one, the final lease table,
+// and returns the violations it finds. They know nothing of the simulator,
+// so histories recorded from real processes can be checked the same way.
+package reference
+
+import (
+	"strconv"
+
+	"github.com/shardlease/shardlease/engine"
+	"github.com/shardlease/shardlease/sim/check"
+	"github.com/shardlease/shardlease/sim/trace"
+)
+
+// The types and names are check's own, so results compare with ==.
+type (
+	Violation = check.Violation
+	History   = check.History
+	Options   = check.Options
+	Report    = check.Report
+	Figures   = check.Figures
+	Tenure    = check.Tenure
+)
+
+const (
+	S1 = check.S1
+	S2 = check.S2
+	S3 = check.S3
+	S4 = check.S4
+	S5 = check.S5
+	S6 = check.S6
+	L1 = check.L1
+)
+
+// All runs every checker.
+func All(h History, o Options) Report {
+	var rep Report
+	rep.Violations = append(rep.Violations, CheckS1(h.Records, o)...)
+	rep.Violations = append(rep.Violations, CheckS2(h.Records, o)...)
+	rep.Violations = append(rep.Violations, CheckS3(h, o)...)
+	s4, lost := CheckS4(h, o)
+	rep.Violations = append(rep.Violations, s4...)
+	rep.LostToRetention = lost
+	rep.Violations = append(rep.Violations, CheckS5(h.Records, o)...)
+	rep.Violations = append(rep.Violations, CheckS6(h.Records, o)...)
+	rep.Violations = append(rep.Violations, CheckL1(h, o)...)
+	return rep
+}
+
+func maxOf(o Options) int {
+	if o.MaxPerCheck <= 0 {
+		return 20
+	}
+	return o.MaxPerCheck
+}
+
+func who(r *trace.Record) string { return r.Owner + "#" + strconv.Itoa(int(r.Proc)) }
+
+// cmpSeq compares two sequence numbers (or "" as before everything).
+func cmpSeq(a, b string) int {
+	if a == "" || b == "" {
+		switch {
+		case a == b:
+			return 0
+		case a == "":
+			return -1
+		}
+		return 1
+	}
+	return engine.CompareSequences(a, b)
+}
