@@ -126,8 +126,10 @@ func (w *Worker) gated(o *observation) bool {
 	return false
 }
 
+// candidate is a lease takeLeases may take: the observation of its row
+// (not a copy of the row), when the taker may act on it, and why.
 type candidate struct {
-	row     Lease
+	o       *observation
 	actFrom time.Duration
 	reason  string
 }
@@ -147,8 +149,8 @@ func (w *Worker) takeLeases(rows []Lease) {
 	var (
 		total, mine  int
 		resume, free []candidate
+		held         []candidate // held by others, not expired: what a steal picks from
 		counts       = map[string]int{}
-		byOwner      = map[string][]candidate{}
 		owners       []string
 		inflight     int
 	)
@@ -171,7 +173,7 @@ func (w *Worker) takeLeases(rows []Lease) {
 		if w.writes[key] != nil {
 			continue
 		}
-		row := o.row
+		row := &o.row
 		// A row whose owner is gone (released) or is this worker (a restart
 		// under the same id) may be acted on at once, unless a handoff is
 		// pending on it: then its previous owner may still be acting.
@@ -181,17 +183,17 @@ func (w *Worker) takeLeases(rows []Lease) {
 		}
 		switch {
 		case row.Owner == me:
-			resume = append(resume, candidate{row: row, actFrom: quiet, reason: "resumed"})
+			resume = append(resume, candidate{o: o, actFrom: quiet, reason: "resumed"})
 		case row.Owner == "":
-			free = append(free, candidate{row: row, actFrom: quiet, reason: "unowned"})
+			free = append(free, candidate{o: o, actFrom: quiet, reason: "unowned"})
 		case now-o.seenAt >= w.cfg.LeaseDuration:
-			free = append(free, candidate{row: row, actFrom: o.seenAt + w.cfg.LeaseDuration, reason: "expired"})
+			free = append(free, candidate{o: o, actFrom: o.seenAt + w.cfg.LeaseDuration, reason: "expired"})
 		default:
 			if counts[row.Owner] == 0 {
 				owners = append(owners, row.Owner)
 			}
 			counts[row.Owner]++
-			byOwner[row.Owner] = append(byOwner[row.Owner], candidate{row: row, actFrom: o.seenAt + w.cfg.LeaseDuration, reason: "stolen"})
+			held = append(held, candidate{o: o, actFrom: o.seenAt + w.cfg.LeaseDuration, reason: "stolen"})
 		}
 	}
 	workers := len(owners) + 1
@@ -236,19 +238,25 @@ func (w *Worker) takeLeases(rows []Lease) {
 	if n <= 0 {
 		return
 	}
-	cands := byOwner[victim]
+	// the victim's leases, in scan order
+	cands := held[:0]
+	for _, c := range held {
+		if c.o.row.Owner == victim {
+			cands = append(cands, c)
+		}
+	}
 	w.rng.Shuffle(len(cands), func(i, j int) { cands[i], cands[j] = cands[j], cands[i] })
 	for _, c := range cands[:n] {
 		w.take(c)
 	}
 }
 
-// take sends a conditional take of c.row.
+// take sends a conditional take of the candidate's row.
 func (w *Worker) take(c candidate) {
 	if w.bug("steal-acts-at-once") {
 		c.actFrom = w.now.Mono
 	}
-	row := c.row.Clone()
+	row := c.o.row.Clone()
 	prev := row.Owner
 	if row.Owner != w.cfg.Owner {
 		row.OwnerSwitches++
@@ -265,7 +273,7 @@ func (w *Worker) take(c candidate) {
 			row.HandoffFrom = w.cfg.Owner
 		}
 	}
-	wr := &write{kind: wTake, key: row.Key, expect: ExpectOf(c.row), row: row, actFrom: c.actFrom, reason: c.reason, previous: prev}
+	wr := &write{kind: wTake, key: row.Key, expect: ExpectOf(c.o.row), row: row, actFrom: c.actFrom, reason: c.reason, previous: prev}
 	w.writes[row.Key] = wr
 	w.sendWrite(wr)
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"sort"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/shardlease/shardlease/engine"
@@ -25,63 +24,70 @@ type iterState struct {
 // iterPrefix starts every iterator string.
 const iterPrefix = "AAAA"
 
-// encodeIterator returns the opaque iterator string of st:
-// AAAA<tag>.<stream>.<shard>.<pos>.<issued>.<serial>, base 36.
+// An iterator string is iterPrefix and four 64-bit words, 11 characters of
+// 6 bits each (iterDigits): the fake's tag, the stream's and the shard's
+// indexes; the record index; the issue time; the serial.
+const (
+	iterDigits = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+	iterWord   = 11
+	iterLen    = len(iterPrefix) + 4*iterWord
+	iterShards = 1 << 24 // shard indexes fit in 24 bits, stream indexes in 16
+)
+
+// iterValue maps a character of iterDigits to its value, others to 0xff.
+var iterValue = func() (t [256]byte) {
+	for i := range t {
+		t[i] = 0xff
+	}
+	for i := 0; i < len(iterDigits); i++ {
+		t[iterDigits[i]] = byte(i)
+	}
+	return t
+}()
+
+// encodeIterator returns the opaque iterator string of st.
 func (k *Kinesis) encodeIterator(st iterState) string {
-	var buf [96]byte
-	b := append(buf[:0], iterPrefix...)
-	b = strconv.AppendUint(b, k.tag, 36)
-	b = append(b, '.')
-	b = strconv.AppendUint(b, uint64(st.stream), 36)
-	b = append(b, '.')
-	b = strconv.AppendUint(b, uint64(st.shard), 36)
-	b = append(b, '.')
-	b = strconv.AppendUint(b, uint64(st.pos), 36)
-	b = append(b, '.')
-	b = strconv.AppendInt(b, st.issued, 36)
-	b = append(b, '.')
-	b = strconv.AppendUint(b, st.serial, 36)
-	return string(b)
+	var b [iterLen]byte
+	copy(b[:], iterPrefix)
+	words := [4]uint64{k.tag<<40 | uint64(st.stream)<<24 | uint64(st.shard), uint64(st.pos), uint64(st.issued), st.serial}
+	for w, v := range words {
+		at := len(iterPrefix) + w*iterWord
+		for i := iterWord - 1; i >= 0; i-- {
+			b[at+i] = iterDigits[v&63]
+			v >>= 6
+		}
+	}
+	return string(b[:])
 }
 
 // decodeIterator parses an iterator string of this fake; ok is false for
 // anything else.
 func (k *Kinesis) decodeIterator(it string) (st iterState, ok bool) {
-	rest, ok := strings.CutPrefix(it, iterPrefix)
-	if !ok {
+	if len(it) != iterLen || it[:len(iterPrefix)] != iterPrefix {
 		return st, false
 	}
-	var f [6]string
-	for i := range 5 {
-		var found bool
-		f[i], rest, found = strings.Cut(rest, ".")
-		if !found {
-			return st, false
+	var words [4]uint64
+	for w := range words {
+		at := len(iterPrefix) + w*iterWord
+		var v uint64
+		for i := 0; i < iterWord; i++ {
+			d := iterValue[it[at+i]]
+			if d == 0xff {
+				return st, false
+			}
+			v = v<<6 | uint64(d)
 		}
+		words[w] = v
 	}
-	f[5] = rest
-	var n [6]uint64
-	for i := range f {
-		var err error
-		if i == 4 {
-			var v int64
-			v, err = strconv.ParseInt(f[i], 36, 64)
-			st.issued = v
-		} else {
-			n[i], err = strconv.ParseUint(f[i], 36, 64)
-		}
-		if err != nil {
-			return st, false
-		}
-	}
-	if n[0] != k.tag || n[1] >= uint64(len(k.byIndex)) {
+	tag, stream, shard := words[0]>>40, int(words[0]>>24&0xffff), int(words[0]&(iterShards-1))
+	if tag != k.tag || stream >= len(k.byIndex) {
 		return st, false
 	}
-	s := k.byIndex[n[1]]
-	if n[2] >= uint64(len(s.shards)) || n[3] > uint64(len(s.shards[n[2]].records)) || n[5] > k.serial {
+	s := k.byIndex[stream]
+	if shard >= len(s.shards) || words[1] > uint64(len(s.shards[shard].records)) || words[3] > k.serial {
 		return st, false
 	}
-	st.stream, st.shard, st.pos, st.serial = int(n[1]), int(n[2]), int(n[3]), n[5]
+	st.stream, st.shard, st.pos, st.issued, st.serial = stream, shard, int(words[1]), int64(words[2]), words[3]
 	return st, true
 }
 
@@ -136,6 +142,7 @@ func (k *Kinesis) iteratorAt(stream, shard string, pos engine.Position, now time
 	}
 	first := k.trim(sh, now)
 	recs := sh.records
+	at := int64(pos.Timestamp.Sub(k.origin))
 	var i int
 	switch pos.Type {
 	case engine.IterTrimHorizon:
@@ -146,16 +153,12 @@ func (k *Kinesis) iteratorAt(stream, shard string, pos engine.Position, now time
 		if pos.Timestamp.IsZero() {
 			return "", &callError{op: op, subject: stream, sub: shard, msg: "AT_TIMESTAMP without a timestamp", err: ErrInvalidArgument}
 		}
-		i = first + sort.Search(len(recs)-first, func(j int) bool { return !recs[first+j].Arrival.Before(pos.Timestamp) })
+		i = first + sort.Search(len(recs)-first, func(j int) bool { return recs[first+j].arrival >= at })
 	case engine.IterAtSequenceNumber, engine.IterAfterSequenceNumber:
 		if msg := k.checkSequence(s, sh, pos.Sequence); msg != "" {
 			return "", &callError{op: op, subject: stream, sub: shard, msg: msg, err: ErrInvalidArgument}
 		}
-		after := pos.Type == engine.IterAfterSequenceNumber
-		i = sort.Search(len(recs), func(j int) bool {
-			c := engine.CompareSequences(recs[j].Sequence, pos.Sequence)
-			return c > 0 || c == 0 && !after
-		})
+		i = s.search(sh, pos.Sequence, pos.Type == engine.IterAfterSequenceNumber)
 	default:
 		return "", &callError{op: op, subject: stream, sub: shard, msg: "unknown iterator type " + strconv.Quote(string(pos.Type)), err: ErrInvalidArgument}
 	}
@@ -192,9 +195,9 @@ func (k *Kinesis) checkSequence(s *kstream, sh *kshard, seq string) string {
 // last record of the shard, else how long ago the last returned record
 // arrived.
 //
-// The page's Records alias the fake's storage: they stay valid and
-// unchanged, but must not be modified (nor their Data). ChildShards
-// belongs to the caller.
+// The page's Records belong to the caller, except their Data, which is
+// shared with the fake and must not be modified. ChildShards belongs to
+// the caller.
 //
 // An iterator older than IteratorTTL, or issued before ExpireIterators,
 // fails with an error wrapping engine.ErrExpiredIterator; a string that is
@@ -239,10 +242,10 @@ func (k *Kinesis) read(st iterState, ok bool, limit int, now time.Time) (engine.
 	end := min(pos+limit, n)
 	var page engine.RecordsPage
 	if end > pos {
-		page.Records = sh.records[pos:end:end]
+		page.Records = k.records(s, sh.records[pos:end])
 	}
 	if end < n {
-		page.MillisBehind = max(now.Sub(sh.records[end-1].Arrival).Milliseconds(), 0)
+		page.MillisBehind = max(time.Duration(int64(now.Sub(k.origin))-sh.records[end-1].arrival).Milliseconds(), 0)
 	}
 	if !sh.closed.IsZero() && end == n && (pos == end || !k.opts.SeparateEndPage) {
 		if !k.opts.OmitChildShards {

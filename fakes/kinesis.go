@@ -3,6 +3,7 @@ package fakes
 import (
 	"bytes"
 	"context"
+	"math"
 	"math/rand/v2"
 	"sort"
 	"strconv"
@@ -43,8 +44,9 @@ type KinesisOptions struct {
 	// end comes with the last records.
 	SeparateEndPage bool
 	// OnTrim, if set, is called each time retention hides records of a
-	// shard, with the records it has just hidden (oldest first; the slice
-	// aliases the fake's storage and must not be modified). Retention is
+	// shard, with the records it has just hidden (oldest first; the
+	// slice belongs to the callee, the records' Data is shared with the
+	// fake and must not be modified). Retention is
 	// applied lazily, when a call or accessor looks at the shard, so a
 	// caller sees every trim no later than any reader could observe it. It
 	// must not call back into the fake.
@@ -58,7 +60,9 @@ type KinesisOptions struct {
 //
 // Records are kept forever, including those trimmed by retention (which
 // only makes them unreadable), so that checkers can see everything ever
-// put. Faults are injected through the embedded Faults on ListShards,
+// put. They are stored compactly (a sequence counter, an arrival offset, a
+// partition key index: 24 bytes, plus the data if any) and become
+// engine.Records when read. Faults are injected through the embedded Faults on ListShards,
 // GetShardIterator and GetRecords; ExpireIterators expires every issued
 // iterator.
 //
@@ -86,6 +90,34 @@ type kstream struct {
 	shards []*kshard // creation order: shards[i] is shardId-<i>
 	byID   map[string]*kshard
 	open   []*kshard // open shards sorted by starting hash key
+	// the partition keys and data of its records, each stored once
+	pkeys  []string
+	pkeyOf map[string]uint32
+	data   [][]byte // data[0] is nil
+}
+
+// krec is one stored record: its sequence number's counter, its arrival
+// (nanoseconds from the fake's origin), its partition key and data
+// (indexes into the stream's).
+type krec struct {
+	n       uint64
+	arrival int64
+	pkey    uint32
+	data    uint32
+}
+
+// record returns the engine.Record of r (its Data is shared).
+func (k *Kinesis) record(s *kstream, r *krec) engine.Record {
+	return engine.Record{Sequence: s.seq.format(r.n), PartitionKey: s.pkeys[r.pkey], Data: s.data[r.data], Arrival: k.origin.Add(time.Duration(r.arrival))}
+}
+
+// records returns the engine.Records of rs.
+func (k *Kinesis) records(s *kstream, rs []krec) []engine.Record {
+	out := make([]engine.Record, len(rs))
+	for i := range rs {
+		out[i] = k.record(s, &rs[i])
+	}
+	return out
 }
 
 // kshard is one shard of a stream.
@@ -97,9 +129,12 @@ type kshard struct {
 	children    []string
 	created     time.Time
 	closed      time.Time // zero while open
-	records     []engine.Record
-	trimmed     int       // records[:trimmed] are past retention
-	lastArrival time.Time // arrival times never decrease within a shard
+	records     []krec
+	trimmed     int   // records[:trimmed] are past retention
+	lastArrival int64 // arrival times (from the origin) never decrease within a shard
+	// trimmedBefore: a retention horizon at or below it trims nothing
+	// more (the arrival of records[trimmed]; MaxInt64 if none, until a put)
+	trimmedBefore int64
 }
 
 var _ engine.Stream = (*Kinesis)(nil)
@@ -145,7 +180,8 @@ func (k *Kinesis) CreateStream(name string, shardCount int) error {
 	if shardCount < 1 || shardCount > 1<<20 {
 		return &callError{msg: "CreateStream " + name + ": shard count " + strconv.Itoa(shardCount) + " out of [1, 2^20]", err: ErrInvalidArgument}
 	}
-	s := &kstream{name: name, index: len(k.byIndex), seq: newSeqGen(k.rng), byID: make(map[string]*kshard)}
+	s := &kstream{name: name, index: len(k.byIndex), seq: newSeqGen(k.rng), byID: make(map[string]*kshard),
+		pkeyOf: make(map[string]uint32), data: [][]byte{nil}}
 	now := k.clock.Now()
 	for _, r := range evenRanges(shardCount) {
 		s.addShard(r[0], r[1], "", "", now)
@@ -257,18 +293,28 @@ func (k *Kinesis) PutRecordWithHash(stream, partitionKey string, hi, lo uint64, 
 // put appends a record with hash key h to the open shard of s that owns h.
 func (k *Kinesis) put(s *kstream, partitionKey string, h hashKey, data []byte) (shardID, sequence string, err error) {
 	sh := s.route(h)
-	now := k.clock.Now()
-	if now.Before(sh.lastArrival) {
+	now := int64(k.clock.Now().Sub(k.origin))
+	if now < sh.lastArrival {
 		now = sh.lastArrival
 	}
 	sh.lastArrival = now
+	pk, ok := s.pkeyOf[partitionKey]
+	if !ok {
+		pk = uint32(len(s.pkeys))
+		s.pkeys = append(s.pkeys, partitionKey)
+		s.pkeyOf[partitionKey] = pk
+	}
+	var d uint32
+	if data != nil {
+		d = uint32(len(s.data))
+		s.data = append(s.data, bytes.Clone(data))
+	}
+	n := s.seq.next
 	seq := s.seq.take()
-	sh.records = append(sh.records, engine.Record{
-		Sequence:     seq,
-		PartitionKey: partitionKey,
-		Data:         bytes.Clone(data),
-		Arrival:      now,
-	})
+	sh.records = append(sh.records, krec{n: n, arrival: now, pkey: pk, data: d})
+	if sh.trimmed == len(sh.records)-1 {
+		sh.trimmedBefore = now // the oldest retained record
+	}
 	return sh.info.ID, seq, nil
 }
 
@@ -308,13 +354,21 @@ func (k *Kinesis) listed(sh *kshard, now time.Time) bool {
 // trim advances sh's retention horizon to now and returns the index of
 // its oldest retained record.
 func (k *Kinesis) trim(sh *kshard, now time.Time) int {
-	horizon := now.Add(-k.opts.Retention)
+	horizon := int64(now.Sub(k.origin)) - int64(k.opts.Retention)
+	if horizon <= sh.trimmedBefore {
+		return sh.trimmed // nothing new past retention
+	}
 	from := sh.trimmed
-	for sh.trimmed < len(sh.records) && sh.records[sh.trimmed].Arrival.Before(horizon) {
+	for sh.trimmed < len(sh.records) && sh.records[sh.trimmed].arrival < horizon {
 		sh.trimmed++
 	}
 	if k.opts.OnTrim != nil && sh.trimmed > from {
-		k.opts.OnTrim(sh.stream.name, sh.info.ID, sh.records[from:sh.trimmed:sh.trimmed])
+		k.opts.OnTrim(sh.stream.name, sh.info.ID, k.records(sh.stream, sh.records[from:sh.trimmed]))
+	}
+	// until the horizon passes the oldest retained record, nothing changes
+	sh.trimmedBefore = math.MaxInt64
+	if sh.trimmed < len(sh.records) {
+		sh.trimmedBefore = sh.records[sh.trimmed].arrival
 	}
 	return sh.trimmed
 }
@@ -403,15 +457,65 @@ func (k *Kinesis) Shards(stream string) ([]ShardInfo, error) {
 }
 
 // Records returns every record ever put to the shard, including those
-// trimmed by retention, in sequence order. The slice aliases the fake's
-// storage: it stays valid and unchanged, but must not be modified (nor
-// the records' Data).
+// trimmed by retention, in sequence order. The slice belongs to the
+// caller; the records' Data is shared with the fake and must not be
+// modified.
 func (k *Kinesis) Records(stream, shard string) ([]engine.Record, error) {
-	_, sh, err := k.lookup(0, stream, shard)
+	s, sh, err := k.lookup(0, stream, shard)
 	if err != nil {
 		return nil, err
 	}
-	return sh.records[:len(sh.records):len(sh.records)], nil
+	return k.records(s, sh.records), nil
+}
+
+// RecordAfter returns the first record of the shard (trimmed or not) whose
+// sequence number is above seq, and false if there is none.
+func (k *Kinesis) RecordAfter(stream, shard, seq string) (engine.Record, bool, error) {
+	s, sh, err := k.lookup(0, stream, shard)
+	if err != nil {
+		return engine.Record{}, false, err
+	}
+	i := s.search(sh, seq, true)
+	if i == len(sh.records) {
+		return engine.Record{}, false, nil
+	}
+	return k.record(s, &sh.records[i]), true, nil
+}
+
+// search returns the index of the first record of sh with a sequence
+// number at or above seq (above, with after).
+func (s *kstream) search(sh *kshard, seq string, after bool) int {
+	var buf [seqDigits]byte
+	return sort.Search(len(sh.records), func(j int) bool {
+		c := compareDecimal(s.seq.appendFormat(buf[:0], sh.records[j].n), seq)
+		return c > 0 || c == 0 && !after
+	})
+}
+
+// compareDecimal compares the decimal numbers a and b (valid, leading
+// zeros ignored) numerically.
+func compareDecimal(a []byte, b string) int {
+	for len(a) > 1 && a[0] == '0' {
+		a = a[1:]
+	}
+	for len(b) > 1 && b[0] == '0' {
+		b = b[1:]
+	}
+	if len(a) != len(b) {
+		if len(a) < len(b) {
+			return -1
+		}
+		return 1
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			if a[i] < b[i] {
+				return -1
+			}
+			return 1
+		}
+	}
+	return 0
 }
 
 // Trimmed returns how many records of the shard are past retention now

@@ -43,7 +43,9 @@ type LeaseTableOptions struct {
 // engine.LeaseStore exactly as documented there: conditional creates,
 // updates and deletes, strongly consistent GetLease, ListLeases sorted by
 // key, and eventually consistent ListLeases that may return versions stale
-// by up to StaleLag. Rows are deep-copied in and out.
+// by up to StaleLag. Rows are deep-copied in; GetLease copies a row out,
+// and ListLeases shares each row's stored version (its Parents and
+// Children slices), which never changes once written.
 //
 // Faults are injected through the embedded Faults; malformed rows through
 // InjectMalformed. Put, Remove, InjectMalformed and Snapshot act as an
@@ -89,7 +91,8 @@ func (t *LeaseTable) Stats() Stats { return t.stats }
 // it returns the latest version of every row; with consistent false each
 // row (and each row's presence) may be a version that was current at some
 // time within [now-StaleLag, now], chosen with the table's seeded source.
-// The Listing and every Lease in it belong to the caller.
+// The Listing belongs to the caller; the Leases' Parents and Children
+// slices are the stored versions' own and must not be modified.
 func (t *LeaseTable) ListLeases(ctx context.Context, consistent bool) (engine.Listing, error) {
 	const op = engine.OpListLeases
 	now := t.clock.Now()
@@ -110,8 +113,9 @@ func (t *LeaseTable) ListLeases(ctx context.Context, consistent bool) (engine.Li
 // every row's presence) is the version current at at. at is clamped into
 // [now-StaleLag, now], so a table without StaleLag returns the latest
 // versions. It is faulted and counted as ListLeases. It lets a caller that
-// draws staleness itself (a simulator) pick the view time. The Listing and
-// every Lease in it belong to the caller.
+// draws staleness itself (a simulator) pick the view time. The Listing
+// belongs to the caller; the Leases' Parents and Children slices are the
+// stored versions' own and must not be modified.
 func (t *LeaseTable) ListLeasesAsOf(ctx context.Context, at time.Time) (engine.Listing, error) {
 	const op = engine.OpListLeases
 	now := t.clock.Now()
@@ -253,7 +257,9 @@ func (t *LeaseTable) InjectMalformed(key, reason string) {
 
 // Snapshot returns the latest version of every row, sorted by key, like a
 // consistent ListLeases that is neither faulted nor counted (for checkers
-// at the end of a run). The Listing belongs to the caller.
+// at the end of a run). The Listing belongs to the caller; the Leases'
+// Parents and Children slices are the stored versions' own and must not
+// be modified.
 func (t *LeaseTable) Snapshot() engine.Listing {
 	return t.list(t.clock.Now(), true, false)
 }
@@ -336,7 +342,7 @@ func (t *LeaseTable) list(now time.Time, consistent, prune bool) engine.Listing 
 		}
 		switch v.state {
 		case rowPresent:
-			out.Leases = append(out.Leases, v.lease.Clone())
+			out.Leases = append(out.Leases, v.lease) // shares the version's slices
 		case rowMalformed:
 			out.Malformed = append(out.Malformed, engine.MalformedRow{Key: key, Reason: v.reason})
 		}
@@ -374,7 +380,7 @@ func (t *LeaseTable) listAt(now, at time.Time) engine.Listing {
 		}
 		switch v.state {
 		case rowPresent:
-			out.Leases = append(out.Leases, v.lease.Clone())
+			out.Leases = append(out.Leases, v.lease) // shares the version's slices
 		case rowMalformed:
 			out.Malformed = append(out.Malformed, engine.MalformedRow{Key: key, Reason: v.reason})
 		}

@@ -85,7 +85,7 @@ func TestLeaseTableConditionErrorMessage(t *testing.T) {
 	}
 }
 
-func TestLeaseTableDeepCopies(t *testing.T) {
+func TestLeaseTableCopiesAndShares(t *testing.T) {
 	tb, _ := newTable(t, 0, 1)
 	in := lease("k", "", 0)
 	in.Parents = []string{"p1", "p2"}
@@ -102,9 +102,16 @@ func TestLeaseTableDeepCopies(t *testing.T) {
 	if l.Leases[0].Parents[1] != "p2" {
 		t.Fatalf("GetLease result aliases the table: %v", l.Leases[0].Parents)
 	}
-	l.Leases[0].Parents[0] = "mutated-list"
-	if got, _ := tb.GetLease(ctx, "k"); got.Parents[0] != "p1" {
-		t.Fatalf("ListLeases result aliases the table: %v", got.Parents)
+	// ListLeases shares the stored version, which no later write
+	// changes: a listing keeps showing what it read
+	up := lease("k", "w2", 1)
+	up.Parents = []string{"p9"}
+	must(t, tb.UpdateLease(ctx, engine.ExpectOf(got), up))
+	if l.Leases[0].Parents[0] != "p1" || l.Leases[0].Owner != "" {
+		t.Fatalf("a listing changed after a later write: %+v", l.Leases[0])
+	}
+	if now, _ := tb.ListLeases(ctx, true); now.Leases[0].Parents[0] != "p9" {
+		t.Fatalf("the new version is not listed: %+v", now.Leases[0])
 	}
 }
 

@@ -2,6 +2,7 @@ package fakes
 
 import (
 	"math/big"
+	"time"
 
 	"github.com/shardlease/shardlease/engine"
 )
@@ -107,8 +108,8 @@ func (k *Kinesis) reshardable(call, stream, shard string) (*kstream, *kshard, er
 func (k *Kinesis) closeShard(s *kstream, sh *kshard) {
 	sh.info.EndingSequence = s.seq.take()
 	sh.closed = k.clock.Now()
-	if sh.closed.Before(sh.lastArrival) {
-		sh.closed = sh.lastArrival
+	if last := k.origin.Add(time.Duration(sh.lastArrival)); sh.closed.Before(last) {
+		sh.closed = last
 	}
 }
 

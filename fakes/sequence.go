@@ -45,10 +45,16 @@ func (g *seqGen) last() string { return g.format(g.next - 1) }
 // format returns the sequence number with counter n.
 func (g *seqGen) format(n uint64) string {
 	var b [seqDigits]byte
-	copy(b[:], g.prefix[:])
-	for i := seqDigits - 1; i >= seqPrefixDigits; i-- {
+	return string(g.appendFormat(b[:0], n))
+}
+
+// appendFormat appends the sequence number with counter n to dst.
+func (g *seqGen) appendFormat(dst []byte, n uint64) []byte {
+	dst = append(dst, g.prefix[:]...)
+	var b [seqDigits - seqPrefixDigits]byte
+	for i := len(b) - 1; i >= 0; i-- {
 		b[i] = '0' + byte(n%10)
 		n /= 10
 	}
-	return string(b[:])
+	return append(dst, b[:]...)
 }

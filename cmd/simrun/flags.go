@@ -36,6 +36,8 @@ type config struct {
 	trace    string
 	list     bool
 	verbose  bool
+	cpuProf  string // write a CPU profile of the whole command here
+	memProf  string // write a heap profile at the end here
 	command  string
 	options  map[string]string
 }
@@ -86,6 +88,8 @@ func parseArgs(args []string, stderr io.Writer) (*config, error) {
 		list     = fs.Bool("list", false, "list the scenarios, fault classes and mutations, and exit")
 		traceTo  = fs.String("trace", "", "write the trace of the run as JSON Lines to this file (one seed only)")
 		verbose  = fs.Bool("v", false, "print every seed's full summary (world, schedule, figures, violations)")
+		cpuProf  = fs.String("cpuprofile", "", "write a CPU profile of the run to this file (go tool pprof)")
+		memProf  = fs.String("memprofile", "", "write a heap profile (allocations) at the end to this file")
 	)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -99,7 +103,8 @@ func parseArgs(args []string, stderr io.Writer) (*config, error) {
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 
-	c := &config{json: *asJSON, list: *list, verbose: *verbose, trace: *traceTo, parallel: *parallel, options: map[string]string{}}
+	c := &config{json: *asJSON, list: *list, verbose: *verbose, trace: *traceTo, parallel: *parallel, options: map[string]string{},
+		cpuProf: *cpuProf, memProf: *memProf}
 	c.command = commandLine(args)
 	if c.list {
 		return c, nil

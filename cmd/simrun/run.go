@@ -45,6 +45,18 @@ func run(args []string, stdout, stderr io.Writer) int {
 		listing(stdout)
 		return exitPass
 	}
+	if c.cpuProf != "" || c.memProf != "" {
+		stop, err := startProfiles(c.cpuProf, c.memProf)
+		if err != nil {
+			fmt.Fprintf(stderr, "simrun: %v\n", err)
+			return exitUsage
+		}
+		defer func() {
+			if err := stop(); err != nil {
+				fmt.Fprintf(stderr, "simrun: %v\n", err)
+			}
+		}()
+	}
 	out := bufio.NewWriter(stdout)
 	defer out.Flush()
 

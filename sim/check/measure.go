@@ -55,7 +55,7 @@ type measurer struct {
 	shardNs time.Duration
 	// the highest record each (process, key) received, and (without
 	// Forget) every receipt
-	highs    map[pk]string
+	highs    map[pk]Seq
 	highOrd  map[pk]int // with Forget: the ordinal after highs
 	receipts map[pk][]receipt
 	// with Forget: the handoffs whose new owner has not received yet, and
@@ -77,7 +77,7 @@ type handoff struct {
 }
 
 func newMeasurer(o Options, ts *tenures, pl *putLogs) *measurer {
-	m := &measurer{o: o, ten: ts, puts: pl, created: map[string]time.Duration{}, highs: map[pk]string{}}
+	m := &measurer{o: o, ten: ts, puts: pl, created: map[string]time.Duration{}, highs: map[pk]Seq{}}
 	if o.Forget {
 		m.highOrd = map[pk]int{}
 		m.awaiting = map[pk][]*handoff{}
@@ -109,7 +109,7 @@ func (m *measurer) shardClosed(r *trace.Record) {
 }
 
 // receivedBatch is a batch of records received by r.Proc.
-func (m *measurer) receivedBatch(r *trace.Record, p *shardPuts) {
+func (m *measurer) receivedBatch(r *trace.Record, p *shardPuts, first, last Seq) {
 	if r.Count == 0 {
 		return
 	}
@@ -117,10 +117,10 @@ func (m *measurer) receivedBatch(r *trace.Record, p *shardPuts) {
 	if !m.o.Forget {
 		m.receipts[k] = append(m.receipts[k], receipt{r.Seq, r.First})
 	}
-	if cmpSeq(r.Last, m.highs[k]) > 0 {
-		m.highs[k] = r.Last
+	if last.Compare(m.highs[k]) > 0 {
+		m.highs[k] = last
 		if m.o.Forget && p != nil {
-			m.highOrd[k] = p.after(ParseSeq(r.Last))
+			m.highOrd[k] = p.after(last)
 		}
 	}
 	if !m.o.Forget {
@@ -129,7 +129,7 @@ func (m *measurer) receivedBatch(r *trace.Record, p *shardPuts) {
 	if hs := m.awaiting[k]; len(hs) > 0 {
 		lo := -1
 		if p != nil {
-			lo = p.index(ParseSeq(r.First))
+			lo = p.index(first)
 		}
 		for _, h := range hs {
 			h.lo = lo
@@ -205,7 +205,7 @@ func (m *measurer) finish() Figures {
 		// re-deliveries: records b received at or below a's high water mark
 		ha := m.highs[pk{a.Proc, a.Key}]
 		p := m.puts.m[a.Key]
-		if ha == "" || p == nil || p.end() == 0 {
+		if ha.IsZero() || p == nil || p.end() == 0 {
 			continue
 		}
 		lo := -1
@@ -215,7 +215,7 @@ func (m *measurer) finish() Figures {
 			lo = p.index(ParseSeq(rs[j].first))
 		}
 		if lo >= 0 {
-			hi := p.after(ParseSeq(ha))
+			hi := p.after(ha)
 			if hi > lo {
 				f.Redelivered += hi - lo
 			}

@@ -102,8 +102,8 @@ func newOnline(o Options, w which) *Online {
 func (c *Online) feed(recs []trace.Record) {
 	if c.puts != nil {
 		for i := range recs {
-			if recs[i].Kind == trace.KindPut {
-				c.puts.put(&recs[i])
+			if r := &recs[i]; r.Kind == trace.KindPut {
+				c.puts.put(r, ParseSeq(r.First))
 			}
 		}
 		c.prefed = true
@@ -118,12 +118,13 @@ func (c *Online) feed(recs []trace.Record) {
 	}
 }
 
-// Observe feeds one record. The checkers keep no reference to r.
+// Observe feeds one record. The checkers keep no reference to r. Its
+// sequence numbers and checkpoint are parsed once, here.
 func (c *Online) Observe(r *trace.Record) {
 	switch r.Kind {
 	case trace.Acting, trace.Delivered:
 		if c.s3 != nil && r.Kind == trace.Acting {
-			c.s3.acting(r)
+			c.s3.acting(r, PosOf(r.Checkpoint))
 		}
 		if c.ten != nil {
 			c.ten.act(r)
@@ -132,20 +133,21 @@ func (c *Online) Observe(r *trace.Record) {
 			c.s5.delivered(r)
 		}
 	case trace.KindReceived:
+		first, last := ParseSeq(r.First), ParseSeq(r.Last)
 		if c.ten != nil {
 			c.ten.act(r)
 		}
 		if c.ms != nil {
-			c.ms.receivedBatch(r, c.puts.m[r.Key])
+			c.ms.receivedBatch(r, c.puts.m[r.Key], first, last)
 		}
 		if c.puts != nil {
-			c.puts.received(r)
+			c.puts.received(r, first, last)
 		}
 		if c.s5 != nil {
 			c.s5.delivered(r)
 		}
 		if c.s6 != nil {
-			c.s6.received(r)
+			c.s6.received(r, first, last)
 		}
 	case trace.KindSend:
 		if c.ten != nil && r.IsAct() {
@@ -178,18 +180,19 @@ func (c *Online) Observe(r *trace.Record) {
 		if r.Outcome != trace.OutcomeOK {
 			return
 		}
+		cp := PosOf(r.Checkpoint)
 		if c.rows != nil {
 			w := c.rows.get(r.Key)
 			if c.s2 != nil {
 				c.s2.applied(r, w)
 			}
 			if c.s3 != nil {
-				c.s3.applied(r, w)
+				c.s3.applied(r, w, cp)
 			}
-			w.apply(r)
+			w.apply(r, cp)
 		}
-		if c.puts != nil {
-			c.puts.checkpointed(r)
+		if c.puts != nil && r.Checkpoint.Sequence != "" {
+			c.puts.checkpointed(r, cp)
 		}
 		if c.s4 != nil && r.Checkpoint.Sequence == engine.ShardEnd {
 			c.s4.shardEndStored[r.Key] = true
@@ -199,7 +202,7 @@ func (c *Online) Observe(r *trace.Record) {
 		}
 	case trace.KindCheckpointAck:
 		if c.s3 != nil {
-			c.s3.acked(r)
+			c.s3.acked(r, PosOf(r.Checkpoint))
 		}
 	case trace.KindShardExpired:
 		if c.s4 != nil {
@@ -210,18 +213,18 @@ func (c *Online) Observe(r *trace.Record) {
 		}
 	case trace.KindTrim:
 		if c.puts != nil {
-			c.puts.trim(r)
+			c.puts.trim(r, ParseSeq(r.First), ParseSeq(r.Last))
 		}
 	case trace.KindInitialized:
 		if c.s4 != nil {
-			c.s4.initialized(r)
+			c.s4.initialized(r, PosOf(r.Checkpoint))
 		}
 		if c.s6 != nil {
 			c.s6.states[pk{r.Proc, r.Key}] = &orderState{}
 		}
 	case trace.KindDone:
 		if c.s4 != nil {
-			c.s4.done(r)
+			c.s4.done(r, ParseSeq(r.First))
 		}
 		if c.s6 != nil {
 			c.s6.done(r)
@@ -249,7 +252,7 @@ func (c *Online) Observe(r *trace.Record) {
 		}
 	case trace.KindPut:
 		if c.puts != nil && !c.prefed {
-			c.puts.put(r)
+			c.puts.put(r, ParseSeq(r.First))
 		}
 	}
 }

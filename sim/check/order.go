@@ -38,8 +38,9 @@ func (c *s5Checker) delivered(r *trace.Record) {
 
 // orderState is S6's view of one process reading one shard.
 type orderState struct {
-	lastLast string // the last record of the last batch
-	failedF  string // the first record of a failed last batch
+	lastLast    string // the last record of the last batch
+	lastLastSeq Seq
+	failedF     Seq // the first record of a failed last batch (zero: none)
 	// the last batch received, to match a failed answer to it
 	batchF, batchL string
 }
@@ -69,17 +70,16 @@ func (c *s6Checker) dropProc(proc int32) {
 func (c *s6Checker) done(r *trace.Record) {
 	if r.Reason == "failed" && r.First != "" {
 		if st := c.states[pk{r.Proc, r.Key}]; st != nil && r.First == st.batchF && r.Last == st.batchL {
-			st.failedF = r.First
+			st.failedF = ParseSeq(r.First)
 		}
 	}
 }
 
-func (c *s6Checker) received(r *trace.Record) {
+func (c *s6Checker) received(r *trace.Record, first, last Seq) {
 	if r.Count == 0 {
 		return
 	}
-	first := ParseSeq(r.First)
-	if r.Reason == "unsorted" || first.Compare(ParseSeq(r.Last)) > 0 {
+	if r.Reason == "unsorted" || first.Compare(last) > 0 {
 		c.add(r, "a batch "+r.First+".."+r.Last+" is not in sequence order")
 	}
 	k := pk{r.Proc, r.Key}
@@ -88,12 +88,12 @@ func (c *s6Checker) received(r *trace.Record) {
 		st = &orderState{}
 		c.states[k] = st
 	}
-	if st.lastLast != "" && first.Compare(ParseSeq(st.lastLast)) <= 0 {
-		if st.failedF == "" || first.Compare(ParseSeq(st.failedF)) < 0 {
+	if st.lastLast != "" && first.Compare(st.lastLastSeq) <= 0 {
+		if st.failedF.IsZero() || first.Compare(st.failedF) < 0 {
 			c.add(r, "batch "+r.First+".."+r.Last+" after "+st.lastLast+" was already delivered")
 		}
 	}
-	st.failedF = ""
-	st.lastLast = r.Last
+	st.failedF = Seq{}
+	st.lastLast, st.lastLastSeq = r.Last, last
 	st.batchF, st.batchL = r.First, r.Last
 }

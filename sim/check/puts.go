@@ -84,9 +84,9 @@ func (pl *putLogs) shard(key string) *shardPuts {
 }
 
 // put adds a record put.
-func (pl *putLogs) put(r *trace.Record) {
+func (pl *putLogs) put(r *trace.Record, seq Seq) {
 	p := pl.shard(r.Key)
-	x := put{seq: ParseSeq(r.First), raw: r.First, t: r.T, trimmed: -1, received: -1, seqNo: r.Seq}
+	x := put{seq: seq, raw: r.First, t: r.T, trimmed: -1, received: -1, seqNo: r.Seq}
 	k := p.kept()
 	if n := len(k); n == 0 || k[n-1].seq.Compare(x.seq) <= 0 {
 		p.puts = append(p.puts, x)
@@ -101,7 +101,7 @@ func (pl *putLogs) put(r *trace.Record) {
 }
 
 // received marks the records of a batch received.
-func (pl *putLogs) received(r *trace.Record) {
+func (pl *putLogs) received(r *trace.Record, first, last Seq) {
 	if r.Count == 0 {
 		return
 	}
@@ -109,7 +109,6 @@ func (pl *putLogs) received(r *trace.Record) {
 	if p == nil || p.end() == 0 {
 		return // no record was ever put to the shard
 	}
-	first, last := ParseSeq(r.First), ParseSeq(r.Last)
 	lo, hi := p.index(first), p.after(last)
 	if pl.s4 != nil {
 		pl.s4.received(r, p, first, lo, hi)
@@ -130,12 +129,12 @@ func (pl *putLogs) received(r *trace.Record) {
 }
 
 // trim marks the records First..Last of a shard trimmed by retention.
-func (pl *putLogs) trim(r *trace.Record) {
+func (pl *putLogs) trim(r *trace.Record, first, last Seq) {
 	p := pl.m[r.Key]
 	if p == nil || p.end() == 0 {
 		return
 	}
-	lo, hi := p.index(ParseSeq(r.First)), p.after(ParseSeq(r.Last))
+	lo, hi := p.index(first), p.after(last)
 	for j := lo; j < hi; j++ {
 		x := p.at(j)
 		if x.trimmed < 0 {
@@ -149,11 +148,7 @@ func (pl *putLogs) trim(r *trace.Record) {
 }
 
 // checkpointed notes an applied write's checkpoint.
-func (pl *putLogs) checkpointed(r *trace.Record) {
-	if r.Checkpoint.Sequence == "" {
-		return
-	}
-	c := PosOf(r.Checkpoint)
+func (pl *putLogs) checkpointed(r *trace.Record, c Pos) {
 	p := pl.shard(r.Key)
 	if c.Compare(p.cover) > 0 {
 		p.cover = c
@@ -244,23 +239,23 @@ func (c *s4Checker) dropProc(proc int32) {
 }
 
 // initialized is a processor told to start a shard at a checkpoint.
-func (c *s4Checker) initialized(r *trace.Record) {
+func (c *s4Checker) initialized(r *trace.Record, cp Pos) {
 	st := &readState{next: -1}
 	c.states[pk{r.Proc, r.Key}] = st
 	p := c.puts.shard(r.Key)
 	switch {
 	case r.Checkpoint.Sequence == engine.TrimHorizon:
 		st.next = 0
-	case PosOf(r.Checkpoint).rank != 1: // SHARD_END, another sentinel, none
+	case cp.rank != 1: // SHARD_END, another sentinel, none
 		st.next = -1
 	default:
-		st.next = p.after(ParseSeq(r.Checkpoint.Sequence))
+		st.next = p.after(cp.seq)
 	}
 }
 
 // done is a processor's answer to a batch: a failed batch is delivered
 // again from its first record.
-func (c *s4Checker) done(r *trace.Record) {
+func (c *s4Checker) done(r *trace.Record, first Seq) {
 	if r.Reason != "failed" || r.First == "" {
 		return
 	}
@@ -269,7 +264,7 @@ func (c *s4Checker) done(r *trace.Record) {
 	if st == nil || p == nil || p.end() == 0 || !st.isLastBatch(r) {
 		return
 	}
-	st.next = p.index(ParseSeq(r.First))
+	st.next = p.index(first)
 }
 
 // received checks a batch of Count records First..Last (records lo..hi-1
@@ -367,7 +362,7 @@ func (c *s4Checker) finish(final []engine.Lease, finalKnown bool) []Violation {
 					Detail: "no row left for the shard although it never reached SHARD_END; records up to " + lastReq.raw + " are not covered by a checkpoint"})
 			}
 		case l.Checkpoint.Sequence == engine.ShardEnd:
-		case PosOf(l.Checkpoint).IsStart() || PosOf(l.Checkpoint).Compare(Pos{rank: 1, seq: lastReq.seq}) < 0:
+		case !PosOf(l.Checkpoint).Covers(lastReq.seq):
 			c.add(Violation{Key: key, From: lastReq.t, To: c.o.End, Seqs: []uint64{lastReq.seqNo},
 				Detail: "final checkpoint " + l.Checkpoint.String() + " does not cover the delivered record " + lastReq.raw})
 		}

@@ -37,7 +37,7 @@ func (rs *rows) get(key string) *row {
 }
 
 // apply updates the replayed row with an applied write.
-func (w *row) apply(r *trace.Record) {
+func (w *row) apply(r *trace.Record, cp Pos) {
 	w.known = true
 	w.lastT, w.lastSeq, w.lastBy = r.T, r.Seq, who(r)
 	if r.Op == engine.OpDeleteLease {
@@ -48,7 +48,7 @@ func (w *row) apply(r *trace.Record) {
 	w.owner = r.RowOwner
 	w.counter = r.Counter
 	w.checkpoint = r.Checkpoint
-	w.cp = PosOf(r.Checkpoint)
+	w.cp = cp
 	if !w.hasHigh || w.cp.Compare(w.highPos) > 0 {
 		w.high = r.Checkpoint
 		w.highPos = w.cp
@@ -137,23 +137,23 @@ func (c *s3Checker) add(v Violation) {
 }
 
 // applied checks an applied write r against the row w (before r).
-func (c *s3Checker) applied(r *trace.Record, w *row) {
+func (c *s3Checker) applied(r *trace.Record, w *row, cp Pos) {
 	if r.Op == engine.OpDeleteLease {
 		return
 	}
-	if w.hasHigh && PosOf(r.Checkpoint).Compare(w.highPos) < 0 {
+	if w.hasHigh && cp.Compare(w.highPos) < 0 {
 		c.add(Violation{Key: r.Key, Workers: []string{who(r)}, From: w.lastT, To: r.T, Seqs: []uint64{w.lastSeq, r.Seq},
 			Detail: "stored checkpoint went back from " + w.high.String() + " to " + r.Checkpoint.String() + " (" + r.Op.String() + " " + r.Reason + ")"})
 	}
 }
 
 // acked checks a checkpoint acknowledged to the processor.
-func (c *s3Checker) acked(r *trace.Record) {
+func (c *s3Checker) acked(r *trace.Record, cp Pos) {
 	if r.Outcome != trace.OutcomeOK {
 		return
 	}
 	w := c.rows.m[r.Key]
-	if w == nil || !w.hasHigh || w.highPos.Compare(PosOf(r.Checkpoint)) < 0 {
+	if w == nil || !w.hasHigh || w.highPos.Compare(cp) < 0 {
 		stored := "nothing"
 		if w != nil && w.hasHigh {
 			stored = w.high.String()
@@ -166,12 +166,12 @@ func (c *s3Checker) acked(r *trace.Record) {
 // acting checks the engine's own start on a key: it read the row it took,
 // and no one else may write it until it stops (the processor may be told
 // later, so its start is not compared here).
-func (c *s3Checker) acting(r *trace.Record) {
+func (c *s3Checker) acting(r *trace.Record, cp Pos) {
 	w := c.rows.m[r.Key]
 	if w == nil || !w.exists || !w.hasHigh || r.Checkpoint.Sequence == "" {
 		return
 	}
-	if PosOf(r.Checkpoint).Compare(w.cp) < 0 {
+	if cp.Compare(w.cp) < 0 {
 		c.add(Violation{Key: r.Key, Workers: []string{who(r)}, From: w.lastT, To: r.T, Seqs: []uint64{w.lastSeq, r.Seq},
 			Detail: S3StartPrefix + " at " + r.Checkpoint.String() + " before the stored checkpoint " + w.checkpoint.String()})
 	}

@@ -2,87 +2,107 @@ package trace
 
 import "math"
 
-// Hash is an incremental FNV-1a (64-bit) hash over a canonical binary
-// encoding of records: every field in a fixed order, integers as 8
-// little-endian bytes, strings length-prefixed. It allocates nothing.
-// The zero value is not ready: use NewHash.
+// Hash is an incremental 64-bit hash over a canonical encoding of records,
+// taken a 64-bit word at a time: every field in a fixed order, small
+// integers packed several to a word, the lengths of the strings packed
+// four to a word, then each string's bytes in 8-byte little-endian words
+// (the last one padded with zeros). Each word is mixed in with a multiply
+// and a shift. The hash is a pure function of the records (it is the
+// simulator's determinism check, not a cryptographic hash), and it
+// allocates nothing. The zero value is not ready: use NewHash.
 type Hash struct{ h uint64 }
 
 const (
-	fnvOffset = 14695981039346656037
-	fnvPrime  = 1099511628211
+	hashSeed = 0x243f6a8885a308d3 // the digits of pi
+	hashMul  = 0x9e3779b97f4a7c15 // 2^64 / golden ratio, odd
 )
 
 // NewHash returns an empty hash.
-func NewHash() Hash { return Hash{h: fnvOffset} }
+func NewHash() Hash { return Hash{h: hashSeed} }
 
 // Sum returns the hash of everything added so far.
 func (h *Hash) Sum() uint64 { return h.h }
 
-func (h *Hash) u64(v uint64) {
+// word mixes one word in.
+func (h *Hash) word(v uint64) {
+	x := (h.h ^ v) * hashMul
+	h.h = x ^ (x >> 29)
+}
+
+// bytes mixes in the bytes of s, 8 at a time (not its length).
+func (h *Hash) bytes(s string) {
 	x := h.h
-	for i := 0; i < 8; i++ {
-		x ^= v & 0xff
-		x *= fnvPrime
-		v >>= 8
+	i := 0
+	for ; i+8 <= len(s); i += 8 {
+		b := s[i : i+8]
+		v := uint64(b[0]) | uint64(b[1])<<8 | uint64(b[2])<<16 | uint64(b[3])<<24 |
+			uint64(b[4])<<32 | uint64(b[5])<<40 | uint64(b[6])<<48 | uint64(b[7])<<56
+		x = (x ^ v) * hashMul
+		x ^= x >> 29
+	}
+	if i < len(s) {
+		var v uint64
+		for j := len(s) - 1; j >= i; j-- {
+			v = v<<8 | uint64(s[j])
+		}
+		x = (x ^ v) * hashMul
+		x ^= x >> 29
 	}
 	h.h = x
 }
 
-func (h *Hash) str(s string) {
-	h.u64(uint64(len(s)))
-	x := h.h
-	for i := 0; i < len(s); i++ {
-		x ^= uint64(s[i])
-		x *= fnvPrime
-	}
-	h.h = x
+// lengths packs four string lengths (16 bits each) into one word.
+func lengths(a, b, c, d string) uint64 {
+	return uint64(uint16(len(a))) | uint64(uint16(len(b)))<<16 | uint64(uint16(len(c)))<<32 | uint64(uint16(len(d)))<<48
 }
 
 // Float adds a float64 (by its bits).
-func (h *Hash) Float(f float64) { h.u64(math.Float64bits(f)) }
+func (h *Hash) Float(f float64) { h.word(math.Float64bits(f)) }
 
 // Uint adds an integer.
-func (h *Hash) Uint(v uint64) { h.u64(v) }
+func (h *Hash) Uint(v uint64) { h.word(v) }
 
-// String adds a string.
-func (h *Hash) String(s string) { h.str(s) }
+// String adds a string (its length, then its bytes).
+func (h *Hash) String(s string) {
+	h.word(uint64(len(s)))
+	h.bytes(s)
+}
 
 // Add adds one record.
 func (h *Hash) Add(r *Record) {
-	h.u64(r.Seq)
-	h.u64(uint64(r.T))
-	h.u64(uint64(r.Kind))
-	h.u64(uint64(uint32(r.Worker)))
-	h.u64(uint64(uint32(r.Proc)))
-	h.str(r.Owner)
-	h.u64(uint64(r.Mono))
-	h.u64(uint64(r.Wall))
-	h.str(r.Key)
-	h.u64(uint64(r.Counter))
-	h.str(r.Checkpoint.Sequence)
-	h.u64(uint64(r.Checkpoint.SubSequence))
-	h.str(r.First)
-	h.str(r.Last)
-	h.u64(uint64(r.Count))
-	h.str(r.Reason)
-	h.str(r.Previous)
-	h.u64(r.Call)
-	h.u64(uint64(r.Op))
-	h.u64(uint64(r.Sent))
-	h.u64(uint64(r.Applied))
-	h.str(r.Outcome)
-	h.str(r.Fault)
-	h.str(r.ExpOwner)
-	h.u64(uint64(r.ExpCounter))
+	h.word(r.Seq)
+	h.word(uint64(r.T))
+	var unconditional uint64
 	if r.Unconditional {
-		h.u64(1)
-	} else {
-		h.u64(0)
+		unconditional = 1
 	}
-	h.str(r.RowOwner)
-	h.str(r.Parent)
-	h.str(r.Parent2)
+	h.word(uint64(r.Kind) | uint64(r.Op)<<8 | unconditional<<16 | uint64(uint32(r.Worker))<<32)
+	h.word(uint64(uint32(r.Proc)) | uint64(uint32(r.Count))<<32)
+	h.word(uint64(r.Mono))
+	h.word(uint64(r.Wall))
+	h.word(uint64(r.Counter))
+	h.word(uint64(r.Checkpoint.SubSequence))
+	h.word(r.Call)
+	h.word(uint64(r.Sent))
+	h.word(uint64(r.Applied))
+	h.word(uint64(r.ExpCounter))
+	h.word(lengths(r.Owner, r.Key, r.Checkpoint.Sequence, r.First))
+	h.word(lengths(r.Last, r.Reason, r.Previous, r.Outcome))
+	h.word(lengths(r.Fault, r.ExpOwner, r.RowOwner, r.Parent))
+	h.word(uint64(uint16(len(r.Parent2))))
+	h.bytes(r.Owner)
+	h.bytes(r.Key)
+	h.bytes(r.Checkpoint.Sequence)
+	h.bytes(r.First)
+	h.bytes(r.Last)
+	h.bytes(r.Reason)
+	h.bytes(r.Previous)
+	h.bytes(r.Outcome)
+	h.bytes(r.Fault)
+	h.bytes(r.ExpOwner)
+	h.bytes(r.RowOwner)
+	h.bytes(r.Parent)
+	h.bytes(r.Parent2)
 }
 
 // HashRecords returns the hash of a whole history.

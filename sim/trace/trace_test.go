@@ -2,6 +2,7 @@ package trace
 
 import (
 	"bytes"
+	"reflect"
 	"testing"
 
 	"github.com/shardlease/shardlease/engine"
@@ -57,6 +58,44 @@ func TestHashSensitive(t *testing.T) {
 	if HashRecords(a) == HashRecords(c) {
 		t.Error("hash ignores the sub-sequence")
 	}
+	// every field, changed alone, changes the hash
+	base := HashRecords(a)
+	for i := range a {
+		for f := 0; f < reflect.TypeOf(Record{}).NumField(); f++ {
+			m := sample()
+			v := reflect.ValueOf(&m[i]).Elem().Field(f)
+			name := reflect.TypeOf(Record{}).Field(f).Name
+			switch v.Kind() {
+			case reflect.String:
+				v.SetString(v.String() + "z")
+			case reflect.Int64, reflect.Int32, reflect.Int:
+				v.SetInt(v.Int() + 1)
+			case reflect.Uint64, reflect.Uint8:
+				v.SetUint(v.Uint() + 1)
+			case reflect.Bool:
+				v.SetBool(!v.Bool())
+			case reflect.Struct: // the checkpoint
+				v.Field(0).SetString(v.Field(0).String() + "9")
+			default:
+				t.Fatalf("field %s of kind %s: extend the test", name, v.Kind())
+			}
+			if HashRecords(m) == base {
+				t.Errorf("record %d: changing %s leaves the hash unchanged", i, name)
+			}
+		}
+	}
+	// bytes moved from one string to the next, or across the 8-byte
+	// words, change it too
+	d, e := sample(), sample()
+	d[1].Owner, d[1].Key = "abcdefgh", "s0"
+	e[1].Owner, e[1].Key = "abcdefghs", "0"
+	if HashRecords(d) == HashRecords(e) {
+		t.Error("hash does not separate adjacent strings")
+	}
+	// a pure function of the records
+	if HashRecords(sample()) != base {
+		t.Error("hash differs for equal records")
+	}
 }
 
 func TestKindNames(t *testing.T) {
@@ -65,9 +104,24 @@ func TestKindNames(t *testing.T) {
 			t.Errorf("kind %d %q does not round trip", k, k.String())
 		}
 	}
-	for k := KindSend; k <= KindPhase; k++ {
+	for k := KindSend; k <= KindCallEnd; k++ {
 		if got, ok := ParseKind(k.String()); !ok || got != k {
 			t.Errorf("kind %d %q does not round trip", k, k.String())
 		}
+	}
+}
+
+// BenchmarkHashRecord: hashing one record of the kinds a run has most of
+// (a reply, a batch received with two 56-digit sequence numbers).
+func BenchmarkHashRecord(b *testing.B) {
+	seq := "49590338271490256608559692538361571095921575989136588898"
+	recs := []Record{
+		{Seq: 1, T: 5, Kind: KindReply, Worker: 2, Proc: 3, Owner: "w2", Key: "shardId-000000000007", Op: engine.OpGetRecords, Outcome: OutcomeOK, Sent: 2, Applied: 4, Mono: 77, Wall: 1 << 60},
+		{Seq: 2, T: 6, Kind: KindReceived, Worker: 2, Proc: 3, Owner: "w2", Key: "shardId-000000000007", First: seq, Last: seq, Count: 1, Mono: 78, Wall: 1 << 60},
+	}
+	h := NewHash()
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		h.Add(&recs[i&1])
 	}
 }
