@@ -66,7 +66,7 @@ func (d drawn) Options() sim.Options {
 		// The fast planted-bug runs: none of their bugs is one of the
 		// table's history, so skip the Lin check and keep a run to
 		// milliseconds, which lets shrinking run to its end.
-		o.LinTimeout = -1
+		o.LinBudget = -1
 	}
 	return o
 }

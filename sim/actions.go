@@ -75,7 +75,7 @@ func (s *simulator) act(a Action) {
 				s.fs.outside = append(s.fs.outside, fmt.Sprintf("at %v a pause of %v in the middle of acting, longer than the margin allows (%v)", s.now, a.Dur, s.midActSlack()))
 			}
 			p.holdNext = true
-			s.step(p, engine.Input{Kind: engine.InputTick})
+			s.step(p, &engine.Input{Kind: engine.InputTick})
 		}
 		p.paused = true
 		s.fs.lastPauseID++
@@ -98,7 +98,7 @@ func (s *simulator) act(a Action) {
 		p.restart = a.Dur
 		p.killAt = s.now + 3*s.full.LeaseDuration + 4*s.w.CallTimeout
 		s.q.push(event{at: p.killAt, kind: evKill, proc: p.id})
-		s.deliver(p, engine.Input{Kind: engine.InputShutdown})
+		s.deliver(p, &engine.Input{Kind: engine.InputShutdown})
 	case ActScaleOut:
 		s.fault(desc, "")
 		sl := s.addSlot(s.fs.rng)
@@ -219,23 +219,23 @@ func (s *simulator) resume(p *proc) {
 	p.paused = false
 	calls, notices := p.hCalls, p.hNotices
 	p.hCalls, p.hNotices = nil, nil
-	for _, c := range calls {
-		s.send(p, c)
+	for i := range calls {
+		s.send(p, &calls[i])
 	}
 	for i := range notices {
 		s.notice(p, &notices[i])
 	}
 	held := p.held
 	p.held = nil
-	for _, in := range held {
+	for i := range held {
 		if !p.alive || p.paused {
-			p.held = append(p.held, in)
+			p.held = append(p.held, held[i])
 			continue
 		}
-		s.step(p, in)
+		s.step(p, &held[i])
 	}
 	if p.alive && !p.paused {
-		s.step(p, engine.Input{Kind: engine.InputTick})
+		s.step(p, &engine.Input{Kind: engine.InputTick})
 	}
 }
 

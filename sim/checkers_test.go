@@ -69,7 +69,7 @@ func TestCheckersMatchReference(t *testing.T) {
 			t.Parallel()
 			o := c.o
 			o.KeepTrace = true
-			o.LinTimeout = -1
+			o.LinBudget = -1
 			res, err := Run(o)
 			if err != nil {
 				t.Fatal(err)

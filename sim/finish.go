@@ -5,7 +5,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/shardlease/shardlease/linearizability"
 	"github.com/shardlease/shardlease/sim/check"
 )
 
@@ -21,10 +20,7 @@ func (s *simulator) finish() (*Result, error) {
 		TraceHash: s.rec.hash.Sum(), Events: s.events, Records: s.rec.n, VirtualSeconds: s.end.Seconds(),
 		Final: s.tbl.Snapshot().Leases, Replay: ReplayCommand(s.o)}
 	rep, f := s.rec.checks.Finish(res.Final, true)
-	lin, err := s.checkLin()
-	if err != nil {
-		return nil, err
-	}
+	lin := s.checkLin()
 	res.Lin = lin.result
 	if lin.violation != nil {
 		rep.Violations = append(rep.Violations, *lin.violation)
@@ -61,52 +57,27 @@ type linCheck struct {
 	violation *check.Violation
 }
 
-// checkLin checks invariant Lin: the history of the lease-table calls in
-// the run's records (linearizability.FromTrace) is linearizable. The check
-// runs with a wall-time limit (Options.LinTimeout); a check that runs out
-// of time is Unknown, which is not a violation.
-func (s *simulator) checkLin() (linCheck, error) {
-	timeout := s.o.LinTimeout
-	if timeout < 0 {
-		return linCheck{result: LinResult{Skipped: true}}, nil
+// checkLin ends invariant Lin: the lease table's history in the run's
+// records, checked online (linearizability.Online) key by key in windows,
+// is linearizable. A key whose check ran out of budget is Unknown, which
+// is not a violation.
+func (s *simulator) checkLin() linCheck {
+	if s.rec.lin == nil {
+		return linCheck{result: LinResult{Skipped: true}}
 	}
-	if timeout == 0 {
-		timeout = DefaultLinTimeout
-	}
-	h, err := s.rec.lin.History()
-	if err != nil {
-		return linCheck{}, fmt.Errorf("sim: seed %d: %w", s.o.Seed, err)
-	}
-	r, err := linearizability.Check(h, timeout)
-	if err != nil {
-		return linCheck{}, fmt.Errorf("sim: seed %d: %w", s.o.Seed, err)
-	}
-	out := linCheck{result: LinResult{Checked: true, Ok: r.Ok, Unknown: r.Unknown, Illegal: r.Illegal, TimedOut: len(r.TimedOut),
+	r := s.rec.lin.Finish()
+	out := linCheck{result: LinResult{Checked: true, Ok: r.Ok(), Unknown: len(r.TimedOut) > 0, Illegal: r.Illegal, TimedOut: len(r.TimedOut),
 		Ops: r.Ops, Keys: r.Keys, UnknownWrites: r.UnknownWrites, Left: r.Skipped}}
 	if len(r.Illegal) == 0 {
-		return out, nil
+		return out
 	}
-	// The window: the span of the first illegal key's calls.
-	key := r.Illegal[0]
-	from, to := time.Duration(-1), time.Duration(0)
-	for i := range h {
-		op := &h[i]
-		if op.Input.Key != key && op.Input.Row.Key != key {
-			continue
-		}
-		if from < 0 {
-			from = time.Duration(op.Call)
-		}
-		if op.Return != linearizability.Never {
-			to = max(to, time.Duration(op.Return))
-		}
-		to = max(to, time.Duration(op.Call))
-	}
-	from = max(from, 0)
-	out.violation = &check.Violation{Invariant: Lin, Key: key, From: from, To: to,
-		Detail: fmt.Sprintf("the lease table's history is not linearizable on %d of %d keys: %s (%d calls checked, %d writes of unknown outcome; linearizability.Visualize shows why)",
-			len(r.Illegal), r.Keys, keyList(r.Illegal), r.Ops, r.UnknownWrites)}
-	return out, nil
+	// the window: the first illegal key's first window that no order of
+	// its calls explains
+	key, w := r.Illegal[0], r.Windows[0]
+	out.violation = &check.Violation{Invariant: Lin, Key: key, From: w[0], To: w[1],
+		Detail: fmt.Sprintf("the lease table's history is not linearizable on %d of %d keys: %s (%d calls checked, %d writes of unknown outcome; no order of the calls of %s between %v and %v explains their outcomes)",
+			len(r.Illegal), r.Keys, keyList(r.Illegal), r.Ops, r.UnknownWrites, key, w[0], w[1])}
+	return out
 }
 
 // keyList joins keys, the first five of them.

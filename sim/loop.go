@@ -22,7 +22,7 @@ func (s *simulator) loop() {
 			p := s.cl.procs[e.proc]
 			if p.alive && !p.paused && e.a == p.tickGen {
 				p.tickAt = -1
-				s.step(p, engine.Input{Kind: engine.InputTick})
+				s.step(p, &engine.Input{Kind: engine.InputTick})
 			}
 		case evApply:
 			s.onApply(int(e.a), false)

@@ -25,12 +25,19 @@ var (
 )
 
 // network is the virtual network between the processes and the table and
-// stream: the calls in flight, in reusable slots.
+// stream: the calls in flight, in numbered slots (the events name them).
+// A burst of calls (every worker's shard sync at the start) grows the
+// slots; the calls themselves are freed again, but for a few kept for
+// reuse.
 type network struct {
 	rng   rng // latency, loss, and every per-call fault draw
-	calls []inflight
-	free  []int
+	calls []*inflight
+	free  []int       // free slots
+	spare []*inflight // calls kept for reuse
 }
+
+// maxSpare is how many finished calls the network keeps for reuse.
+const maxSpare = 1024
 
 // inflight is one call on the virtual network.
 type inflight struct {
@@ -43,6 +50,10 @@ type inflight struct {
 	pending  int
 	reason   string
 	fault    string
+	retried  bool // an SDK retry of the write was sent
+	// learnt: the caller learnt the write's outcome (a reply it could read
+	// as applied, not applied or throttled reached its live process)
+	learnt bool
 }
 
 // link is one process's connection to the table or the stream.
@@ -54,26 +65,51 @@ type link struct {
 	clogExtra time.Duration
 }
 
-func (n *network) newCall(c engine.Call, p *proc, now time.Duration) int {
+// newCall puts a copy of c on the network and returns its slot.
+func (n *network) newCall(c *engine.Call, p *proc, now time.Duration) int {
 	var i int
 	if k := len(n.free); k > 0 {
 		i = n.free[k-1]
 		n.free = n.free[:k-1]
 	} else {
-		n.calls = append(n.calls, inflight{})
+		n.calls = append(n.calls, nil)
 		i = len(n.calls) - 1
 	}
-	if c.Op == engine.OpCreateLease || c.Op == engine.OpUpdateLease {
-		c.Lease = c.Lease.Clone()
+	var f *inflight
+	if k := len(n.spare); k > 0 {
+		f = n.spare[k-1]
+		n.spare = n.spare[:k-1]
+	} else {
+		f = &inflight{}
 	}
-	n.calls[i] = inflight{call: c, proc: p.id, sent: now, applied: -1}
+	f.call = *c
+	if c.Op == engine.OpCreateLease || c.Op == engine.OpUpdateLease {
+		f.call.Lease = c.Lease.Clone() // what was sent, whatever the engine does next
+	}
+	f.proc, f.sent, f.applied = p.id, now, -1
+	n.calls[i] = f
 	return i
 }
 
-func (n *network) release(i int) {
-	if n.calls[i].pending == 0 && n.calls[i].answered {
-		n.calls[i] = inflight{}
-		n.free = append(n.free, i)
+// release frees call slot i once the call is answered and no event of it
+// is pending. A store write whose outcome its caller never learnt ends
+// with a trace.KindCallEnd: from now on it cannot reach the table.
+func (s *simulator) release(i int) {
+	n := &s.net
+	f := n.calls[i]
+	if f.pending != 0 || !f.answered {
+		return
+	}
+	if f.call.Op.IsWrite() && !f.learnt {
+		r := trace.Record{Kind: trace.KindCallEnd, Key: leaseKey(&f.call), Call: f.call.ID, Op: f.call.Op, Sent: f.sent, Applied: f.applied,
+			Reason: f.reason, Fault: f.fault}
+		s.emit(s.procRec(s.cl.procs[f.proc], &r))
+	}
+	n.calls[i] = nil
+	n.free = append(n.free, i)
+	if len(n.spare) < maxSpare {
+		*f = inflight{}
+		n.spare = append(n.spare, f)
 	}
 }
 
@@ -103,12 +139,12 @@ func (s *simulator) latency(l *link) time.Duration {
 
 // send puts a call of p on the network: it is lost (and times out), or
 // reaches the table or stream after the link's latency.
-func (s *simulator) send(p *proc, c engine.Call) {
+func (s *simulator) send(p *proc, c *engine.Call) {
 	i := s.net.newCall(c, p, s.now)
-	f := &s.net.calls[i]
+	f := s.net.calls[i]
 	if c.Op.IsWrite() {
-		f.reason = writeClass(&c, s.cl.stepSent)
-		r := trace.Record{Kind: trace.KindSend, Key: leaseKey(&c), Call: c.ID, Op: c.Op, Reason: f.reason,
+		f.reason = writeClass(c, s.cl.stepSent)
+		r := trace.Record{Kind: trace.KindSend, Key: leaseKey(c), Call: c.ID, Op: c.Op, Reason: f.reason,
 			ExpOwner: c.Expect.Owner, ExpCounter: c.Expect.Counter, RowOwner: c.Lease.Owner, Counter: c.Lease.Counter, Checkpoint: c.Lease.Checkpoint}
 		s.emit(s.procRec(p, &r))
 	}
@@ -189,19 +225,25 @@ func outcome(err error) string {
 
 // onReply delivers a call's result (or its timeout) to its process.
 func (s *simulator) onReply(i int, timeout bool) {
-	f := &s.net.calls[i]
+	f := s.net.calls[i]
 	f.pending--
 	if f.answered {
-		s.net.release(i)
+		s.release(i)
 		return
 	}
 	f.answered = true
-	res := f.result
 	if timeout {
-		res = engine.Result{ID: f.call.ID, Err: errTimeout}
+		f.result = engine.Result{ID: f.call.ID, Err: errTimeout}
 	}
+	res := &f.result
 	p := s.cl.procs[f.proc]
 	if p.alive {
+		switch o := outcome(res.Err); {
+		case o == trace.OutcomeOK:
+			f.learnt = true
+		case o == trace.OutcomeCondition || o == trace.OutcomeThrottled:
+			f.learnt = !f.retried // a retry's failure may hide an applied attempt
+		}
 		r := trace.Record{Kind: trace.KindReply, Key: leaseKey(&f.call), Call: f.call.ID, Op: f.call.Op, Sent: f.sent, Applied: f.applied,
 			Outcome: outcome(res.Err), Fault: f.fault, Reason: f.reason}
 		switch f.call.Op {
@@ -222,7 +264,8 @@ func (s *simulator) onReply(i int, timeout bool) {
 			r.Count = len(res.Listing.Leases)
 		}
 		s.emit(s.procRec(p, &r))
-		s.deliver(p, engine.Input{Kind: engine.InputResult, Result: res})
+		in := engine.Input{Kind: engine.InputResult, Result: *res}
+		s.deliver(p, &in)
 	}
-	s.net.release(i)
+	s.release(i)
 }

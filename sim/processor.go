@@ -154,7 +154,7 @@ func (s *simulator) onJob(i int) {
 	}
 	s.emit(s.procRec(p, &r))
 	if j.batch != 0 {
-		s.deliver(p, engine.Input{Kind: engine.InputDone, Key: j.key, Batch: j.batch, Failed: j.failed})
+		s.deliver(p, &engine.Input{Kind: engine.InputDone, Key: j.key, Batch: j.batch, Failed: j.failed})
 	}
 }
 
@@ -163,7 +163,7 @@ func (s *simulator) askCheckpoint(p *proc, key, seq string) {
 		k.asked = seq
 	}
 	p.token++
-	s.deliver(p, engine.Input{Kind: engine.InputCheckpoint, Key: key, Checkpoint: engine.SequenceCheckpoint(seq), Token: p.token})
+	s.deliver(p, &engine.Input{Kind: engine.InputCheckpoint, Key: key, Checkpoint: engine.SequenceCheckpoint(seq), Token: p.token})
 }
 
 // onCheckpointTimer is the processor's periodic checkpoint of what it has

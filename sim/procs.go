@@ -141,7 +141,7 @@ func (s *simulator) startProc(sl *slot) {
 	sl.proc = id
 	s.emit(s.procRec(p, &trace.Record{Kind: trace.KindProcStart}))
 	s.q.push(event{at: s.now + s.w.CheckpointPace, kind: evCheckpointTimer, proc: id})
-	s.step(p, engine.Input{Kind: engine.InputTick})
+	s.step(p, &engine.Input{Kind: engine.InputTick})
 }
 
 func (s *simulator) stopProc(p *proc, why string) {
@@ -165,28 +165,28 @@ func (s *simulator) traceEngine(p *proc, e engine.TraceEvent) {
 }
 
 // deliver hands an input to a process now, or holds it while it is paused.
-func (s *simulator) deliver(p *proc, in engine.Input) {
+func (s *simulator) deliver(p *proc, in *engine.Input) {
 	if !p.alive {
 		return
 	}
 	if p.paused {
-		p.held = append(p.held, in)
+		p.held = append(p.held, *in)
 		return
 	}
 	s.step(p, in)
 }
 
 // step runs one step of p's engine and carries out its effects.
-func (s *simulator) step(p *proc, in engine.Input) {
+func (s *simulator) step(p *proc, in *engine.Input) {
 	s.cl.stepSent = s.cl.stepSent[:0]
-	rd := p.core.Step(engine.Now{Mono: p.clk.mono(s.now), Wall: p.clk.wall(s.now)}, in)
+	rd := p.core.Step(engine.Now{Mono: p.clk.mono(s.now), Wall: p.clk.wall(s.now)}, *in)
 	if p.holdNext {
 		p.holdNext = false
 		p.hCalls = append(p.hCalls, rd.Calls...)
 		p.hNotices = append(p.hNotices, rd.Notices...)
 	} else {
 		for i := range rd.Calls {
-			s.send(p, rd.Calls[i])
+			s.send(p, &rd.Calls[i])
 		}
 		for i := range rd.Notices {
 			s.notice(p, &rd.Notices[i])

@@ -15,7 +15,7 @@ type recorder struct {
 	hash   trace.Hash
 	sink   *trace.Writer
 	checks *check.Online
-	lin    *linearizability.TraceHistory // nil: Lin is not checked
+	lin    *linearizability.Online // nil: Lin is not checked
 
 	keep   bool
 	recs   []trace.Record // the current chunk
@@ -31,8 +31,8 @@ func (rc *recorder) init(o Options, w World) {
 	}
 	rc.keep = o.KeepTrace
 	rc.checks = check.NewOnline(checkOptions(w))
-	if o.LinTimeout >= 0 {
-		rc.lin = &linearizability.TraceHistory{}
+	if o.LinBudget >= 0 {
+		rc.lin = linearizability.NewOnline(linearizability.OnlineConfig{ReadLag: w.CallTimeout, Budget: o.LinBudget})
 	}
 }
 

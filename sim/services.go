@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"sort"
 	"time"
 
 	"github.com/shardlease/shardlease/engine"
@@ -35,7 +34,7 @@ func (s *simulator) scriptedRetry(reason string) bool {
 // onApply is a call (or an SDK retry of a write) reaching the table or the
 // stream: it is faulted or executed, and its reply sent back (or lost).
 func (s *simulator) onApply(i int, retry bool) {
-	f := &s.net.calls[i]
+	f := s.net.calls[i]
 	f.pending--
 	p := s.cl.procs[f.proc]
 	c := &f.call
@@ -93,6 +92,7 @@ func (s *simulator) onApply(i int, retry bool) {
 	// an SDK retry of a write: the first reply is lost, the retry lands later
 	if !retry && c.Op.IsWrite() && (rn.chance(s.rate(s.w.Rates.Dup)) || s.scriptedRetry(f.reason)) {
 		f.fault = "sdk-retry"
+		f.retried = true
 		s.schedCall(i, s.now+s.latency(s.linkOf(p, c.Op))+rn.between(10*time.Millisecond, 300*time.Millisecond), evRetry)
 		return
 	}
@@ -102,7 +102,7 @@ func (s *simulator) onApply(i int, retry bool) {
 		deadline += s.w.CallTimeout
 	}
 	if f.answered {
-		s.net.release(i)
+		s.release(i)
 		return
 	}
 	if l.cutRep || rn.chance(s.rate(s.w.Rates.ReplyLoss)) {
@@ -221,11 +221,8 @@ func (s *simulator) execStream(f *inflight, res *engine.Result) {
 	case engine.OpGetIterator:
 		pos := c.Position
 		if s.o.Mutation == "skip-on-resume" && pos.Type == engine.IterAfterSequenceNumber {
-			if recs, err := s.st.Records(c.Stream, c.Shard); err == nil {
-				j := sort.Search(len(recs), func(i int) bool { return engine.CompareSequences(recs[i].Sequence, pos.Sequence) > 0 })
-				if j < len(recs) {
-					pos.Sequence = recs[j].Sequence
-				}
+			if next, ok, err := s.st.RecordAfter(c.Stream, c.Shard, pos.Sequence); err == nil && ok {
+				pos.Sequence = next.Sequence
 			}
 		}
 		res.Iterator, res.Err = s.st.GetShardIterator(s.ctx, c.Stream, c.Shard, pos)

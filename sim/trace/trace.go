@@ -62,11 +62,18 @@ const (
 	KindProcStop
 	// KindPhase: the run entered a phase (Reason: chaos, heal, end).
 	KindPhase
+	// KindCallEnd: a store write whose outcome its caller never learnt
+	// (it timed out, its 5xx or throttled retry left it open, or its
+	// process died) can no longer reach the table: every attempt of it
+	// has been resolved, by T. Only the simulator, which sees the network,
+	// records it; the linearizability check then knows the write took
+	// effect, if at all, before T.
+	KindCallEnd
 )
 
 var worldNames = [...]string{"send", "apply", "reply", "received", "done", "checkpoint-ack",
 	"initialized", "notice", "put", "shard-created", "shard-closed", "trim", "shard-expired",
-	"fault", "proc-start", "proc-stop", "phase"}
+	"fault", "proc-start", "proc-stop", "phase", "call-end"}
 
 func (k Kind) String() string {
 	if k >= KindSend && int(k-KindSend) < len(worldNames) {
