@@ -284,7 +284,6 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	return exitOK
 }
 
-
 // startupFailure turns an error of a failed start-up check (the engine
 // runs them: the table, the stream, the table's stream marker) into the
 // exit status 2 of a configuration problem and a plain message naming the

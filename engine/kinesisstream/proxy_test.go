@@ -40,7 +40,7 @@ func TestErrorMapping(t *testing.T) {
 			_, err := s.GetShardIterator(ctx(t), stream, "shardId-000000000000", engine.Position{Type: engine.IterLatest})
 			return err
 		},
-		"GetRecords": func() error { _, err := s.GetRecords(ctx(t), it, 10); return err },
+		"GetRecords":            func() error { _, err := s.GetRecords(ctx(t), it, 10); return err },
 		"DescribeStreamSummary": func() error { _, err := s.DescribeStream(ctx(t), stream); return err },
 		"PutRecords": func() error {
 			_, err := s.PutRecords(ctx(t), stream, []kinesisstream.PutEntry{{PartitionKey: "k", Data: []byte("x")}})
