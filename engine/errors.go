@@ -64,7 +64,7 @@ func (e *StreamMismatchError) Error() string {
 	if len(rows) > 5 {
 		rows, more = rows[:5], fmt.Sprintf(" and %d more", len(e.Rows)-5)
 	}
-	return fmt.Sprintf("the lease table has no stream marker and unfinished rows for shards that stream %s (%s) neither lists nor descends from: %s%s; stopped before writing anything. If they are this stream's (a KCL table, or one from before shardlease recorded stream identities, whose shards have expired), set Config.AdoptUnverifiedRows to adopt the table anyway",
+	return fmt.Sprintf("the lease table has no stream marker and unfinished rows for shards that stream %s (%s) neither lists nor descends from: %s%s; stopped before writing anything. If they are this stream's (a KCL table, or one from before shardlease recorded stream identities, whose shards have expired), set Config.AdoptUnverifiedRows (live run -adopt-unverified-rows) to adopt the table anyway",
 		e.Stream, e.Want, strings.Join(rows, ", "), more)
 }
 

@@ -56,6 +56,7 @@ type workerFlags struct {
 	logLevel     string
 	logFormat    string
 	startTimeout time.Duration
+	adopt        bool
 }
 
 func (f *workerFlags) register(fs *flag.FlagSet) {
@@ -88,6 +89,7 @@ func (f *workerFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fs.StringVar(&f.logFormat, "log-format", "text", "log format: text or json")
 	fs.DurationVar(&f.startTimeout, "start-timeout", 30*time.Second, "bound on the start-up checks of the table and the stream")
+	fs.BoolVar(&f.adopt, "adopt-unverified-rows", false, "adopt a lease table without a stream marker although some unfinished rows name shards the stream does not have (a KCL table whose shards expired); rows it cannot prove are the stream's are still never ended or deleted")
 }
 
 func defaultOwner() string {
@@ -124,6 +126,7 @@ func (f *workerFlags) engineConfig() (engine.Config, error) {
 		GetRecordsLimit:        f.limit,
 		IdleTimeBetweenReads:   f.idle,
 		ConsistentTakeScans:    f.consistent,
+		AdoptUnverifiedRows:    f.adopt,
 	}
 	var seed [8]byte
 	_, _ = rand.Read(seed[:])
