@@ -394,9 +394,10 @@ func TestShardEndWrite(t *testing.T) {
 				}
 			}
 			u.hold = nil
-			u.runTo(30 * time.Second)
+			u.runTo(u.now + deleteGrace(u.w.cfg) + 2*DefaultShardSyncInterval)
 			// The children get leases and are consumed; the parent row
-			// is deleted once both started.
+			// is deleted once both started (and it has been finished for
+			// the deletion's grace).
 			if !slices.Equal(u.w.Held(), []string{shardKey(1), shardKey(2)}) {
 				t.Errorf("held %v, want the children", u.w.Held())
 			}

@@ -98,6 +98,11 @@ func NewConsumer(opts ConsumerOptions) (*Consumer, error) {
 		return nil, fmt.Errorf("new consumer: %w", errors.Join(errs...))
 	}
 	cfg := w.Config()
+	if opts.CallTimeout > cfg.LeaseDuration {
+		// Shard sync relies on a write applying within a lease duration of
+		// being sent (see deleteGrace).
+		return nil, fmt.Errorf("new consumer: CallTimeout (%v) must be at most LeaseDuration (%v): a write that applies later could re-create a finished shard's row", opts.CallTimeout, cfg.LeaseDuration)
+	}
 	if opts.Store == nil {
 		opts.Store = NewMemStore()
 	}

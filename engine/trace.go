@@ -71,13 +71,17 @@ const (
 	// stream identity on the row, no listed child): the row is left as it
 	// is, neither read nor ended. Reported once per lease.
 	TraceShardUnverified
+	// TraceSyncAbandoned: a shard sync round was abandoned because its
+	// scan was too old to decide from when its replies were processed
+	// (Reason); a fresh round follows.
+	TraceSyncAbandoned
 )
 
 var traceNames = [...]string{"", "lease-created", "lease-acquired", "acting", "lease-renewed",
 	"stopped-acting", "lease-lost", "lease-released", "lease-deleted", "delivered",
 	"checkpoint-requested", "checkpoint-written", "checkpoint-rejected", "shard-ended",
 	"child-started", "malformed-row", "resolved", "write-sent", "started", "failed", "foreign-row",
-	"shard-unverified"}
+	"shard-unverified", "sync-abandoned"}
 
 func (k TraceKind) String() string {
 	if int(k) < len(traceNames) && k != 0 {

@@ -69,6 +69,7 @@ type slot struct {
 	stream     link
 	owner      string // the owner id of the next start
 	dup        bool   // a duplicate-owner slot (outside the assumptions)
+	consumes   string // the stream its processes consume ("": streamName)
 }
 
 type link struct {
@@ -163,6 +164,7 @@ type simulator struct {
 	lastPauseID    uint64
 	pauseProc      map[uint64]int32
 	putsN          int
+	noPuts         bool // the producers stopped (ActRecreateStream)
 }
 
 const chunkSize = 4096
@@ -311,6 +313,7 @@ func (s *simulator) startProc(sl *slot) {
 		s.o.Engine(&cfg)
 		cfg.Owner = p.owner
 	}
+	s.configure(sl, &cfg)
 	cfg.Trace = func(e engine.TraceEvent) { s.traceEngine(p, e) }
 	if m, ok := strings.CutPrefix(s.o.Mutation, EngineMutationPrefix); ok {
 		if err := planted.Set(&cfg, m); err != nil {
@@ -377,6 +380,10 @@ func (s *simulator) step(p *proc, in engine.Input) {
 		}
 	}
 	if rd.Stopped {
+		if rd.Err != nil {
+			// a worker that cannot start (or go on) would fail again
+			s.slots[p.slot].desired = false
+		}
 		s.exited(p)
 		return
 	}
@@ -964,6 +971,9 @@ func (s *simulator) onCheckpointTimer(p *proc) {
 // ---- the workload ----
 
 func (s *simulator) onPut() {
+	if s.noPuts {
+		return
+	}
 	var h uint64
 	width := ^uint64(0) / uint64(len(s.idle))
 	for tries := 0; ; tries++ {

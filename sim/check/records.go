@@ -193,8 +193,11 @@ func CheckS4(h History, o Options) ([]Violation, int) {
 			if x.t > deliverBy {
 				break
 			}
-			if x.received < 0 && x.trimmed >= 0 {
-				continue // lost to retention, counted
+			if x.trimmed >= 0 {
+				// lost to retention, counted, if never received; and a
+				// record out of retention (or of a deleted stream) need
+				// not be covered by a checkpoint any more
+				continue
 			}
 			lastReq = j
 			if x.received < 0 {

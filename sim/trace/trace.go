@@ -110,6 +110,10 @@ const (
 	MalformedRow        = Kind(engine.TraceMalformedRow)
 	Resolved            = Kind(engine.TraceResolved)
 	CallSent            = Kind(engine.TraceCallSent)
+	Started             = Kind(engine.TraceStarted)
+	Failed              = Kind(engine.TraceFailed)
+	ForeignRow          = Kind(engine.TraceForeignRow)
+	ShardUnverified     = Kind(engine.TraceShardUnverified)
 )
 
 // Outcomes of calls (Record.Outcome).
