@@ -26,7 +26,6 @@ const (
 // otherStream is the stream of ActForeignApp's application.
 const otherStream = "sim-other-app"
 
-
 // configure adjusts a process's engine configuration to its slot.
 func (s *simulator) configure(sl *slot, cfg *engine.Config) {
 	if sl.consumes != "" {
