@@ -361,3 +361,28 @@ func TestPageOfDeliveredRecordsIsNotIdle(t *testing.T) {
 		t.Errorf("delivered %v within a second, want %s", got, seqs[2])
 	}
 }
+
+// BenchmarkDeaggregate: a page of 1,000 plain records (the cost every
+// page pays: a look at four bytes each), and a page of 100 aggregates of
+// 10 user records, filtered by a hash key range.
+func BenchmarkDeaggregate(b *testing.B) {
+	plain := make([]Record, 1000)
+	for i := range plain {
+		plain[i] = Record{Sequence: fmt.Sprint(i), Data: make([]byte, 64)}
+	}
+	aggs := make([]Record, 100)
+	for i := range aggs {
+		aggs[i] = Record{Sequence: fmt.Sprint(i), Data: aggregate(b, fmt.Sprint(i), 10)}
+	}
+	half := kpl.HashRange{End: kpl.HashKey{Hi: 1 << 63}}
+	b.Run("plain-1000", func(b *testing.B) {
+		for b.Loop() {
+			deaggregate(plain, half, false)
+		}
+	})
+	b.Run("aggregates-100x10", func(b *testing.B) {
+		for b.Loop() {
+			deaggregate(aggs, half, false)
+		}
+	})
+}
