@@ -56,6 +56,21 @@ const (
 	// take, renew, checkpoint, release, create, delete). Counter is the
 	// version the write would produce.
 	TraceCallSent
+	// TraceStarted: the start-up checks passed (Reason names each
+	// stream's identity); the worker starts taking leases.
+	TraceStarted
+	// TraceFailed: the worker stopped on an error it cannot recover from
+	// (Reason): a failed start-up check, or its stream was re-created.
+	TraceFailed
+	// TraceForeignRow: the row Key names another stream incarnation
+	// (Reason) than the one its key belongs to; the worker never takes,
+	// ends or deletes it. Reported once per key.
+	TraceForeignRow
+	// TraceShardUnverified: the lease Key's shard is not listed by the
+	// stream, and the listing does not prove the row is the stream's (no
+	// stream identity on the row, no listed child): the row is left as it
+	// is, neither read nor ended. Reported once per lease.
+	TraceShardUnverified
 	// TraceAggregateDropped: the KPL-aggregated record First of Key was
 	// read and none of its user records (Count of them, 0 if it did not
 	// decode) will be delivered. Reason starts with DropCorrupt (an MD5
@@ -73,7 +88,8 @@ const (
 var traceNames = [...]string{"", "lease-created", "lease-acquired", "acting", "lease-renewed",
 	"stopped-acting", "lease-lost", "lease-released", "lease-deleted", "delivered",
 	"checkpoint-requested", "checkpoint-written", "checkpoint-rejected", "shard-ended",
-	"child-started", "malformed-row", "resolved", "write-sent", "aggregate-dropped", "aggregate-undecoded"}
+	"child-started", "malformed-row", "resolved", "write-sent", "started", "failed", "foreign-row",
+	"shard-unverified", "aggregate-dropped", "aggregate-undecoded"}
 
 func (k TraceKind) String() string {
 	if int(k) < len(traceNames) && k != 0 {
