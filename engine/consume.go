@@ -214,6 +214,8 @@ func (w *Worker) positionAfter(h *holding) Position {
 			ts = s.Timestamp
 		}
 		return Position{Type: IterAtTimestamp, Timestamp: ts}
+	case p.SubSequence == 0 && w.bug("resume-after-sequence"):
+		return Position{Type: IterAfterSequenceNumber, Sequence: p.Sequence}
 	}
 	return Position{Type: IterAtSequenceNumber, Sequence: p.Sequence}
 }
