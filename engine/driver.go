@@ -90,6 +90,10 @@ func NewConsumer(opts ConsumerOptions) (*Consumer, error) {
 		_, _ = crand.Read(b[:])
 		opts.Config.Seed = binary.LittleEndian.Uint64(b[:]) | 1
 	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	opts.Config.Trace = logTrace(opts.Logger.With("owner", opts.Config.Owner), opts.Config.Trace)
 	w, err := NewWorker(opts.Config)
 	if err != nil {
 		errs = append(errs, err)
@@ -120,9 +124,6 @@ func NewConsumer(opts ConsumerOptions) (*Consumer, error) {
 	}
 	if opts.ShutdownTimeout == 0 {
 		opts.ShutdownTimeout = cfg.LeaseDuration
-	}
-	if opts.Logger == nil {
-		opts.Logger = slog.Default()
 	}
 	return &Consumer{
 		opts:        opts,

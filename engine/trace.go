@@ -75,13 +75,25 @@ const (
 	// scan was too old to decide from when its replies were processed
 	// (Reason); a fresh round follows.
 	TraceSyncAbandoned
+	// TraceAggregateDropped: the KPL-aggregated record First of Key was
+	// read and none of its user records (Count of them, 0 if it did not
+	// decode) will be delivered. Reason starts with DropCorrupt (an MD5
+	// digest that does not match, a message that does not parse) or
+	// DropHashRange (user records outside the shard's hash key range,
+	// which the KPL puts again), then says what is wrong.
+	TraceAggregateDropped
+	// TraceAggregateUndecoded: the record First of Key has the KPL magic
+	// bytes but does not de-aggregate (Reason, as for a corrupt
+	// TraceAggregateDropped); with Config.DeliverCorruptAggregates it is
+	// delivered as one record, as it was read.
+	TraceAggregateUndecoded
 )
 
 var traceNames = [...]string{"", "lease-created", "lease-acquired", "acting", "lease-renewed",
 	"stopped-acting", "lease-lost", "lease-released", "lease-deleted", "delivered",
 	"checkpoint-requested", "checkpoint-written", "checkpoint-rejected", "shard-ended",
 	"child-started", "malformed-row", "resolved", "write-sent", "started", "failed", "foreign-row",
-	"shard-unverified", "sync-abandoned"}
+	"shard-unverified", "sync-abandoned", "aggregate-dropped", "aggregate-undecoded"}
 
 func (k TraceKind) String() string {
 	if int(k) < len(traceNames) && k != 0 {
@@ -99,18 +111,25 @@ type TraceEvent struct {
 	Shard      ShardRef
 	Counter    int64
 	Checkpoint Checkpoint
-	First      string // TraceDelivered: first sequence number
+	First      string // TraceDelivered: first sequence number; TraceAggregate*: the record's
 	Last       string // TraceDelivered: last sequence number
-	Count      int
-	Reason     string
-	Previous   string // TraceLeaseAcquired: the former owner
+	// FirstSub and LastSub are the sub-sequence numbers of the first and
+	// last records of a TraceDelivered batch (0 unless they are user
+	// records of KPL aggregates).
+	FirstSub int64
+	LastSub  int64
+	Count    int
+	Reason   string
+	Previous string // TraceLeaseAcquired: the former owner
 }
 
 func (e TraceEvent) String() string {
 	s := fmt.Sprintf("%v %s %s %s", e.Mono, e.Owner, e.Kind, e.Key)
 	switch e.Kind {
 	case TraceDelivered:
-		s += fmt.Sprintf(" %d records %s..%s", e.Count, e.First, e.Last)
+		s += fmt.Sprintf(" %d records %s..%s", e.Count, Checkpoint{Sequence: e.First, SubSequence: e.FirstSub}, Checkpoint{Sequence: e.Last, SubSequence: e.LastSub})
+	case TraceAggregateDropped, TraceAggregateUndecoded:
+		s += fmt.Sprintf(" record %s (%d user records)", e.First, e.Count)
 	case TraceCheckpointRequested, TraceCheckpointWritten, TraceCheckpointRejected, TraceActing, TraceLeaseCreated:
 		s += " " + e.Checkpoint.String()
 	}

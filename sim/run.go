@@ -732,11 +732,11 @@ func (s *simulator) execStream(f *inflight, res *engine.Result) {
 		}
 	case engine.OpGetIterator:
 		pos := c.Position
-		if s.o.Mutation == "skip-on-resume" && pos.Type == engine.IterAfterSequenceNumber {
+		if s.o.Mutation == "skip-on-resume" && (pos.Type == engine.IterAfterSequenceNumber || pos.Type == engine.IterAtSequenceNumber) {
 			if recs, err := s.st.Records(c.Stream, c.Shard); err == nil {
 				j := sort.Search(len(recs), func(i int) bool { return engine.CompareSequences(recs[i].Sequence, pos.Sequence) > 0 })
 				if j < len(recs) {
-					pos.Sequence = recs[j].Sequence
+					pos = engine.Position{Type: engine.IterAfterSequenceNumber, Sequence: recs[j].Sequence}
 				}
 			}
 		}

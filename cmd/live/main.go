@@ -4,7 +4,8 @@
 //	live [run] -stream S -table T [flags]   run one worker (the default command)
 //	live create -stream S -table T [-shards N]
 //	                                        create the lease table and the stream if missing
-//	live produce -stream S [-rate R]        put records at a rate (demos and tests)
+//	live produce -stream S [-rate R] [-aggregate N]
+//	                                        put records at a rate, KPL-aggregated with -aggregate
 //	live reshard -stream S split SHARD | merge SHARD ADJACENT
 //	                                        split a shard, or merge two adjacent ones
 //	live check [-table T] [-stream S] DIR...
@@ -70,6 +71,7 @@ const usage = `usage:
   live [run] -stream S -table T [flags]     run one worker (the default command)
   live create -stream S -table T [-shards N] create the lease table and the stream if missing
   live produce -stream S [-rate R]          put records at a rate, recording what was put
+                           [-aggregate N]   N user records per Kinesis record, as the KPL aggregates
   live reshard -stream S split SHARD        split a shard at the middle of its hash range
   live reshard -stream S merge SHARD ADJ    merge two adjacent shards
   live check [-table T] [-stream S] DIR...  check recorded histories (S1-S6 and the live figures)

@@ -31,6 +31,7 @@ type Metrics struct {
 	records      prometheus.Counter
 	batches      prometheus.Counter
 	millisBehind *prometheus.GaugeVec
+	kplDropped   *prometheus.CounterVec
 
 	mu   sync.Mutex
 	keys map[string]engine.ShardRef // leases held
@@ -63,7 +64,10 @@ func New(owner string) *Metrics {
 	m.batches = prometheus.NewCounter(prometheus.CounterOpts{Name: "shardlease_batches_processed_total", Help: "Batches the processors handled without error.", ConstLabels: cl})
 	m.millisBehind = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "shardlease_millis_behind_latest",
 		Help: "MillisBehindLatest of the last batch of each held shard.", ConstLabels: cl}, []string{"stream", "shard"})
-	for _, c := range []prometheus.Collector{m.held, m.taken, m.stolen, m.lost, m.released, m.renew, m.storeCalls, m.checkpoints, m.records, m.batches, m.millisBehind} {
+	m.kplDropped = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "shardlease_kpl_aggregates_dropped_total",
+		Help: "KPL-aggregated records read but not de-aggregated, by cause: corrupt (MD5 mismatch or malformed; delivered as read with DeliverCorruptAggregates, action=delivered) or hash-range (user records outside the shard's range, which the KPL puts again).", ConstLabels: cl},
+		[]string{"cause", "action"})
+	for _, c := range []prometheus.Collector{m.held, m.taken, m.stolen, m.lost, m.released, m.renew, m.storeCalls, m.checkpoints, m.records, m.batches, m.millisBehind, m.kplDropped} {
 		f(c)
 	}
 	// Show the zero series from the start.
@@ -75,6 +79,8 @@ func New(owner string) *Metrics {
 	}
 	m.checkpoints.WithLabelValues("written")
 	m.checkpoints.WithLabelValues("rejected")
+	m.kplDropped.WithLabelValues("corrupt", "dropped")
+	m.kplDropped.WithLabelValues("hash-range", "dropped")
 	return m
 }
 
@@ -126,6 +132,14 @@ func (m *Metrics) Trace(e engine.TraceEvent) {
 		m.checkpoints.WithLabelValues("written").Inc()
 	case engine.TraceCheckpointRejected:
 		m.checkpoints.WithLabelValues("rejected").Inc()
+	case engine.TraceAggregateDropped:
+		cause := "corrupt"
+		if strings.HasPrefix(e.Reason, engine.DropHashRange) {
+			cause = "hash-range"
+		}
+		m.kplDropped.WithLabelValues(cause, "dropped").Inc()
+	case engine.TraceAggregateUndecoded:
+		m.kplDropped.WithLabelValues("corrupt", "delivered").Inc()
 	}
 }
 

@@ -21,6 +21,10 @@ func TestMetricsFromTraceStoreAndProcessor(t *testing.T) {
 	m.StoreCall(engine.OpUpdateLease, "renew", 20*time.Millisecond, "ok")
 	m.StoreCall(engine.OpUpdateLease, "checkpoint", 5*time.Millisecond, "ok")
 	m.Processed(ref, 7, 1500)
+	m.Trace(engine.TraceEvent{Kind: engine.TraceAggregateDropped, Key: "sh0", Reason: engine.DropCorrupt + ": kpl: the MD5 digest does not match"})
+	m.Trace(engine.TraceEvent{Kind: engine.TraceAggregateDropped, Key: "sh0", Reason: engine.DropHashRange + ": user record 1 of 2"})
+	m.Trace(engine.TraceEvent{Kind: engine.TraceAggregateDropped, Key: "sh0", Reason: engine.DropHashRange + ": user record 0 of 2"})
+	m.Trace(engine.TraceEvent{Kind: engine.TraceAggregateUndecoded, Key: "sh0", Reason: engine.DropCorrupt + ": kpl: malformed"})
 
 	srv := httptest.NewServer(m.Handler())
 	defer srv.Close()
@@ -41,6 +45,9 @@ func TestMetricsFromTraceStoreAndProcessor(t *testing.T) {
 		`shardlease_millis_behind_latest{owner="w1",shard="sh0",stream="s"} 1500`,
 		`shardlease_renew_duration_seconds_count{owner="w1"} 1`,
 		`shardlease_store_call_duration_seconds_count{op="UpdateLease",outcome="ok",owner="w1",write="checkpoint"} 1`,
+		`shardlease_kpl_aggregates_dropped_total{action="dropped",cause="corrupt",owner="w1"} 1`,
+		`shardlease_kpl_aggregates_dropped_total{action="dropped",cause="hash-range",owner="w1"} 2`,
+		`shardlease_kpl_aggregates_dropped_total{action="delivered",cause="corrupt",owner="w1"} 1`,
 		"go_goroutines",
 	} {
 		if !strings.Contains(string(b), name) {
