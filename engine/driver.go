@@ -36,7 +36,9 @@ type ConsumerOptions struct {
 	// ShutdownTimeout bounds the graceful shutdown after Run's context is
 	// cancelled. Default: LeaseDuration.
 	ShutdownTimeout time.Duration
-	// Logger receives the driver's logs. Nil means slog.Default().
+	// Logger receives the driver's logs. Nil means slog.Default(). The
+	// driver adds an "owner" attribute to every line: a logger given here
+	// should not carry one already (a JSON line would hold the key twice).
 	Logger *slog.Logger
 }
 

@@ -172,9 +172,12 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		fmt.Fprintln(stderr, "live run:", err)
 		return exitUsage
 	}
+	// The consumer adds owner to its own lines: it gets the logger without
+	// it, so that no JSON line carries the key twice.
+	base := log
 	log = log.With("owner", f.owner)
 
-	clients, err := awsenv.Load(ctx, awsenv.Settings{Region: f.aws.region, DynamoDBEndpoint: f.aws.dynamoEndpoint, KinesisEndpoint: f.aws.kinesisEndpoint})
+	clients, err := awsenv.Load(ctx, awsenv.Settings{Region: f.aws.region, DynamoDBEndpoint: f.aws.dynamoEndpoint, KinesisEndpoint: f.aws.kinesisEndpoint, Logger: log})
 	if err != nil {
 		fmt.Fprintln(stderr, "live run:", err)
 		return exitUsage
@@ -204,7 +207,7 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		})),
 		CallTimeout:     f.callTimeout,
 		ShutdownTimeout: f.shutdownTime,
-		Logger:          log,
+		Logger:          base,
 	})
 	if err != nil {
 		// NewConsumer names every rule the configuration breaks.

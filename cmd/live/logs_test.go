@@ -1,0 +1,157 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/shardlease/shardlease/internal/localaws"
+)
+
+// strictJSON parses one JSON value and fails on a key repeated within an
+// object (which encoding/json accepts, keeping the last).
+func strictJSON(line string) error {
+	dec := json.NewDecoder(strings.NewReader(line))
+	type frame struct {
+		object    bool
+		keys      map[string]bool
+		expectKey bool
+	}
+	var stack []*frame
+	valueDone := func() {
+		if n := len(stack); n > 0 && stack[n-1].object {
+			stack[n-1].expectKey = true
+		}
+	}
+	for {
+		tok, err := dec.Token()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		if n := len(stack); n > 0 && stack[n-1].object && stack[n-1].expectKey {
+			if d, ok := tok.(json.Delim); ok && d == '}' {
+				stack = stack[:n-1]
+				valueDone()
+				continue
+			}
+			k, ok := tok.(string)
+			if !ok {
+				return fmt.Errorf("object key %v is not a string", tok)
+			}
+			if stack[n-1].keys[k] {
+				return fmt.Errorf("duplicate key %q", k)
+			}
+			stack[n-1].keys[k] = true
+			stack[n-1].expectKey = false
+			continue
+		}
+		switch tok {
+		case json.Delim('{'):
+			stack = append(stack, &frame{object: true, keys: map[string]bool{}, expectKey: true})
+		case json.Delim('['):
+			stack = append(stack, &frame{})
+		case json.Delim(']'):
+			stack = stack[:len(stack)-1]
+			valueDone()
+		default:
+			valueDone()
+		}
+	}
+	if len(stack) != 0 {
+		return errors.New("unterminated value")
+	}
+	return nil
+}
+
+func TestStrictJSONRejectsDuplicateKeys(t *testing.T) {
+	for line, ok := range map[string]bool{
+		`{"a":1,"b":{"a":2},"c":[{"a":1},{"a":2}]}`: true,
+		`{"owner":"a","msg":"x","owner":"a"}`:       false,
+		`{"g":{"k":1,"k":2}}`:                       false,
+		`{"l":[{"k":1,"k":2}]}`:                     false,
+	} {
+		if err := strictJSON(line); (err == nil) != ok {
+			t.Errorf("strictJSON(%s) = %v, want ok=%v", line, err, ok)
+		}
+	}
+}
+
+// TestJSONLogsOneOwnerReadableDurations runs `live run -log-format json`
+// against the local servers until it is up, stops it, and reads every
+// line with a parser that rejects duplicate keys: owner appears once on
+// every line (the engine's included), and durations are Go duration
+// strings, not nanoseconds.
+func TestJSONLogsOneOwnerReadableDurations(t *testing.T) {
+	ddb, kin := localaws.DynamoDB(t), localaws.Kinesis(t)
+	t.Setenv("AWS_ENDPOINT_URL_DYNAMODB", ddb.Endpoint)
+	t.Setenv("AWS_ENDPOINT_URL_KINESIS", kin.Endpoint)
+	t.Setenv("AWS_ACCESS_KEY_ID", "local")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "local")
+	t.Setenv("AWS_REGION", "us-east-1")
+	table, stream := localaws.UniqueName(t, "logs-leases"), localaws.UniqueName(t, "logs")
+	if code, out := runMain(t, "create", "-table", table, "-stream", stream, "-shards", "1"); code != exitOK {
+		t.Fatalf("create: %d %s", code, out)
+	}
+
+	pr, pw := io.Pipe()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan int, 1)
+	go func() {
+		var out bytes.Buffer
+		done <- realMain(ctx, []string{"run", "-table", table, "-stream", stream, "-owner", "logs-owner",
+			"-log-format", "json", "-metrics-addr", "127.0.0.1:0", "-lease-duration", "3s", "-renew-interval", "1s"}, &out, pw)
+		_ = pw.Close()
+	}()
+	var lines []string
+	sc := bufio.NewScanner(pr)
+	for sc.Scan() {
+		lines = append(lines, sc.Text())
+		if strings.Contains(sc.Text(), "metrics endpoint up") {
+			cancel() // graceful shutdown: the engine logs as it drains
+		}
+	}
+	select {
+	case code := <-done:
+		if code != exitOK {
+			t.Errorf("live run exited %d", code)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("live run did not stop")
+	}
+
+	engineLines, durations := 0, 0
+	for _, line := range lines {
+		if err := strictJSON(line); err != nil {
+			t.Errorf("%v in %s", err, line)
+			continue
+		}
+		var m map[string]any
+		_ = json.Unmarshal([]byte(line), &m)
+		if m["owner"] != "logs-owner" {
+			t.Errorf("line without owner logs-owner: %s", line)
+		}
+		if msg, _ := m["msg"].(string); strings.HasPrefix(msg, "shutting down") || strings.HasPrefix(msg, "worker stopped; leases released") {
+			engineLines++
+		}
+		if v, ok := m["lease_duration"]; ok {
+			durations++
+			if v != "3s" {
+				t.Errorf("lease_duration = %v (%T), want the duration string 3s: %s", v, v, line)
+			}
+		}
+	}
+	if engineLines < 2 || durations == 0 {
+		t.Errorf("%d engine shutdown lines and %d lines with lease_duration, want at least 2 and 1:\n%s", engineLines, durations, strings.Join(lines, "\n"))
+	}
+}
