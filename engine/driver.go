@@ -36,6 +36,10 @@ type ConsumerOptions struct {
 	// ShutdownTimeout bounds the graceful shutdown after Run's context is
 	// cancelled. Default: LeaseDuration.
 	ShutdownTimeout time.Duration
+	// FailurePolicy decides what becomes of a batch its processor keeps
+	// failing (see FailurePolicy). Nil: it is delivered again for as long
+	// as the lease is held (at-least-once).
+	FailurePolicy *FailurePolicy
 	// Logger receives the driver's logs. Nil means slog.Default(). The
 	// driver adds an "owner" attribute to every line: a logger given here
 	// should not carry one already (a JSON line would hold the key twice).
@@ -74,6 +78,9 @@ func NewConsumer(opts ConsumerOptions) (*Consumer, error) {
 	}
 	if opts.MaxStoreCalls < 0 || opts.MaxStreamCalls < 0 || opts.CallTimeout < 0 || opts.ShutdownTimeout < 0 {
 		errs = append(errs, errors.New("ConsumerOptions limits and timeouts must not be negative"))
+	}
+	if err := opts.FailurePolicy.validate(); err != nil {
+		errs = append(errs, err)
 	}
 	if opts.Config.Seed == 0 {
 		// Every process needs its own seed (see Config.Seed): the driver,

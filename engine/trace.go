@@ -56,12 +56,22 @@ const (
 	// take, renew, checkpoint, release, create, delete). Counter is the
 	// version the write would produce.
 	TraceCallSent
+	// TraceBatchFailed: the processor failed the batch First..Last of Key;
+	// Count is the number of failed deliveries of these records in a row
+	// (it resets when a batch is processed or skipped). The records are
+	// delivered again.
+	TraceBatchFailed
+	// TraceBatchSkipped: a failure policy passed the failed batch
+	// First..Last of Key over after Count failed deliveries; Reason is the
+	// decision ("skipped", "handed-off"). The worker goes on reading after
+	// it; nothing is checkpointed for it.
+	TraceBatchSkipped
 )
 
 var traceNames = [...]string{"", "lease-created", "lease-acquired", "acting", "lease-renewed",
 	"stopped-acting", "lease-lost", "lease-released", "lease-deleted", "delivered",
 	"checkpoint-requested", "checkpoint-written", "checkpoint-rejected", "shard-ended",
-	"child-started", "malformed-row", "resolved", "write-sent"}
+	"child-started", "malformed-row", "resolved", "write-sent", "batch-failed", "batch-skipped"}
 
 func (k TraceKind) String() string {
 	if int(k) < len(traceNames) && k != 0 {
@@ -91,6 +101,8 @@ func (e TraceEvent) String() string {
 	switch e.Kind {
 	case TraceDelivered:
 		s += fmt.Sprintf(" %d records %s..%s", e.Count, e.First, e.Last)
+	case TraceBatchFailed, TraceBatchSkipped:
+		s += fmt.Sprintf(" %s..%s after %d failed attempts", e.First, e.Last, e.Count)
 	case TraceCheckpointRequested, TraceCheckpointWritten, TraceCheckpointRejected, TraceActing, TraceLeaseCreated:
 		s += " " + e.Checkpoint.String()
 	}

@@ -110,6 +110,8 @@ const (
 	MalformedRow        = Kind(engine.TraceMalformedRow)
 	Resolved            = Kind(engine.TraceResolved)
 	CallSent            = Kind(engine.TraceCallSent)
+	BatchFailed         = Kind(engine.TraceBatchFailed)
+	BatchSkipped        = Kind(engine.TraceBatchSkipped)
 )
 
 // Outcomes of calls (Record.Outcome).
