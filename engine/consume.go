@@ -49,9 +49,9 @@ type consumer struct {
 	// failures counts the failed deliveries in a row of records (reset
 	// when a batch is processed or skipped).
 	failures int
-	end          bool
-	gone         bool // the shard left the stream (retention) before it was read to its end
-	children     []string
+	end      bool
+	gone     bool // the shard left the stream (retention) before it was read to its end
+	children []string
 }
 
 func (c *consumer) waitingForTime() bool {
