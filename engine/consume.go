@@ -46,12 +46,13 @@ type consumer struct {
 	position     Checkpoint
 	records      []Record
 	millisBehind int64
+	end          bool
+	gone         bool // the shard left the stream (retention) before it was read to its end
+	children     []string
+
 	// failures counts the failed deliveries in a row of records (reset
 	// when a batch is processed or skipped).
 	failures int
-	end      bool
-	gone     bool // the shard left the stream (retention) before it was read to its end
-	children []string
 }
 
 func (c *consumer) waitingForTime() bool {
