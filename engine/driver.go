@@ -64,6 +64,7 @@ type Consumer struct {
 	waiters     map[uint64]chan error
 	nextToken   uint64
 	done        chan struct{}
+	health      *health
 }
 
 // NewConsumer checks opts and returns a Consumer ready to Run. An invalid
@@ -88,6 +89,16 @@ func NewConsumer(opts ConsumerOptions) (*Consumer, error) {
 		var b [8]byte
 		_, _ = crand.Read(b[:])
 		opts.Config.Seed = binary.LittleEndian.Uint64(b[:]) | 1
+	}
+	// The driver sees every trace event first (driver_observe.go), then
+	// the configured Tracer does.
+	var c *Consumer
+	userTrace := opts.Config.Trace
+	opts.Config.Trace = func(e TraceEvent) {
+		c.observe(e)
+		if userTrace != nil {
+			userTrace(e)
+		}
 	}
 	w, err := NewWorker(opts.Config)
 	if err != nil {
@@ -118,7 +129,7 @@ func NewConsumer(opts ConsumerOptions) (*Consumer, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	return &Consumer{
+	c = &Consumer{
 		opts:        opts,
 		worker:      w,
 		clk:         opts.Clock,
@@ -130,7 +141,9 @@ func NewConsumer(opts ConsumerOptions) (*Consumer, error) {
 		runners:     make(map[string]*runner),
 		waiters:     make(map[uint64]chan error),
 		done:        make(chan struct{}),
-	}, nil
+		health:      newHealth(cfg.LeaseDuration),
+	}
+	return c, nil
 }
 
 // Run runs the worker until ctx is cancelled, then shuts down gracefully:
@@ -141,6 +154,8 @@ func NewConsumer(opts ConsumerOptions) (*Consumer, error) {
 func (c *Consumer) Run(ctx context.Context) error {
 	defer close(c.done)
 	c.start = c.clk.Now()
+	c.health.run(c.start)
+	defer func() { c.health.stop(c.clk.Now()) }()
 	// callCtx outlives ctx by the shutdown timeout, so that releases can
 	// still be written after ctx is cancelled.
 	callCtx, cancelCalls := context.WithCancel(context.WithoutCancel(ctx))
@@ -154,7 +169,9 @@ func (c *Consumer) Run(ctx context.Context) error {
 	shutdown := false
 	in := Input{Kind: InputTick}
 	for {
-		rd := c.worker.Step(c.now(), in)
+		now := c.now()
+		rd := c.worker.Step(now, in)
+		c.health.stepped(now.Wall, c.start.Add(rd.WakeAt), len(c.worker.heldKeys))
 		c.carryOut(callCtx, procCtx, rd)
 		c.publishActingUntil()
 		if rd.Stopped {
@@ -190,6 +207,7 @@ func (c *Consumer) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			if !shutdown {
 				shutdown = true
+				c.health.shuttingDown(c.clk.Now())
 				c.log.Info("shutting down: draining, checkpointing and releasing leases")
 				deadline = c.clk.After(c.opts.ShutdownTimeout)
 				in = Input{Kind: InputShutdown}
@@ -244,6 +262,7 @@ func (c *Consumer) dispatch(ctx context.Context, call Call) {
 		defer cancel()
 		r := Execute(cctx, c.opts.Store, c.opts.Stream, call)
 		r.ID = call.ID
+		c.health.call(call.Op, r.Err, c.clk.Now())
 		c.logCallError(call, r.Err)
 		c.feed(Input{Kind: InputResult, Result: r})
 	}()

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -87,10 +88,10 @@ func TestStrictJSONRejectsDuplicateKeys(t *testing.T) {
 }
 
 // TestJSONLogsOneOwnerReadableDurations runs `live run -log-format json`
-// against the local servers until it is up, stops it, and reads every
-// line with a parser that rejects duplicate keys: owner appears once on
-// every line (the engine's included), and durations are Go duration
-// strings, not nanoseconds.
+// against the local servers until its /readyz answers 200, stops it, and
+// reads every line with a parser that rejects duplicate keys: owner
+// appears once on every line (the engine's included), and durations are
+// Go duration strings, not nanoseconds.
 func TestJSONLogsOneOwnerReadableDurations(t *testing.T) {
 	ddb, kin := localaws.DynamoDB(t), localaws.Kinesis(t)
 	t.Setenv("AWS_ENDPOINT_URL_DYNAMODB", ddb.Endpoint)
@@ -114,11 +115,21 @@ func TestJSONLogsOneOwnerReadableDurations(t *testing.T) {
 		_ = pw.Close()
 	}()
 	var lines []string
+	var probed bool
 	sc := bufio.NewScanner(pr)
 	for sc.Scan() {
 		lines = append(lines, sc.Text())
 		if strings.Contains(sc.Text(), "metrics endpoint up") {
-			cancel() // graceful shutdown: the engine logs as it drains
+			var m map[string]any
+			_ = json.Unmarshal(sc.Bytes(), &m)
+			readyz, _ := m["readyz"].(string)
+			livez, _ := m["livez"].(string)
+			go func() {
+				// the probes of a running worker, then a graceful
+				// shutdown: the engine logs as it drains
+				defer cancel()
+				probed = probe(t, livez, readyz)
+			}()
 		}
 	}
 	select {
@@ -130,6 +141,9 @@ func TestJSONLogsOneOwnerReadableDurations(t *testing.T) {
 		t.Fatal("live run did not stop")
 	}
 
+	if !probed {
+		t.Error("the worker's /readyz never answered 200 ok")
+	}
 	engineLines, durations := 0, 0
 	for _, line := range lines {
 		if err := strictJSON(line); err != nil {
@@ -154,4 +168,43 @@ func TestJSONLogsOneOwnerReadableDurations(t *testing.T) {
 	if engineLines < 2 || durations == 0 {
 		t.Errorf("%d engine shutdown lines and %d lines with lease_duration, want at least 2 and 1:\n%s", engineLines, durations, strings.Join(lines, "\n"))
 	}
+}
+
+// probe checks /livez once the worker is up and waits (a bounded number of
+// polls) for /readyz to answer 200 "ok: ...".
+func probe(t *testing.T, livez, readyz string) bool {
+	if livez == "" || readyz == "" {
+		t.Errorf("the metrics line names no probes (livez %q, readyz %q)", livez, readyz)
+		return false
+	}
+	for i := 0; i < 200; i++ {
+		resp, err := http.Get(readyz)
+		if err != nil {
+			t.Errorf("GET %s: %v", readyz, err)
+			return false
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusOK {
+			if !strings.HasPrefix(string(b), "ok: ") {
+				t.Errorf("/readyz: 200 %q", b)
+			}
+			resp, err := http.Get(livez)
+			if err != nil {
+				t.Errorf("GET %s: %v", livez, err)
+				return false
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK || !strings.HasPrefix(string(b), "ok: the engine loop last stepped") {
+				t.Errorf("/livez of a ready worker: %d %q", resp.StatusCode, b)
+			}
+			return true
+		}
+		if !strings.HasPrefix(string(b), "not ready: ") {
+			t.Errorf("/readyz: %d %q", resp.StatusCode, b)
+		}
+		<-time.After(50 * time.Millisecond)
+	}
+	return false
 }

@@ -19,10 +19,10 @@ import (
 
 	"github.com/shardlease/shardlease/cmd/live/internal/awsenv"
 	"github.com/shardlease/shardlease/cmd/live/internal/history"
-	"github.com/shardlease/shardlease/cmd/live/internal/metrics"
 	"github.com/shardlease/shardlease/engine"
 	"github.com/shardlease/shardlease/engine/dynamostore"
 	"github.com/shardlease/shardlease/engine/kinesisstream"
+	"github.com/shardlease/shardlease/metrics"
 )
 
 // workerFlags are the flags of `live run`.
@@ -78,7 +78,7 @@ func (f *workerFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.consistent, "consistent-take-scans", false, "make the take scans strongly consistent")
 	fs.DurationVar(&f.callTimeout, "call-timeout", 0, "deadline of each AWS call (default: the renew interval)")
 	fs.DurationVar(&f.shutdownTime, "shutdown-timeout", 0, "bound on the graceful shutdown (default: the lease duration)")
-	fs.StringVar(&f.metricsAddr, "metrics-addr", ":9464", "address of the Prometheus /metrics endpoint (empty: none)")
+	fs.StringVar(&f.metricsAddr, "metrics-addr", ":9464", "address of the Prometheus /metrics endpoint and the /livez, /readyz (and /healthz, its alias) probes (empty: none)")
 	fs.StringVar(&f.record, "record", "", "directory to write this worker's history to (for `live check`)")
 	fs.IntVar(&f.worker, "worker", -1, "worker slot number written into the history (harnesses restart a slot under new processes)")
 	fs.IntVar(&f.cpEvery, "checkpoint-every", 100, "example processor: checkpoint after this many records")
@@ -194,17 +194,21 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		}
 		defer rec.Close()
 	}
-	m := metrics.New(f.owner)
-	tap := history.NewTap(rec, m)
-	cfg.Trace = tap.Tracer()
+	m, err := metrics.New(metrics.Options{Owner: f.owner})
+	if err != nil {
+		fmt.Fprintln(stderr, "live run: metrics:", err)
+		return exitFailed
+	}
+	tap := history.NewTap(rec, nil)
+	cfg.Trace = m.Tracer(tap.Tracer())
 	total := new(atomic.Int64)
 	consumer, err := engine.NewConsumer(engine.ConsumerOptions{
 		Config: cfg,
-		Store:  tap.Store(store),
-		Stream: tap.Stream(stream),
-		Processor: tap.Processors(newCounterFactory(counterOptions{
+		Store:  tap.Store(m.Store(store)),
+		Stream: tap.Stream(m.Stream(stream)),
+		Processor: tap.Processors(m.Processors(newCounterFactory(counterOptions{
 			Every: f.cpEvery, Interval: f.cpInterval, BatchDelay: f.batchDelay, FailEvery: f.failEvery, Total: total, Log: log,
-		})),
+		}))),
 		CallTimeout:     f.callTimeout,
 		ShutdownTimeout: f.shutdownTime,
 		Logger:          base,
@@ -237,12 +241,10 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) int
 			fmt.Fprintf(stderr, "live run: -metrics-addr %s: %v\n", f.metricsAddr, err)
 			return exitUsage
 		}
-		mux := http.NewServeMux()
-		mux.Handle("/metrics", m.Handler())
-		mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok\n") })
-		srv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+		srv = &http.Server{Handler: healthMux(m.Handler(), consumer.Health), ReadHeaderTimeout: 5 * time.Second}
 		go func() { _ = srv.Serve(ln) }()
-		log.Info("metrics endpoint up", "url", "http://"+ln.Addr().String()+"/metrics")
+		log.Info("metrics endpoint up", "url", "http://"+ln.Addr().String()+"/metrics",
+			"livez", "http://"+ln.Addr().String()+"/livez", "readyz", "http://"+ln.Addr().String()+"/readyz")
 	}
 
 	rec.ProcStart(history.ConfigString("role", "worker", "stream", f.stream, "table", f.table,
