@@ -93,54 +93,14 @@ func TestStrictJSONRejectsDuplicateKeys(t *testing.T) {
 // appears once on every line (the engine's included), and durations are
 // Go duration strings, not nanoseconds.
 func TestJSONLogsOneOwnerReadableDurations(t *testing.T) {
-	ddb, kin := localaws.DynamoDB(t), localaws.Kinesis(t)
-	t.Setenv("AWS_ENDPOINT_URL_DYNAMODB", ddb.Endpoint)
-	t.Setenv("AWS_ENDPOINT_URL_KINESIS", kin.Endpoint)
-	t.Setenv("AWS_ACCESS_KEY_ID", "local")
-	t.Setenv("AWS_SECRET_ACCESS_KEY", "local")
-	t.Setenv("AWS_REGION", "us-east-1")
-	table, stream := localaws.UniqueName(t, "logs-leases"), localaws.UniqueName(t, "logs")
-	if code, out := runMain(t, "create", "-table", table, "-stream", stream, "-shards", "1"); code != exitOK {
-		t.Fatalf("create: %d %s", code, out)
-	}
-
-	pr, pw := io.Pipe()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	done := make(chan int, 1)
-	go func() {
-		var out bytes.Buffer
-		done <- realMain(ctx, []string{"run", "-table", table, "-stream", stream, "-owner", "logs-owner",
-			"-log-format", "json", "-metrics-addr", "127.0.0.1:0", "-lease-duration", "3s", "-renew-interval", "1s"}, &out, pw)
-		_ = pw.Close()
-	}()
-	var lines []string
+	table, stream := liveServers(t, "logs")
 	var probed bool
-	sc := bufio.NewScanner(pr)
-	for sc.Scan() {
-		lines = append(lines, sc.Text())
-		if strings.Contains(sc.Text(), "metrics endpoint up") {
-			var m map[string]any
-			_ = json.Unmarshal(sc.Bytes(), &m)
-			readyz, _ := m["readyz"].(string)
-			livez, _ := m["livez"].(string)
-			go func() {
-				// the probes of a running worker, then a graceful
-				// shutdown: the engine logs as it drains
-				defer cancel()
-				probed = probe(t, livez, readyz)
-			}()
-		}
+	lines, code := liveRun(t, []string{"-table", table, "-stream", stream, "-owner", "logs-owner"}, func(up map[string]any) {
+		probed = probe(t, up["livez"].(string), up["readyz"].(string))
+	})
+	if code != exitOK {
+		t.Errorf("live run exited %d", code)
 	}
-	select {
-	case code := <-done:
-		if code != exitOK {
-			t.Errorf("live run exited %d", code)
-		}
-	case <-time.After(time.Minute):
-		t.Fatal("live run did not stop")
-	}
-
 	if !probed {
 		t.Error("the worker's /readyz never answered 200 ok")
 	}
@@ -207,4 +167,62 @@ func probe(t *testing.T, livez, readyz string) bool {
 		<-time.After(50 * time.Millisecond)
 	}
 	return false
+}
+
+// liveServers points the environment at the local servers (skipping the
+// test without them) and creates a lease table and a one-shard stream.
+func liveServers(t *testing.T, prefix string) (table, stream string) {
+	t.Helper()
+	ddb, kin := localaws.DynamoDB(t), localaws.Kinesis(t)
+	t.Setenv("AWS_ENDPOINT_URL_DYNAMODB", ddb.Endpoint)
+	t.Setenv("AWS_ENDPOINT_URL_KINESIS", kin.Endpoint)
+	t.Setenv("AWS_ACCESS_KEY_ID", "local")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "local")
+	t.Setenv("AWS_REGION", "us-east-1")
+	table, stream = localaws.UniqueName(t, prefix+"-leases"), localaws.UniqueName(t, prefix)
+	if code, out := runMain(t, "create", "-table", table, "-stream", stream, "-shards", "1"); code != exitOK {
+		t.Fatalf("create: %d %s", code, out)
+	}
+	return table, stream
+}
+
+// liveRun runs `live run -log-format json` with args (and a lease of 3s,
+// metrics on a free port) until its metrics endpoint is up, calls up with
+// that log line (as JSON) on another goroutine, then shuts the worker down
+// gracefully once up returns. It returns the log lines and the exit code.
+func liveRun(t *testing.T, args []string, up func(line map[string]any)) ([]string, int) {
+	t.Helper()
+	pr, pw := io.Pipe()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan int, 1)
+	go func() {
+		var out bytes.Buffer
+		done <- realMain(ctx, append([]string{"run", "-log-format", "json", "-metrics-addr", "127.0.0.1:0",
+			"-lease-duration", "3s", "-renew-interval", "1s"}, args...), &out, pw)
+		_ = pw.Close()
+	}()
+	var lines []string
+	sc := bufio.NewScanner(pr)
+	for sc.Scan() {
+		lines = append(lines, sc.Text())
+		if strings.Contains(sc.Text(), "metrics endpoint up") {
+			var m map[string]any
+			if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+				t.Errorf("%v: %s", err, sc.Text())
+			}
+			go func() {
+				// then a graceful shutdown: the engine logs as it drains
+				defer cancel()
+				up(m)
+			}()
+		}
+	}
+	select {
+	case code := <-done:
+		return lines, code
+	case <-time.After(time.Minute):
+		t.Fatal("live run did not stop")
+		return nil, 0
+	}
 }
