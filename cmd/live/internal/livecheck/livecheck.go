@@ -64,30 +64,31 @@ type Report struct {
 	Stops     map[string]int // worker processes by how they ended: exit, crash, vanished
 	Writes    history.WriteCounts
 
-	Produced     int
-	Delivered    int // distinct records received at least once
-	Lost         int // never received
-	LostExamples []string
-	Uncovered    int // received but not covered by the final checkpoint
-	UncoveredEx  []string
-	BeforeLatest int // put before the first LATEST iterator of their shard was taken, never received (not expected)
-	NotRequired  int // put within Grace of the end
+	Produced      int
+	Delivered     int // distinct records received at least once
+	Lost          int // never received
+	LostExamples  []string
+	Uncovered     int // received but not covered by the final checkpoint
+	UncoveredEx   []string
+	BeforeLatest  int // put before the first LATEST iterator of their shard was taken, never received (not expected)
+	NotRequired   int // put within Grace of the end
+	Duplicated    int // records received more than once
+	Extra         int // receptions beyond the first
+	DupCauses     map[string]int
+	DupOther      []string
+	ChildrenMerge int // merged children whose records were received (both parents checked by S5)
+	ChildrenSplit int
+	// ChildEarly counts records put into a child shard before any worker
+	// held the child's lease; ChildEarlyGot those of them delivered.
+	ChildEarly    int
+	ChildEarlyGot int
+
 	// Unrecorded counts records received that no recorded producer put
 	// (the stream held records from earlier or unrecorded producers), in
 	// UnrecordedShards: the check cannot know whether all such records
 	// were delivered, and checks only the records it saw put.
 	Unrecorded       int
 	UnrecordedShards []string
-	Duplicated       int // records received more than once
-	Extra            int // receptions beyond the first
-	DupCauses        map[string]int
-	DupOther         []string
-	ChildrenMerge    int // merged children whose records were received (both parents checked by S5)
-	ChildrenSplit    int
-	// ChildEarly counts records put into a child shard before any worker
-	// held the child's lease; ChildEarlyGot those of them delivered.
-	ChildEarly    int
-	ChildEarlyGot int
 
 	CheckpointRegressions int // stored checkpoints that went back, from the write logs
 	RegressionEx          []string
