@@ -18,9 +18,10 @@ const (
 	OpListShards
 	OpGetIterator
 	OpGetRecords
+	OpDescribeStream
 )
 
-var opNames = [...]string{"", "ListLeases", "GetLease", "CreateLease", "UpdateLease", "DeleteLease", "ListShards", "GetShardIterator", "GetRecords"}
+var opNames = [...]string{"", "ListLeases", "GetLease", "CreateLease", "UpdateLease", "DeleteLease", "ListShards", "GetShardIterator", "GetRecords", "DescribeStream"}
 
 func (o Op) String() string {
 	if int(o) < len(opNames) && o != 0 {
@@ -47,7 +48,7 @@ type Call struct {
 	Expect     Expect // UpdateLease, DeleteLease
 	Consistent bool   // ListLeases
 
-	Stream   string   // ListShards, GetIterator
+	Stream   string   // ListShards, GetIterator, DescribeStream
 	Shard    string   // GetIterator
 	Position Position // GetIterator
 	Iterator string   // GetRecords
@@ -68,6 +69,8 @@ func (c Call) String() string {
 		return fmt.Sprintf("#%d DeleteLease(%s if owner=%q counter=%d)", c.ID, c.Key, c.Expect.Owner, c.Expect.Counter)
 	case OpListShards:
 		return fmt.Sprintf("#%d ListShards(%s)", c.ID, c.Stream)
+	case OpDescribeStream:
+		return fmt.Sprintf("#%d DescribeStream(%s)", c.ID, c.Stream)
 	case OpGetIterator:
 		return fmt.Sprintf("#%d GetShardIterator(%s/%s %s %s)", c.ID, c.Stream, c.Shard, c.Position.Type, c.Position.Sequence)
 	case OpGetRecords:
@@ -90,6 +93,7 @@ type Result struct {
 	Shards   []Shard     // ListShards
 	Iterator string      // GetIterator
 	Page     RecordsPage // GetRecords
+	Stream   StreamInfo  // DescribeStream
 }
 
 // Execute makes call c against store and stream and returns its Result. It
@@ -114,6 +118,8 @@ func Execute(ctx context.Context, store LeaseStore, stream Stream, c Call) Resul
 		r.Iterator, r.Err = stream.GetShardIterator(ctx, c.Stream, c.Shard, c.Position)
 	case OpGetRecords:
 		r.Page, r.Err = stream.GetRecords(ctx, c.Iterator, c.Limit)
+	case OpDescribeStream:
+		r.Stream, r.Err = stream.DescribeStream(ctx, c.Stream)
 	default:
 		r.Err = fmt.Errorf("execute: unknown op %d", c.Op)
 	}

@@ -20,6 +20,9 @@ type tStream struct {
 	seq    int
 	// childShards makes GetRecords report children at shard end.
 	childShards bool
+	// generation is added to the stream's creation time: a test bumps it
+	// to re-create the stream.
+	generation int64
 }
 
 func newTStream(n int) *tStream {
@@ -82,6 +85,11 @@ func (s *tStream) shard(id string) *Shard {
 	return nil
 }
 
+// DescribeStream names the stream; identity lets a test re-create it.
+func (s *tStream) DescribeStream(ctx context.Context, stream string) (StreamInfo, error) {
+	return StreamInfo{Name: stream, ARN: "arn:aws:kinesis:test:0:stream/" + stream, Created: time.Unix(1_600_000_000+s.generation, 0)}, nil
+}
+
 func (s *tStream) ListShards(ctx context.Context, stream string) ([]Shard, error) {
 	return slices.Clone(s.shards), nil
 }
@@ -113,6 +121,9 @@ func (s *tStream) GetRecords(ctx context.Context, it string, limit int) (Records
 	shard, idx, _ := strings.Cut(it, "|")
 	i, _ := strconv.Atoi(idx)
 	recs := s.recs[shard]
+	if i > len(recs) {
+		return RecordsPage{}, fmt.Errorf("iterator %s: %w", it, ErrExpiredIterator) // the shard was re-created
+	}
 	j := min(len(recs), i+limit)
 	page := RecordsPage{Records: slices.Clone(recs[i:j]), NextIterator: fmt.Sprintf("%s|%d", shard, j)}
 	if sh := s.shard(shard); sh.Closed() && j == len(recs) {
@@ -214,7 +225,7 @@ func (c *cluster) step(tw *tWorker, in Input) {
 		for _, call := range calls {
 			var r Result
 			handled := false
-			if c.intercept != nil {
+			if c.intercept != nil && tw.w.pending[call.ID].purpose != forStart {
 				r, handled = c.intercept(tw, call)
 			}
 			if !handled {
@@ -246,6 +257,14 @@ func (m tStreams) get(stream string) (*tStream, error) {
 		return s, nil
 	}
 	return nil, fmt.Errorf("stream %s: %w", stream, ErrNotFound)
+}
+
+func (m tStreams) DescribeStream(ctx context.Context, stream string) (StreamInfo, error) {
+	s, err := m.get(stream)
+	if err != nil {
+		return StreamInfo{}, err
+	}
+	return s.DescribeStream(ctx, stream)
 }
 
 func (m tStreams) ListShards(ctx context.Context, stream string) ([]Shard, error) {

@@ -57,7 +57,7 @@ type health struct {
 
 	mu       sync.Mutex
 	running  bool
-	started  time.Time
+	begun    time.Time
 	stopped  time.Time
 	shutdown time.Time
 	lastStep time.Time
@@ -65,10 +65,7 @@ type health struct {
 	held     int
 	table    answers
 	stream   answers
-	// startupPassed: the start-up checks passed.
-	// TODO(merge): when the library's own start-up checks (table exists
-	// with the right key schema, stream exists) land in driver.go, set
-	// this from their success instead of from the first answers.
+	// startupPassed: the start-up checks passed (Worker.Started).
 	startupPassed bool
 }
 
@@ -78,9 +75,6 @@ type answers struct {
 	answered     time.Time // last answer
 	failingSince time.Time // first failure since the last answer; zero if the latest call was answered
 	lastErr      string
-	// firstDone: the first call that start-up waits for (a table scan, a
-	// shard listing) was answered.
-	firstDone bool
 }
 
 func newHealth(lease time.Duration) *health {
@@ -91,7 +85,7 @@ func newHealth(lease time.Duration) *health {
 func (h *health) run(now time.Time) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.running, h.started, h.dueAt = true, now, now
+	h.running, h.begun, h.dueAt = true, now, now
 }
 
 func (h *health) stop(now time.Time) {
@@ -105,6 +99,13 @@ func (h *health) shuttingDown(now time.Time) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.shutdown = now
+}
+
+// started records that the start-up checks passed.
+func (h *health) started() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.startupPassed = true
 }
 
 // stepped records a step at now that asks to be stepped again at due.
@@ -125,12 +126,6 @@ func (h *health) call(op Op, err error, now time.Time) {
 	defer h.mu.Unlock()
 	if ok {
 		a.answered, a.failingSince, a.lastErr = now, time.Time{}, ""
-		if op == OpListLeases || op == OpListShards {
-			a.firstDone = true
-		}
-		if h.table.firstDone && h.stream.firstDone {
-			h.startupPassed = true
-		}
 		return
 	}
 	if a.failingSince.IsZero() {
@@ -150,7 +145,7 @@ func answered(op Op, err error) bool {
 		return true
 	case errors.Is(err, ErrNotFound):
 		// a row, shard or iterator; not the table or the stream
-		return op != OpListLeases && op != OpListShards
+		return op != OpListLeases && op != OpListShards && op != OpDescribeStream
 	}
 	return false
 }
@@ -185,7 +180,7 @@ func (h *health) report(now time.Time) Health {
 	case !h.shutdown.IsZero():
 		why = append(why, "shutting down since "+stamp(h.shutdown))
 	case !h.startupPassed:
-		why = append(why, "starting: waiting for "+h.waitingFor())
+		why = append(why, "starting: the start-up checks (the table, the stream, the table's stream marker) have not passed yet"+h.failing())
 	default:
 		for _, a := range []*answers{&h.table, &h.stream} {
 			if s := a.unready(now, h.lease); s != "" {
@@ -203,23 +198,19 @@ func (h *health) report(now time.Time) Health {
 	return r
 }
 
-// waitingFor names what the start-up still waits for.
-func (h *health) waitingFor() string {
+// failing names the dependencies whose latest call failed, with the
+// error, or "".
+func (h *health) failing() string {
 	var parts []string
-	for _, x := range []struct {
-		a    *answers
-		what string
-	}{{&h.table, "the first scan of the lease table"}, {&h.stream, "the first shard listing of the stream"}} {
-		if x.a.firstDone {
-			continue
+	for _, a := range []*answers{&h.table, &h.stream} {
+		if !a.failingSince.IsZero() {
+			parts = append(parts, fmt.Sprintf("%s failing since %s: %s", a.name, stamp(a.failingSince), a.lastErr))
 		}
-		s := x.what
-		if x.a.lastErr != "" {
-			s += " (failing since " + stamp(x.a.failingSince) + ": " + x.a.lastErr + ")"
-		}
-		parts = append(parts, s)
 	}
-	return strings.Join(parts, " and ")
+	if len(parts) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(parts, "; ") + ")"
 }
 
 // unready says why the dependency makes the worker unready, or "".

@@ -47,12 +47,15 @@ func TestHealthStates(t *testing.T) {
 	denied := errors.New("UnrecognizedClientException: The security token included in the request is invalid")
 	h.call(OpListLeases, denied, at(100*time.Millisecond))
 	h.call(OpListShards, nil, at(100*time.Millisecond))
-	wantHealth(t, h.report(at(time.Second)), true, false, "ok: ", "waiting for the first scan of the lease table (failing since 2026-01-02T03:04:05.100Z: UnrecognizedClientException")
-	// the stream answered, so only the table is waited for
-	if r := h.report(at(time.Second)).ReadyReason; strings.Contains(r, "shard listing") {
-		t.Errorf("ReadyReason %q still waits for the stream", r)
+	wantHealth(t, h.report(at(time.Second)), true, false, "ok: ",
+		"not ready: starting: the start-up checks (the table, the stream, the table's stream marker) have not passed yet (lease table failing since 2026-01-02T03:04:05.100Z: UnrecognizedClientException")
+	// the stream answered: only the table's failure is named
+	if r := h.report(at(time.Second)).ReadyReason; strings.Contains(r, "stream failing") {
+		t.Errorf("ReadyReason %q names the stream", r)
 	}
 	h.call(OpListLeases, nil, at(2*time.Second))
+	wantHealth(t, h.report(at(2*time.Second)), true, false, "ok: ", "not ready: starting: the start-up checks (the table, the stream, the table's stream marker) have not passed yet")
+	h.started()
 	h.stepped(at(2*time.Second), at(3*time.Second), 2)
 	wantHealth(t, h.report(at(2*time.Second)), true, true, "ok: the engine loop last stepped at 2026-01-02T03:04:07.000Z", "ok: 2 leases held; lease table answered 0s ago, stream 1.9s ago")
 

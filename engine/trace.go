@@ -56,6 +56,21 @@ const (
 	// take, renew, checkpoint, release, create, delete). Counter is the
 	// version the write would produce.
 	TraceCallSent
+	// TraceStarted: the start-up checks passed (Reason names each
+	// stream's identity); the worker starts taking leases.
+	TraceStarted
+	// TraceFailed: the worker stopped on an error it cannot recover from
+	// (Reason): a failed start-up check, or its stream was re-created.
+	TraceFailed
+	// TraceForeignRow: the row Key names another stream incarnation
+	// (Reason) than the one its key belongs to; the worker never takes,
+	// ends or deletes it. Reported once per key.
+	TraceForeignRow
+	// TraceShardUnverified: the lease Key's shard is not listed by the
+	// stream, and the listing does not prove the row is the stream's (no
+	// stream identity on the row, no listed child): the row is left as it
+	// is, neither read nor ended. Reported once per lease.
+	TraceShardUnverified
 	// TraceBatchFailed: the processor failed the batch First..Last of Key;
 	// Count is the number of failed deliveries of these records in a row
 	// (it resets when a batch is processed or skipped). The records are
@@ -71,7 +86,8 @@ const (
 var traceNames = [...]string{"", "lease-created", "lease-acquired", "acting", "lease-renewed",
 	"stopped-acting", "lease-lost", "lease-released", "lease-deleted", "delivered",
 	"checkpoint-requested", "checkpoint-written", "checkpoint-rejected", "shard-ended",
-	"child-started", "malformed-row", "resolved", "write-sent", "batch-failed", "batch-skipped"}
+	"child-started", "malformed-row", "resolved", "write-sent", "started", "failed", "foreign-row",
+	"shard-unverified", "batch-failed", "batch-skipped"}
 
 func (k TraceKind) String() string {
 	if int(k) < len(traceNames) && k != 0 {

@@ -62,6 +62,9 @@ func Example() {
 
 type emptyStream struct{}
 
+func (emptyStream) DescribeStream(context.Context, string) (engine.StreamInfo, error) {
+	return engine.StreamInfo{}, nil
+}
 func (emptyStream) ListShards(context.Context, string) ([]engine.Shard, error) { return nil, nil }
 func (emptyStream) GetShardIterator(context.Context, string, string, engine.Position) (string, error) {
 	return "", nil

@@ -90,7 +90,7 @@ func New(o Options) (*Metrics, error) {
 	m.storeCalls = histVec("shardlease_store_call_duration_seconds",
 		"Latency of lease-table calls by operation, write class (take, renew, checkpoint, shard-end, release, create, delete; empty for reads) and outcome.", "op", "write", "outcome")
 	m.streamCalls = histVec("shardlease_stream_call_duration_seconds",
-		"Latency of Kinesis calls (ListShards, GetShardIterator, GetRecords) by operation and outcome.", "op", "outcome")
+		"Latency of Kinesis calls (DescribeStream, ListShards, GetShardIterator, GetRecords) by operation and outcome.", "op", "outcome")
 	m.checkpoints = counterVec("shardlease_checkpoints_total",
 		"Checkpoint writes by result: written (landed in the table) or rejected (refused by the engine: lease lost, not acting, out of range).", "result")
 	m.records = counter("shardlease_records_processed_total", "Records the processors handled without error.")

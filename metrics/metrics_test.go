@@ -38,6 +38,9 @@ func wantLines(t *testing.T, got string, lines ...string) {
 // fakeStream answers ListShards with err, GetRecords with a page.
 type fakeStream struct{ err error }
 
+func (f fakeStream) DescribeStream(context.Context, string) (engine.StreamInfo, error) {
+	return engine.StreamInfo{}, nil
+}
 func (f fakeStream) ListShards(context.Context, string) ([]engine.Shard, error) { return nil, f.err }
 func (f fakeStream) GetShardIterator(context.Context, string, string, engine.Position) (string, error) {
 	return "it", nil
@@ -171,5 +174,32 @@ func TestOutcome(t *testing.T) {
 		if got := Outcome(err); got != want {
 			t.Errorf("Outcome(%v) = %s, want %s", err, got, want)
 		}
+	}
+}
+
+type checkingStore struct {
+	engine.LeaseStore
+	checked bool
+}
+
+func (c *checkingStore) CheckTable(context.Context) error { c.checked = true; return nil }
+
+// TestStoreKeepsTheTableCheck: the wrapper of a TableChecker is one, and
+// its check reaches the store; the wrapper of another store is not.
+func TestStoreKeepsTheTableCheck(t *testing.T) {
+	m, err := New(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inner := &checkingStore{LeaseStore: engine.NewMemStore()}
+	tc, ok := m.Store(inner).(engine.TableChecker)
+	if !ok {
+		t.Fatal("the wrapper of a TableChecker is not one")
+	}
+	if err := tc.CheckTable(context.Background()); err != nil || !inner.checked {
+		t.Fatalf("CheckTable: %v, reached the store: %v", err, inner.checked)
+	}
+	if _, ok := m.Store(engine.NewMemStore()).(engine.TableChecker); ok {
+		t.Error("the wrapper of a MemStore claims to check a table")
 	}
 }

@@ -99,8 +99,22 @@ func (m *Metrics) storeCall(op engine.Op, class string, start time.Time, err err
 
 // Store returns s wrapped so that every call is timed and counted by
 // operation, write class and outcome, and the malformed rows of every
-// scan are counted.
-func (m *Metrics) Store(s engine.LeaseStore) engine.LeaseStore { return &store{m: m, next: s} }
+// scan are counted. If s is an engine.TableChecker, so is the wrapper (the
+// consumer's start-up check of the table still runs).
+func (m *Metrics) Store(s engine.LeaseStore) engine.LeaseStore {
+	st := &store{m: m, next: s}
+	if tc, ok := s.(engine.TableChecker); ok {
+		return &checkedStore{store: st, tc: tc}
+	}
+	return st
+}
+
+type checkedStore struct {
+	*store
+	tc engine.TableChecker
+}
+
+func (s *checkedStore) CheckTable(ctx context.Context) error { return s.tc.CheckTable(ctx) }
 
 type store struct {
 	m    *Metrics

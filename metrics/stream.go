@@ -7,9 +7,9 @@ import (
 	"github.com/shardlease/shardlease/engine"
 )
 
-// Stream returns s wrapped so that every Kinesis call (ListShards,
-// GetShardIterator, GetRecords) is timed and counted by operation and
-// outcome.
+// Stream returns s wrapped so that every Kinesis call (DescribeStream,
+// ListShards, GetShardIterator, GetRecords) is timed and counted by
+// operation and outcome.
 func (m *Metrics) Stream(s engine.Stream) engine.Stream { return &stream{m: m, next: s} }
 
 type stream struct {
@@ -19,6 +19,13 @@ type stream struct {
 
 func (s *stream) observe(op engine.Op, start time.Time, err error) {
 	s.m.streamCalls.WithLabelValues(op.String(), Outcome(err)).Observe(time.Since(start).Seconds())
+}
+
+func (s *stream) DescribeStream(ctx context.Context, name string) (engine.StreamInfo, error) {
+	start := time.Now()
+	info, err := s.next.DescribeStream(ctx, name)
+	s.observe(engine.OpDescribeStream, start, err)
+	return info, err
 }
 
 func (s *stream) ListShards(ctx context.Context, name string) ([]engine.Shard, error) {

@@ -56,6 +56,7 @@ type workerFlags struct {
 	logLevel     string
 	logFormat    string
 	startTimeout time.Duration
+	adopt        bool
 }
 
 func (f *workerFlags) register(fs *flag.FlagSet) {
@@ -88,6 +89,7 @@ func (f *workerFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fs.StringVar(&f.logFormat, "log-format", "text", "log format: text or json")
 	fs.DurationVar(&f.startTimeout, "start-timeout", 30*time.Second, "bound on the start-up checks of the table and the stream")
+	fs.BoolVar(&f.adopt, "adopt-unverified-rows", false, "adopt a lease table without a stream marker although some unfinished rows name shards the stream does not have (a KCL table whose shards expired); rows it cannot prove are the stream's are still never ended or deleted")
 }
 
 func defaultOwner() string {
@@ -124,6 +126,7 @@ func (f *workerFlags) engineConfig() (engine.Config, error) {
 		GetRecordsLimit:        f.limit,
 		IdleTimeBetweenReads:   f.idle,
 		ConsistentTakeScans:    f.consistent,
+		AdoptUnverifiedRows:    f.adopt,
 	}
 	var seed [8]byte
 	_, _ = rand.Read(seed[:])
@@ -211,6 +214,7 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		}))),
 		CallTimeout:     f.callTimeout,
 		ShutdownTimeout: f.shutdownTime,
+		StartTimeout:    f.startTimeout,
 		Logger:          base,
 	})
 	if err != nil {
@@ -228,11 +232,6 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	log.Info("starting worker", "stream", f.stream, "table", f.table, "region", region, "dynamodb_endpoint", dynEP, "kinesis_endpoint", kinEP,
 		"initial_position", full.Streams[0].InitialPosition, "lease_duration", full.LeaseDuration, "renew_interval", full.RenewInterval,
 		"safety_margin", full.SafetyMargin, "take_interval", full.TakeInterval, "shard_sync_interval", full.ShardSyncInterval)
-	if err := startupChecks(ctx, store, stream, f, region, dynEP, kinEP); err != nil {
-		log.Error("start-up check failed", "err", err)
-		fmt.Fprintln(stderr, "live run:", err)
-		return exitFailed
-	}
 
 	var srv *http.Server
 	if f.metricsAddr != "" {
@@ -276,8 +275,12 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		scancel()
 	}
 	if runErr != nil {
-		log.Error("worker stopped with an error", "err", runErr, "records_processed", total.Load())
 		rec.ProcStop("error")
+		if code, msg := startupFailure(runErr, f, region, dynEP, kinEP); code != 0 {
+			fmt.Fprintln(stderr, "live run:", msg)
+			return code
+		}
+		log.Error("worker stopped with an error", "err", runErr, "records_processed", total.Load())
 		return exitFailed
 	}
 	rec.ProcStop("exit")
@@ -289,28 +292,26 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	return exitOK
 }
 
-// startupChecks verifies that the lease table exists with the right key
-// and that the stream exists, and says plainly which one is missing.
-func startupChecks(ctx context.Context, store *dynamostore.Store, stream *kinesisstream.Stream, f workerFlags, region, dynEP, kinEP string) error {
-	ctx, cancel := context.WithTimeout(ctx, f.startTimeout)
-	defer cancel()
-	if err := store.CheckTable(ctx); err != nil {
-		if errors.Is(err, engine.ErrNotFound) {
-			return fmt.Errorf("the lease table %q does not exist (region %s, DynamoDB endpoint %s); create it with `live create -table %s -stream %s`",
-				f.table, region, dynEP, f.table, f.stream)
-		}
-		return fmt.Errorf("checking the lease table %q (region %s, DynamoDB endpoint %s): %w", f.table, region, dynEP, err)
+// startupFailure turns an error of a failed start-up check (the engine
+// runs them: the table, the stream, the table's stream marker) into the
+// exit status 2 of a configuration problem and a plain message naming the
+// table, the stream, where they were looked for and what to do. It
+// returns 0 for other errors.
+func startupFailure(err error, f workerFlags, region, dynEP, kinEP string) (int, string) {
+	var mm *engine.StreamMismatchError
+	switch {
+	case errors.As(err, &mm):
+		return exitUsage, fmt.Sprintf("the lease table %q does not belong to stream %q (region %s): %v", f.table, f.stream, region, mm)
+	case errors.Is(err, engine.ErrTableMissing):
+		return exitUsage, fmt.Sprintf("the lease table %q does not exist (region %s, DynamoDB endpoint %s); create it with `live create -table %s -stream %s`: %v",
+			f.table, region, dynEP, f.table, f.stream, err)
+	case errors.Is(err, engine.ErrTableSchema):
+		return exitUsage, fmt.Sprintf("the table %q is not a lease table (region %s, DynamoDB endpoint %s): %v", f.table, region, dynEP, err)
+	case errors.Is(err, engine.ErrStreamMissing):
+		return exitUsage, fmt.Sprintf("the stream %q does not exist (region %s, Kinesis endpoint %s); create it with `live create -table %s -stream %s`: %v",
+			f.stream, region, kinEP, f.table, f.stream, err)
+	case errors.Is(err, engine.ErrAccessDenied):
+		return exitUsage, fmt.Sprintf("the credentials were rejected or lack a permission (region %s; see the README's IAM policy): %v", region, err)
 	}
-	shards, err := stream.ListShards(ctx, f.stream)
-	if err != nil {
-		if errors.Is(err, engine.ErrNotFound) {
-			return fmt.Errorf("the stream %q does not exist (region %s, Kinesis endpoint %s); create it with `live create -table %s -stream %s`",
-				f.stream, region, kinEP, f.table, f.stream)
-		}
-		return fmt.Errorf("listing the shards of stream %q (region %s, Kinesis endpoint %s): %w", f.stream, region, kinEP, err)
-	}
-	if len(shards) == 0 {
-		return fmt.Errorf("the stream %q has no shards", f.stream)
-	}
-	return nil
+	return 0, ""
 }
