@@ -115,7 +115,7 @@ func TestJSONLogsOneOwnerReadableDurations(t *testing.T) {
 		if m["owner"] != "logs-owner" {
 			t.Errorf("line without owner logs-owner: %s", line)
 		}
-		if msg, _ := m["msg"].(string); strings.HasPrefix(msg, "shutting down") || strings.HasPrefix(msg, "worker stopped; leases released") {
+		if msg, _ := m["msg"].(string); strings.HasPrefix(msg, "shutting down") || strings.HasPrefix(msg, "worker stopped; ") {
 			engineLines++
 		}
 		if v, ok := m["lease_duration"]; ok {
