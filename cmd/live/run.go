@@ -53,6 +53,7 @@ type workerFlags struct {
 	cpInterval   time.Duration
 	batchDelay   time.Duration
 	failEvery    int
+	skipAfter    int
 	logLevel     string
 	logFormat    string
 	startTimeout time.Duration
@@ -86,6 +87,7 @@ func (f *workerFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.cpInterval, "checkpoint-interval", 5*time.Second, "example processor: checkpoint at least this often while records flow")
 	fs.DurationVar(&f.batchDelay, "batch-delay", 0, "example processor: simulated work per batch")
 	fs.IntVar(&f.failEvery, "fail-every", 0, "example processor: fail every N-th batch once, to exercise re-delivery (0: never)")
+	fs.IntVar(&f.skipAfter, "skip-failed-after", 0, "failure policy: skip a batch (logged at WARN, not checkpointed) once N deliveries of it in a row have failed (0: retry it for as long as the lease is held)")
 	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fs.StringVar(&f.logFormat, "log-format", "text", "log format: text or json")
 	fs.DurationVar(&f.startTimeout, "start-timeout", 30*time.Second, "bound on the start-up checks of the table and the stream")
@@ -215,6 +217,7 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		CallTimeout:     f.callTimeout,
 		ShutdownTimeout: f.shutdownTime,
 		StartTimeout:    f.startTimeout,
+		FailurePolicy:   skipPolicy(f.skipAfter),
 		Logger:          base,
 	})
 	if err != nil {
@@ -314,4 +317,16 @@ func startupFailure(err error, f workerFlags, region, dynEP, kinEP string) (int,
 		return exitUsage, fmt.Sprintf("the credentials were rejected or lack a permission (region %s; see the README's IAM policy): %v", region, err)
 	}
 	return 0, ""
+}
+
+// skipPolicy is the failure policy of -skip-failed-after: nil for 0 (retry
+// forever), else skip once n deliveries in a row have failed. A negative n
+// is left to NewConsumer to reject.
+func skipPolicy(n int) *engine.FailurePolicy {
+	if n == 0 {
+		return nil
+	}
+	return &engine.FailurePolicy{MaxAttempts: n, Decide: func(context.Context, engine.FailedBatch) engine.FailureDecision {
+		return engine.SkipBatch
+	}}
 }
