@@ -151,7 +151,7 @@ func NewConsumer(opts ConsumerOptions) (*Consumer, error) {
 		runners:     make(map[string]*runner),
 		waiters:     make(map[uint64]chan error),
 		done:        make(chan struct{}),
-		health:      newHealth(cfg.LeaseDuration),
+		health:      newHealth(cfg.LeaseDuration, opts.StartTimeout),
 	}
 	return c, nil
 }

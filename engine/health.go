@@ -13,7 +13,9 @@ import (
 // convention:
 //
 //   - Live: the engine loop is stepping. Run is running and its loop has
-//     not missed a wake-up it asked for by more than the lease duration.
+//     not missed a wake-up it asked for by more than the lease duration
+//     (before its first step, while Run checks the table, the bound is the
+//     lease duration plus ConsumerOptions.StartTimeout).
 //     A loop that is not live has hung (or the process is starved of CPU
 //     far beyond what its leases survive): restart it.
 //   - Ready: the worker can do its work. Run is running, live and not
@@ -54,6 +56,9 @@ func (c *Consumer) Health() Health { return c.health.report(c.clk.Now()) }
 // call goroutines and the probes.
 type health struct {
 	lease time.Duration // the bound of both checks
+	// startGrace is how long the table check before the loop may take
+	// (ConsumerOptions.StartTimeout), on top of the lease duration.
+	startGrace time.Duration
 
 	mu       sync.Mutex
 	running  bool
@@ -77,8 +82,8 @@ type answers struct {
 	lastErr      string
 }
 
-func newHealth(lease time.Duration) *health {
-	return &health{lease: lease, table: answers{name: "lease table"}, stream: answers{name: "stream"}}
+func newHealth(lease, startGrace time.Duration) *health {
+	return &health{lease: lease, startGrace: startGrace, table: answers{name: "lease table"}, stream: answers{name: "stream"}}
 }
 
 // run records the start and end of Run.
@@ -164,7 +169,16 @@ func (h *health) report(now time.Time) Health {
 		r.LiveReason, r.ReadyReason = "not live: "+s, "not ready: "+s
 		return r
 	}
-	if late := now.Sub(h.dueAt); late > h.lease {
+	if h.lastStep.IsZero() {
+		// Run checks the table before its loop steps for the first time
+		if wait := now.Sub(h.begun); wait > h.lease+h.startGrace {
+			r.LiveReason = fmt.Sprintf("not live: Run started at %s and its engine loop has not stepped yet (bound: the lease duration %s plus the start timeout %s)",
+				stamp(h.begun), h.lease, h.startGrace)
+		} else {
+			r.Live = true
+			r.LiveReason = fmt.Sprintf("ok: starting since %s (checking the lease table)", stamp(h.begun))
+		}
+	} else if late := now.Sub(h.dueAt); late > h.lease {
 		r.LiveReason = fmt.Sprintf("not live: the engine loop has not stepped since %s (a step due at %s is %s late; bound: the lease duration %s)",
 			stamp(h.lastStep), stamp(h.dueAt), late.Round(time.Millisecond), h.lease)
 	} else {

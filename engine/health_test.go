@@ -39,10 +39,14 @@ func wantHealth(t *testing.T, h Health, live, ready bool, liveHas, readyHas stri
 // the table, an idle stream, a hung loop and a shutdown, at exact times.
 func TestHealthStates(t *testing.T) {
 	const lease = 10 * time.Second
-	h := newHealth(lease)
+	h := newHealth(lease, 5*time.Second)
 	wantHealth(t, h.report(at(0)), false, false, "Run has not started", "Run has not started")
 
+	// before the loop's first step (Run checks the table): live for the
+	// lease duration plus the start timeout
 	h.run(at(0))
+	wantHealth(t, h.report(at(15*time.Second)), true, false, "ok: starting since 2026-01-02T03:04:05.000Z", "not ready: starting")
+	wantHealth(t, h.report(at(15*time.Second+time.Millisecond)), false, false, "not live: Run started at 2026-01-02T03:04:05.000Z and its engine loop has not stepped yet", "not ready: ")
 	h.stepped(at(0), at(time.Second), 0)
 	denied := errors.New("UnrecognizedClientException: The security token included in the request is invalid")
 	h.call(OpListLeases, denied, at(100*time.Millisecond))
