@@ -31,11 +31,6 @@ func TestCheckNamesAWrongKeySchema(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = clients.DynamoDB.PutItem(context.Background(), &dynamodb.PutItemInput{TableName: aws.String(name),
-		Item: map[string]types.AttributeValue{"id": &types.AttributeValueMemberS{Value: "shardId-000000000000"}}})
-	if err != nil {
-		t.Fatal(err)
-	}
 	code, out := runMain(t, "check", "-table", name, linHistoryDir(t, false, false))
 	if code != exitUsage || !strings.Contains(out, "is not a lease table: its key schema is id (HASH), want one hash key leaseKey of type S") {
 		t.Fatalf("live check on a table keyed by id: exit %d:\n%s", code, out)
