@@ -96,6 +96,16 @@ func serversOf(t *testing.T, state string) []int {
 	return pids
 }
 
+// killLeft kills what a failing test leaves running, so that it does not
+// outlive the test.
+func killLeft(t *testing.T, state string) {
+	for _, pid := range serversOf(t, state) {
+		if p, err := os.FindProcess(pid); err == nil {
+			_ = p.Kill()
+		}
+	}
+}
+
 func pidFile(t *testing.T, state, name string) int {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(state, name+".pid"))
@@ -122,7 +132,7 @@ func TestScriptStartTwiceStopLeavesNothing(t *testing.T) {
 	root := repoRoot(t)
 	needServers(t, root)
 	state := t.TempDir()
-	t.Cleanup(func() { _, _ = script(t, root, state, nil, "stop") })
+	t.Cleanup(func() { _, _ = script(t, root, state, nil, "stop"); killLeft(t, state) })
 
 	if out, err := script(t, root, state, nil, "start"); err != nil {
 		t.Fatalf("start: %v\n%s", err, out)
@@ -184,7 +194,7 @@ func TestScriptFailedStartLeavesNothing(t *testing.T) {
 	root := repoRoot(t)
 	needServers(t, root)
 	state := t.TempDir()
-	t.Cleanup(func() { _, _ = script(t, root, state, nil, "stop") })
+	t.Cleanup(func() { _, _ = script(t, root, state, nil, "stop"); killLeft(t, state) })
 
 	out, err := script(t, root, state, []string{"LOCALAWS_HEALTH_TIMEOUT_S=0"}, "start")
 	if err == nil {
