@@ -50,6 +50,10 @@ type consumer struct {
 	gone         bool // the shard left the stream (retention) before it was read to its end
 	unverified   bool // the shard is not listed and the row is not proven the stream's (reported)
 	children     []string
+
+	// failures counts the failed deliveries in a row of records (reset
+	// when a batch is processed or skipped).
+	failures int
 }
 
 func (c *consumer) waitingForTime() bool {
@@ -112,7 +116,8 @@ func (w *Worker) tickConsumer(h *holding) {
 			c.batch = w.batchID()
 			c.phase = cDeliverWait
 			first, last := c.records[0], c.records[len(c.records)-1]
-			w.notice(Notice{Kind: NoticeRecords, Key: h.key, Shard: h.ref, Batch: c.batch, Records: c.records, MillisBehind: c.millisBehind})
+			w.notice(Notice{Kind: NoticeRecords, Key: h.key, Shard: h.ref, Batch: c.batch, Records: c.records, MillisBehind: c.millisBehind,
+				Attempt: c.failures + 1})
 			if w.trace != nil {
 				w.emit(TraceEvent{Kind: TraceDelivered, Key: h.key, Shard: h.ref, Counter: h.row.Counter, First: first.Sequence, Last: last.Sequence,
 					FirstSub: first.SubSequence, LastSub: last.SubSequence, Count: len(c.records)})
@@ -320,7 +325,8 @@ func (w *Worker) onRecords(pc pendingCall, r Result) {
 	w.tickConsumer(h)
 }
 
-func (w *Worker) onDone(key string, batch uint64, failed bool) {
+func (w *Worker) onDone(in Input) {
+	key, batch := in.Key, in.Batch
 	h := w.held[key]
 	if h == nil || h.c.batch != batch || !h.c.busyWithProcessor() {
 		return
@@ -333,13 +339,25 @@ func (w *Worker) onDone(key string, batch uint64, failed bool) {
 		c.phase = cIter
 		c.nextAt = now
 	case cDeliverWait:
-		if failed {
+		first, last := c.records[0].Sequence, c.records[len(c.records)-1].Sequence
+		switch {
+		case in.Failed && in.Skipped:
+			// The driver's failure policy passed the batch over: go on as
+			// if it had been processed (nothing is checkpointed for it).
+			w.emit(TraceEvent{Kind: TraceBatchSkipped, Key: h.key, Shard: h.ref, Counter: h.row.Counter,
+				First: first, Last: last, Count: c.failures + 1, Reason: in.Reason})
+		case in.Failed:
 			// Deliver the same records again, after a pause.
+			c.failures++
+			w.emit(TraceEvent{Kind: TraceBatchFailed, Key: h.key, Shard: h.ref, Counter: h.row.Counter,
+				First: first, Last: last, Count: c.failures})
 			c.backoff = w.nextBackoff(c.backoff)
 			c.phase = cDeliver
 			c.nextAt = now + c.backoff
-			break
+			w.tickConsumer(h)
+			return
 		}
+		c.failures = 0
 		c.backoff = 0
 		c.records = nil
 		if c.end {

@@ -87,13 +87,23 @@ const (
 	// TraceAggregateDropped); with Config.DeliverCorruptAggregates it is
 	// delivered as one record, as it was read.
 	TraceAggregateUndecoded
+	// TraceBatchFailed: the processor failed the batch First..Last of Key;
+	// Count is the number of failed deliveries of these records in a row
+	// (it resets when a batch is processed or skipped). The records are
+	// delivered again.
+	TraceBatchFailed
+	// TraceBatchSkipped: a failure policy passed the failed batch
+	// First..Last of Key over after Count failed deliveries; Reason is the
+	// decision ("skipped", "handed-off"). The worker goes on reading after
+	// it; nothing is checkpointed for it.
+	TraceBatchSkipped
 )
 
 var traceNames = [...]string{"", "lease-created", "lease-acquired", "acting", "lease-renewed",
 	"stopped-acting", "lease-lost", "lease-released", "lease-deleted", "delivered",
 	"checkpoint-requested", "checkpoint-written", "checkpoint-rejected", "shard-ended",
 	"child-started", "malformed-row", "resolved", "write-sent", "started", "failed", "foreign-row",
-	"shard-unverified", "sync-abandoned", "aggregate-dropped", "aggregate-undecoded"}
+	"shard-unverified", "sync-abandoned", "aggregate-dropped", "aggregate-undecoded", "batch-failed", "batch-skipped"}
 
 func (k TraceKind) String() string {
 	if int(k) < len(traceNames) && k != 0 {
@@ -130,6 +140,8 @@ func (e TraceEvent) String() string {
 		s += fmt.Sprintf(" %d records %s..%s", e.Count, Checkpoint{Sequence: e.First, SubSequence: e.FirstSub}, Checkpoint{Sequence: e.Last, SubSequence: e.LastSub})
 	case TraceAggregateDropped, TraceAggregateUndecoded:
 		s += fmt.Sprintf(" record %s (%d user records)", e.First, e.Count)
+	case TraceBatchFailed, TraceBatchSkipped:
+		s += fmt.Sprintf(" %s..%s after %d failed attempts", e.First, e.Last, e.Count)
 	case TraceCheckpointRequested, TraceCheckpointWritten, TraceCheckpointRejected, TraceActing, TraceLeaseCreated:
 		s += " " + e.Checkpoint.String()
 	}

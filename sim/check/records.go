@@ -136,6 +136,17 @@ func CheckS4(h History, o Options) ([]Violation, int) {
 				continue
 			}
 			st.next = p.index(r.First)
+		case trace.BatchSkipped:
+			// The failure policy passed the failed batch over: it was
+			// received, and reading goes on after it.
+			st := states[pk{r.Proc, r.Key}]
+			p := puts[r.Key]
+			if st == nil || p == nil || !st.isLastBatch(r) {
+				continue
+			}
+			if hi := p.after(r.Last); hi > st.next {
+				st.next = hi
+			}
 		case trace.KindReceived:
 			p := puts[r.Key]
 			if p == nil || r.Count == 0 {

@@ -114,6 +114,8 @@ const (
 	Failed              = Kind(engine.TraceFailed)
 	ForeignRow          = Kind(engine.TraceForeignRow)
 	ShardUnverified     = Kind(engine.TraceShardUnverified)
+	BatchFailed         = Kind(engine.TraceBatchFailed)
+	BatchSkipped        = Kind(engine.TraceBatchSkipped)
 )
 
 // Outcomes of calls (Record.Outcome).

@@ -326,3 +326,13 @@ func (c tapCheckpointer) Checkpoint(ctx context.Context, cp engine.Checkpoint) e
 	c.p.t.rec.Write(trace.Record{Kind: trace.KindCheckpointAck, Key: c.p.key, Checkpoint: cp, Outcome: out})
 	return err
 }
+
+// CheckTable passes the wrapped store's table check through (see
+// engine.TableChecker), so that a tapped store is checked at start as the
+// store itself would be.
+func (s *tapStore) CheckTable(ctx context.Context) error {
+	if tc, ok := s.next.(engine.TableChecker); ok {
+		return tc.CheckTable(ctx)
+	}
+	return nil
+}
