@@ -150,7 +150,7 @@ func waitIndex(ctx context.Context, api TableAPI, name string) error {
 		if out.Table != nil && out.Table.TableStatus == types.TableStatusActive && indexActive(out.Table) {
 			return nil
 		}
-		if polls >= 8 && !hasIndex(out.Table) {
+		if polls >= 5 && !hasIndex(out.Table) {
 			// DynamoDB lists a new index at once (CREATING); a server that
 			// accepts UpdateTable but never lists it does not build
 			// indexes that way (dynalite).
