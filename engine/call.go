@@ -18,9 +18,11 @@ const (
 	OpListShards
 	OpGetIterator
 	OpGetRecords
+	OpDescribeStream
+	OpListPending
 )
 
-var opNames = [...]string{"", "ListLeases", "GetLease", "CreateLease", "UpdateLease", "DeleteLease", "ListShards", "GetShardIterator", "GetRecords"}
+var opNames = [...]string{"", "ListLeases", "GetLease", "CreateLease", "UpdateLease", "DeleteLease", "ListShards", "GetShardIterator", "GetRecords", "DescribeStream", "ListPending"}
 
 func (o Op) String() string {
 	if int(o) < len(opNames) && o != 0 {
@@ -30,7 +32,7 @@ func (o Op) String() string {
 }
 
 // IsStore reports whether the call goes to the lease table.
-func (o Op) IsStore() bool { return o >= OpListLeases && o <= OpDeleteLease }
+func (o Op) IsStore() bool { return o >= OpListLeases && o <= OpDeleteLease || o == OpListPending }
 
 // IsWrite reports whether the call writes the lease table.
 func (o Op) IsWrite() bool { return o >= OpCreateLease && o <= OpDeleteLease }
@@ -42,12 +44,12 @@ type Call struct {
 	ID uint64
 	Op Op
 
-	Key        string // GetLease, DeleteLease
+	Key        string // GetLease, DeleteLease; ListPending: who
 	Lease      Lease  // CreateLease, UpdateLease (the row to write)
 	Expect     Expect // UpdateLease, DeleteLease
 	Consistent bool   // ListLeases
 
-	Stream   string   // ListShards, GetIterator
+	Stream   string   // ListShards, GetIterator, DescribeStream
 	Shard    string   // GetIterator
 	Position Position // GetIterator
 	Iterator string   // GetRecords
@@ -60,6 +62,8 @@ func (c Call) String() string {
 		return fmt.Sprintf("#%d ListLeases(consistent=%v)", c.ID, c.Consistent)
 	case OpGetLease:
 		return fmt.Sprintf("#%d GetLease(%s)", c.ID, c.Key)
+	case OpListPending:
+		return fmt.Sprintf("#%d ListPending(%s)", c.ID, c.Key)
 	case OpCreateLease:
 		return fmt.Sprintf("#%d CreateLease(%s)", c.ID, c.Lease)
 	case OpUpdateLease:
@@ -68,6 +72,8 @@ func (c Call) String() string {
 		return fmt.Sprintf("#%d DeleteLease(%s if owner=%q counter=%d)", c.ID, c.Key, c.Expect.Owner, c.Expect.Counter)
 	case OpListShards:
 		return fmt.Sprintf("#%d ListShards(%s)", c.ID, c.Stream)
+	case OpDescribeStream:
+		return fmt.Sprintf("#%d DescribeStream(%s)", c.ID, c.Stream)
 	case OpGetIterator:
 		return fmt.Sprintf("#%d GetShardIterator(%s/%s %s %s)", c.ID, c.Stream, c.Shard, c.Position.Type, c.Position.Sequence)
 	case OpGetRecords:
@@ -86,10 +92,11 @@ type Result struct {
 	Err error
 
 	Lease    Lease       // GetLease
-	Listing  Listing     // ListLeases
+	Listing  Listing     // ListLeases, ListPending (Leases)
 	Shards   []Shard     // ListShards
 	Iterator string      // GetIterator
 	Page     RecordsPage // GetRecords
+	Stream   StreamInfo  // DescribeStream
 }
 
 // Execute makes call c against store and stream and returns its Result. It
@@ -102,6 +109,12 @@ func Execute(ctx context.Context, store LeaseStore, stream Stream, c Call) Resul
 		r.Listing, r.Err = store.ListLeases(ctx, c.Consistent)
 	case OpGetLease:
 		r.Lease, r.Err = store.GetLease(ctx, c.Key)
+	case OpListPending:
+		if pi, ok := store.(PendingIndex); ok {
+			r.Listing.Leases, r.Err = pi.ListPending(ctx, c.Key)
+		} else {
+			r.Err = fmt.Errorf("list pending %s: %w", c.Key, ErrNoIndex)
+		}
 	case OpCreateLease:
 		r.Err = store.CreateLease(ctx, c.Lease)
 	case OpUpdateLease:
@@ -114,6 +127,8 @@ func Execute(ctx context.Context, store LeaseStore, stream Stream, c Call) Resul
 		r.Iterator, r.Err = stream.GetShardIterator(ctx, c.Stream, c.Shard, c.Position)
 	case OpGetRecords:
 		r.Page, r.Err = stream.GetRecords(ctx, c.Iterator, c.Limit)
+	case OpDescribeStream:
+		r.Stream, r.Err = stream.DescribeStream(ctx, c.Stream)
 	default:
 		r.Err = fmt.Errorf("execute: unknown op %d", c.Op)
 	}

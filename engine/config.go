@@ -89,8 +89,25 @@ type Config struct {
 	// predecessor's. The same seed gives the same decisions. Consumer
 	// draws a random seed when it is 0.
 	Seed uint64
+	// AdoptUnverifiedRows lets a worker adopt a lease table that has no
+	// stream marker yet (see KeyFormat.MarkerKey) although some of its
+	// unfinished rows are of shards the stream neither lists nor descends
+	// from. Without it such a table is refused at start with a
+	// StreamMismatchError, because the rows may be another stream's (a typo
+	// in a stream name, two applications sharing a table). Set it once, to
+	// adopt a KCL table whose shards have expired; the rows it cannot
+	// prove are the stream's are still never ended or deleted.
+	AdoptUnverifiedRows bool
 	// Trace, if set, receives every trace event.
 	Trace Tracer
+	// DeliverCorruptAggregates hands a record that starts with the KPL's
+	// magic bytes but fails its MD5 check or does not parse to the
+	// processor as it was read (as the KCL does), instead of dropping it
+	// (the default). Either way a trace event reports it
+	// (TraceAggregateUndecoded, TraceAggregateDropped), which Consumer
+	// logs at WARN. Set it when producers other than the KPL write binary
+	// payloads: one in 2^32 random payloads starts with the magic bytes.
+	DeliverCorruptAggregates bool
 
 	// planted is a known bug planted by a test (internal/planted); it can
 	// be set only in builds with the shardlease_mutations tag.

@@ -48,7 +48,12 @@ type consumer struct {
 	millisBehind int64
 	end          bool
 	gone         bool // the shard left the stream (retention) before it was read to its end
+	unverified   bool // the shard is not listed and the row is not proven the stream's (reported)
 	children     []string
+
+	// failures counts the failed deliveries in a row of records (reset
+	// when a batch is processed or skipped).
+	failures int
 }
 
 func (c *consumer) waitingForTime() bool {
@@ -111,9 +116,11 @@ func (w *Worker) tickConsumer(h *holding) {
 			c.batch = w.batchID()
 			c.phase = cDeliverWait
 			first, last := c.records[0], c.records[len(c.records)-1]
-			w.notice(Notice{Kind: NoticeRecords, Key: h.key, Shard: h.ref, Batch: c.batch, Records: c.records, MillisBehind: c.millisBehind})
+			w.notice(Notice{Kind: NoticeRecords, Key: h.key, Shard: h.ref, Batch: c.batch, Records: c.records, MillisBehind: c.millisBehind,
+				Attempt: c.failures + 1})
 			if w.trace != nil {
-				w.emit(TraceEvent{Kind: TraceDelivered, Key: h.key, Shard: h.ref, Counter: h.row.Counter, First: first.Sequence, Last: last.Sequence, Count: len(c.records)})
+				w.emit(TraceEvent{Kind: TraceDelivered, Key: h.key, Shard: h.ref, Counter: h.row.Counter, First: first.Sequence, Last: last.Sequence,
+					FirstSub: first.SubSequence, LastSub: last.SubSequence, Count: len(c.records)})
 			}
 		}
 	case cShardEnd:
@@ -193,8 +200,12 @@ func (w *Worker) onParentCheck(pc pendingCall, r Result) {
 	w.tickConsumer(h)
 }
 
-// positionAfter returns where to read from: after the last record
-// delivered, or at the lease's start checkpoint.
+// positionAfter returns where to read from: the last record delivered, or
+// the lease's start checkpoint. A sequence number is read AT, not AFTER,
+// as the KCL does, and what was delivered already is skipped (onRecords):
+// a checkpoint (s, n) may name any user record of the aggregate s, even
+// the first (n = 0, the same checkpoint as a record that is not
+// aggregated), so reading after s could lose the rest of the aggregate.
 func (w *Worker) positionAfter(h *holding) Position {
 	p := h.c.position
 	switch {
@@ -208,12 +219,10 @@ func (w *Worker) positionAfter(h *holding) Position {
 			ts = s.Timestamp
 		}
 		return Position{Type: IterAtTimestamp, Timestamp: ts}
-	case p.SubSequence != 0:
-		// Sub-records of an aggregated record: read it again and skip
-		// what was delivered.
-		return Position{Type: IterAtSequenceNumber, Sequence: p.Sequence}
+	case p.SubSequence == 0 && w.bug("resume-after-sequence"):
+		return Position{Type: IterAfterSequenceNumber, Sequence: p.Sequence}
 	}
-	return Position{Type: IterAfterSequenceNumber, Sequence: p.Sequence}
+	return Position{Type: IterAtSequenceNumber, Sequence: p.Sequence}
 }
 
 func (w *Worker) onIterator(pc pendingCall, r Result) {
@@ -225,7 +234,7 @@ func (w *Worker) onIterator(pc pendingCall, r Result) {
 	if r.Err != nil {
 		c.backoff = w.nextBackoff(c.backoff)
 		if errors.Is(r.Err, ErrNotFound) {
-			if listed, known := w.shardListed(h.ref); known && !listed {
+			if w.provenGone(h) {
 				// The shard has left the stream: it was closed and its
 				// retention has passed, so nothing is left to read. End it,
 				// so that its children can start.
@@ -235,7 +244,15 @@ func (w *Worker) onIterator(pc pendingCall, r Result) {
 				w.tickConsumer(h)
 				return
 			}
-			// Not found, yet listed: look again after a fresh listing.
+			if listed, known := w.shardListed(h.ref); known && !listed && !c.unverified {
+				// Not listed, and nothing proves the row is this stream's
+				// (it may be another stream's that shares the table): leave
+				// it as it is, and look again after each sync.
+				c.unverified = true
+				w.emit(TraceEvent{Kind: TraceShardUnverified, Key: h.key, Shard: h.ref, Counter: h.row.Counter,
+					Reason: "GetShardIterator: not found; the stream does not list the shard and the row carries no proof that it is the stream's"})
+			}
+			// Look again after a fresh listing.
 			c.backoff = w.cfg.ShardSyncInterval
 			w.sync.soon(w.now.Mono)
 		}
@@ -273,8 +290,9 @@ func (w *Worker) onRecords(pc pendingCall, r Result) {
 		return
 	}
 	c.backoff = 0
-	recs := r.Page.Records
-	// Drop what was already delivered (an aggregated record read again).
+	recs := w.userRecords(h, r.Page.Records)
+	// Drop what was already delivered (the record at the position, read
+	// again).
 	for len(recs) > 0 && (Checkpoint{Sequence: recs[0].Sequence, SubSequence: recs[0].SubSequence}).Compare(c.position) <= 0 {
 		recs = recs[1:]
 	}
@@ -295,6 +313,11 @@ func (w *Worker) onRecords(pc pendingCall, r Result) {
 		c.nextAt = now
 	case c.end:
 		c.phase = cShardEnd
+	case len(r.Page.Records) > 0:
+		// Nothing new to deliver, but the stream was not idle: the page
+		// held only what was delivered before, or dropped aggregates.
+		c.phase = cFetch
+		c.nextAt = now
 	default:
 		c.phase = cFetch
 		c.nextAt = now + w.cfg.IdleTimeBetweenReads
@@ -302,7 +325,8 @@ func (w *Worker) onRecords(pc pendingCall, r Result) {
 	w.tickConsumer(h)
 }
 
-func (w *Worker) onDone(key string, batch uint64, failed bool) {
+func (w *Worker) onDone(in Input) {
+	key, batch := in.Key, in.Batch
 	h := w.held[key]
 	if h == nil || h.c.batch != batch || !h.c.busyWithProcessor() {
 		return
@@ -315,13 +339,25 @@ func (w *Worker) onDone(key string, batch uint64, failed bool) {
 		c.phase = cIter
 		c.nextAt = now
 	case cDeliverWait:
-		if failed {
+		first, last := c.records[0].Sequence, c.records[len(c.records)-1].Sequence
+		switch {
+		case in.Failed && in.Skipped:
+			// The driver's failure policy passed the batch over: go on as
+			// if it had been processed (nothing is checkpointed for it).
+			w.emit(TraceEvent{Kind: TraceBatchSkipped, Key: h.key, Shard: h.ref, Counter: h.row.Counter,
+				First: first, Last: last, Count: c.failures + 1, Reason: in.Reason})
+		case in.Failed:
 			// Deliver the same records again, after a pause.
+			c.failures++
+			w.emit(TraceEvent{Kind: TraceBatchFailed, Key: h.key, Shard: h.ref, Counter: h.row.Counter,
+				First: first, Last: last, Count: c.failures})
 			c.backoff = w.nextBackoff(c.backoff)
 			c.phase = cDeliver
 			c.nextAt = now + c.backoff
-			break
+			w.tickConsumer(h)
+			return
 		}
+		c.failures = 0
 		c.backoff = 0
 		c.records = nil
 		if c.end {

@@ -20,6 +20,9 @@ type tStream struct {
 	seq    int
 	// childShards makes GetRecords report children at shard end.
 	childShards bool
+	// generation is added to the stream's creation time: a test bumps it
+	// to re-create the stream.
+	generation int64
 }
 
 func newTStream(n int) *tStream {
@@ -82,6 +85,11 @@ func (s *tStream) shard(id string) *Shard {
 	return nil
 }
 
+// DescribeStream names the stream; identity lets a test re-create it.
+func (s *tStream) DescribeStream(ctx context.Context, stream string) (StreamInfo, error) {
+	return StreamInfo{Name: stream, ARN: "arn:aws:kinesis:test:0:stream/" + stream, Created: time.Unix(1_600_000_000+s.generation, 0)}, nil
+}
+
 func (s *tStream) ListShards(ctx context.Context, stream string) ([]Shard, error) {
 	return slices.Clone(s.shards), nil
 }
@@ -113,6 +121,9 @@ func (s *tStream) GetRecords(ctx context.Context, it string, limit int) (Records
 	shard, idx, _ := strings.Cut(it, "|")
 	i, _ := strconv.Atoi(idx)
 	recs := s.recs[shard]
+	if i > len(recs) {
+		return RecordsPage{}, fmt.Errorf("iterator %s: %w", it, ErrExpiredIterator) // the shard was re-created
+	}
 	j := min(len(recs), i+limit)
 	page := RecordsPage{Records: slices.Clone(recs[i:j]), NextIterator: fmt.Sprintf("%s|%d", shard, j)}
 	if sh := s.shard(shard); sh.Closed() && j == len(recs) {
@@ -138,6 +149,8 @@ type tWorker struct {
 	inbox []Input
 	// delivered sequence numbers per lease key, in order
 	got map[string][]string
+	// delivered records per lease key, in order
+	recs map[string][]Record
 	// checkpointEvery: checkpoint after each batch (the default)
 	noCheckpoint bool
 	token        uint64
@@ -179,7 +192,7 @@ func (c *cluster) start(id string) *tWorker {
 	if err != nil {
 		c.t.Fatal(err)
 	}
-	tw := &tWorker{id: id, w: w, got: map[string][]string{}}
+	tw := &tWorker{id: id, w: w, got: map[string][]string{}, recs: map[string][]Record{}}
 	c.workers = append(c.workers, tw)
 	c.step(tw, Input{Kind: InputTick})
 	return tw
@@ -214,7 +227,7 @@ func (c *cluster) step(tw *tWorker, in Input) {
 		for _, call := range calls {
 			var r Result
 			handled := false
-			if c.intercept != nil {
+			if c.intercept != nil && tw.w.pending[call.ID].purpose != forStart {
 				r, handled = c.intercept(tw, call)
 			}
 			if !handled {
@@ -246,6 +259,14 @@ func (m tStreams) get(stream string) (*tStream, error) {
 		return s, nil
 	}
 	return nil, fmt.Errorf("stream %s: %w", stream, ErrNotFound)
+}
+
+func (m tStreams) DescribeStream(ctx context.Context, stream string) (StreamInfo, error) {
+	s, err := m.get(stream)
+	if err != nil {
+		return StreamInfo{}, err
+	}
+	return s.DescribeStream(ctx, stream)
 }
 
 func (m tStreams) ListShards(ctx context.Context, stream string) ([]Shard, error) {
@@ -287,11 +308,12 @@ func (c *cluster) process(tw *tWorker, n Notice) {
 		for _, r := range n.Records {
 			tw.got[n.Key] = append(tw.got[n.Key], r.Sequence)
 		}
+		tw.recs[n.Key] = append(tw.recs[n.Key], n.Records...)
 		tw.inbox = append(tw.inbox, Input{Kind: InputDone, Key: n.Key, Batch: n.Batch})
 		if !tw.noCheckpoint {
 			tw.token++
 			last := n.Records[len(n.Records)-1]
-			tw.inbox = append(tw.inbox, Input{Kind: InputCheckpoint, Key: n.Key, Checkpoint: SequenceCheckpoint(last.Sequence), Token: tw.token})
+			tw.inbox = append(tw.inbox, Input{Kind: InputCheckpoint, Key: n.Key, Checkpoint: Checkpoint{Sequence: last.Sequence, SubSequence: last.SubSequence}, Token: tw.token})
 		}
 	case NoticeInitialize, NoticeShardEnded, NoticeShutdownRequested:
 		tw.inbox = append(tw.inbox, Input{Kind: InputDone, Key: n.Key, Batch: n.Batch})

@@ -16,12 +16,25 @@ type syncState struct {
 	failed  bool
 	scanned bool
 	scans   uint64
-	shards  map[string][]Shard // the latest listing of each stream
+	shards  map[string][]Shard // the latest listing of each stream whose identity was confirmed
+	listing map[string][]Shard // this round's listings, committed to shards once confirmed
 	fresh   map[string]bool    // streams listed in this round
+	checked map[string]bool    // streams whose identity this round confirmed
 	rows    map[string]Lease   // this round's consistent scan, by key
 }
 
 func (s *syncState) inFlight() bool { return s.waiting > 0 }
+
+// listed records a listing of stream.
+func (s *syncState) listed(stream string, shards []Shard) {
+	if s.shards == nil {
+		s.shards = make(map[string][]Shard)
+		s.listing = make(map[string][]Shard)
+		s.fresh = make(map[string]bool)
+		s.checked = make(map[string]bool)
+	}
+	s.shards[stream] = shards
+}
 
 // soon asks for a sync within a short time.
 func (s *syncState) soon(now time.Duration) {
@@ -59,11 +72,12 @@ func (w *Worker) startSync() {
 	s.failed = false
 	s.scanned = false
 	if s.shards == nil {
-		s.shards = make(map[string][]Shard)
-		s.fresh = make(map[string]bool)
+		s.listed("", nil)
+		delete(s.shards, "")
 	}
 	for _, sc := range w.cfg.Streams {
 		s.fresh[sc.Name] = false
+		s.checked[sc.Name] = false
 	}
 	// The consistent scan first, the listings after its reply: a listing
 	// never older than the scan is what keeps a finished parent from
@@ -78,7 +92,10 @@ func (w *Worker) onSyncShards(stream string, r Result) {
 	if r.Err != nil {
 		s.failed = true
 	} else {
-		s.shards[stream] = r.Shards
+		// Not used until this round's DescribeStream confirms that the
+		// stream is still the one the worker started on: a listing of a
+		// re-created stream would make every row of the old one look gone.
+		s.listing[stream] = r.Shards
 		s.fresh[stream] = true
 	}
 	if s.waiting == 0 {
@@ -97,21 +114,50 @@ func (w *Worker) onSyncScan(r Result) {
 	s.scanned = true
 	// The round decides from this snapshot alone: take scans in between
 	// may be eventually consistent, row by row.
-	s.rows = make(map[string]Lease, len(r.Listing.Leases))
-	for _, l := range r.Listing.Leases {
-		s.rows[l.Key] = l
-	}
+	s.rows = rowsByKey(r.Listing.Leases)
 	// A consistent scan is as good as a take scan.
 	w.nextScan = w.now.Mono + w.jitter(w.cfg.TakeInterval)
 	w.observeListing(r.Listing)
 	w.takeLeases(r.Listing.Leases)
 	for _, sc := range w.cfg.Streams {
-		s.waiting++
+		s.waiting += 2
 		w.call(Call{Op: OpListShards, Stream: sc.Name}, pendingCall{purpose: forSyncShards, key: sc.Name, gen: s.round})
+		// Every round confirms the stream's identity: a stream deleted and
+		// re-created under its name must not get rows, or lose them, on
+		// the strength of the old one's.
+		w.call(Call{Op: OpDescribeStream, Stream: sc.Name}, pendingCall{purpose: forSyncDescribe, key: sc.Name, gen: s.round})
 	}
 	if s.waiting == 0 {
 		w.finishSync()
 	}
+}
+
+func (w *Worker) onSyncDescribe(stream string, r Result) {
+	s := &w.sync
+	s.waiting--
+	switch {
+	case r.Err != nil:
+		// A stream that is gone (or unreachable) now: nothing to decide
+		// this round; keep trying.
+		s.failed = true
+	case r.Stream.Identity() != w.identity(stream):
+		was := w.identity(stream)
+		w.fail(&StreamMismatchError{Stream: stream, Want: DescribeIdentity(r.Stream.Identity()), Found: DescribeIdentity(was), Recreated: true})
+		return
+	default:
+		s.checked[stream] = true
+	}
+	if s.waiting == 0 {
+		w.finishSync()
+	}
+}
+
+func rowsByKey(rows []Lease) map[string]Lease {
+	m := make(map[string]Lease, len(rows))
+	for _, l := range rows {
+		m[l.Key] = l
+	}
+	return m
 }
 
 func (w *Worker) finishSync() {
@@ -119,12 +165,22 @@ func (w *Worker) finishSync() {
 	if s.failed {
 		s.next = min(s.next, w.now.Mono+w.jitter(w.cfg.ShardSyncInterval/4))
 	}
-	if !s.scanned || w.shutdown {
+	if !s.scanned || w.shutdown || w.stopped {
+		return
+	}
+	if age := w.now.Mono - s.sentAt; age > maxSyncAge(w.cfg) {
+		// The round's scan and listings are too old to decide from: the
+		// worker was paused (or its replies were held) after it sent
+		// them, and meanwhile a shard may have been created, finished and
+		// its row deleted (see deleteGrace). Decide from a fresh round.
+		w.emit(TraceEvent{Kind: TraceSyncAbandoned, Reason: "the shard sync's scan was sent " + age.String() + " ago"})
+		s.soon(w.now.Mono)
 		return
 	}
 	deferred := false
 	for _, sc := range w.cfg.Streams {
-		if s.fresh[sc.Name] {
+		if s.fresh[sc.Name] && s.checked[sc.Name] {
+			s.shards[sc.Name] = s.listing[sc.Name]
 			if w.syncStream(&sc) {
 				deferred = true
 			}
@@ -240,29 +296,54 @@ func (w *Worker) create(stream string, sh Shard, start string) {
 		Parents:         parents,
 		StartingHashKey: sh.StartingHashKey,
 		EndingHashKey:   sh.EndingHashKey,
+		StreamID:        w.identity(stream),
 	}
 	wr := &write{kind: wCreate, key: key, row: row}
 	w.writes[key] = wr
 	w.sendWrite(wr)
 }
 
+// maxSyncAge is the oldest a shard sync round's scan may be when the
+// round decides: older (the worker paused, its replies held), the round
+// is abandoned and a fresh one runs.
+func maxSyncAge(c Config) time.Duration { return c.LeaseDuration / 2 }
+
+// deleteGrace is how long a worker must have seen a finished row
+// (SHARD_END, same version) before it deletes it. A sync round decides
+// from a scan at most maxSyncAge old, and its creates apply within the
+// call timeout (at most a lease duration) of being sent, so a create
+// decided from a scan that predates a parent's row can only land while the
+// row is still there, and fails its condition: a finished parent is never
+// re-created, however long a worker was paused. Time is measured on the
+// deleting worker's clock, so the margin covers the drift bound.
+func deleteGrace(c Config) time.Duration { return 2 * c.LeaseDuration }
+
 // cleanup deletes finished rows (SHARD_END) once every child has a row that
-// has started (been taken, or moved past its start): from then on no sync
-// can mistake the parent for a shard without a lease.
+// has started (been taken, or moved past its start) and the row has been
+// finished for deleteGrace in this worker's view: from then on no sync can
+// mistake the parent for a shard without a lease.
 //
 // A finished row whose shard has left the stream's listing and has no
 // known children (its retention has passed) is deleted too: sync never
 // creates a row for a shard it does not list.
+//
+// Only rows provably of the stream's shards are deleted (see provenOurs):
+// a row of another stream that shares the table, or of an earlier stream
+// of the same name, is never touched.
 func (w *Worker) cleanup(sc *StreamConfig, children map[string][]string, listed map[string]int) {
 	var keys []string
 	for k, row := range w.sync.rows {
-		if ref, ok := w.keys.Parse(k); ok && ref.Stream == sc.Name && row.Checkpoint.IsShardEnd() && w.writes[k] == nil && w.held[k] == nil {
+		if ref, ok := w.keys.Parse(k); ok && ref.Stream == sc.Name && row.Checkpoint.IsShardEnd() && w.writes[k] == nil && w.held[k] == nil &&
+			w.provenOurs(ref, row) {
 			keys = append(keys, k)
 		}
 	}
 	slices.Sort(keys)
 	for _, k := range keys {
 		row := w.sync.rows[k]
+		if o := w.obs[k]; o == nil || o.row.Counter != row.Counter || o.row.Owner != row.Owner || w.now.Mono-o.seenAt < deleteGrace(w.cfg) {
+			continue // not finished long enough in this worker's view
+		}
 		ref, _ := w.keys.Parse(k)
 		kids := append(slices.Clone(row.Children), children[ref.Shard]...)
 		if _, ok := listed[ref.Shard]; len(kids) == 0 && (ok || len(listed) == 0) {

@@ -178,7 +178,7 @@ func (o *Online) Observe(r *trace.Record) {
 	default:
 		return
 	}
-	if !r.Op.IsStore() || r.Op == engine.OpListLeases {
+	if r.Op != engine.OpGetLease && !r.Op.IsWrite() {
 		return // scans: the trace does not carry their rows
 	}
 	o.now = r.T

@@ -23,6 +23,7 @@ type job struct {
 	key    string
 	batch  uint64
 	failed bool
+	skip   bool // failed, and the failure policy skips it (World.SkipAfter)
 	first  string
 	last   string
 	cp     string // checkpoint to ask for before answering
@@ -92,6 +93,7 @@ func (s *simulator) notice(p *proc, n *engine.Notice) {
 		jb := job{proc: p.id, key: n.Key, batch: n.Batch, first: r.First, last: r.Last, gen: p.pk(n.Key).gen}
 		if len(n.Records) > 0 && rp.chance(s.rate(s.w.Rates.FailedBatch)) {
 			jb.failed = true
+			jb.skip = s.w.SkipAfter > 0 && n.Attempt >= s.w.SkipAfter
 		} else if len(n.Records) > 0 && rp.chance(s.w.Rates.Checkpoint) {
 			jb.cp = n.Records[rp.IntN(len(n.Records))].Sequence
 			if rp.chance(0.7) {
@@ -141,7 +143,7 @@ func (s *simulator) onJob(i int) {
 	current := false
 	if k := p.keys[j.key]; k != nil && k.gen == j.gen {
 		current = true
-		if j.first != "" && !j.failed {
+		if j.first != "" && (!j.failed || j.skip) {
 			k.processed = j.last
 		}
 	}
@@ -154,7 +156,11 @@ func (s *simulator) onJob(i int) {
 	}
 	s.emit(s.procRec(p, &r))
 	if j.batch != 0 {
-		s.deliver(p, &engine.Input{Kind: engine.InputDone, Key: j.key, Batch: j.batch, Failed: j.failed})
+		in := engine.Input{Kind: engine.InputDone, Key: j.key, Batch: j.batch, Failed: j.failed}
+		if j.skip {
+			in.Skipped, in.Reason = true, "skipped"
+		}
+		s.deliver(p, &in)
 	}
 }
 

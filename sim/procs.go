@@ -34,6 +34,7 @@ type slot struct {
 	stream     link
 	owner      string // the owner id of the next start
 	dup        bool   // a duplicate-owner slot (outside the assumptions)
+	consumes   string // the stream its processes consume ("": streamName)
 }
 
 // proc is one process: an incarnation of a worker slot running the engine.
@@ -126,6 +127,7 @@ func (s *simulator) startProc(sl *slot) {
 		s.o.Engine(&cfg)
 		cfg.Owner = p.owner
 	}
+	s.configure(sl, &cfg)
 	cfg.Trace = func(e engine.TraceEvent) { s.traceEngine(p, e) }
 	if m, ok := strings.CutPrefix(s.o.Mutation, EngineMutationPrefix); ok {
 		if err := planted.Set(&cfg, m); err != nil {
@@ -193,6 +195,10 @@ func (s *simulator) step(p *proc, in *engine.Input) {
 		}
 	}
 	if rd.Stopped {
+		if rd.Err != nil {
+			// a worker that cannot start (or go on) would fail again
+			s.cl.slots[p.slot].desired = false
+		}
 		s.exited(p)
 		return
 	}

@@ -220,12 +220,14 @@ func (s *simulator) execStream(f *inflight, res *engine.Result) {
 		}
 	case engine.OpGetIterator:
 		pos := c.Position
-		if s.o.Mutation == "skip-on-resume" && pos.Type == engine.IterAfterSequenceNumber {
+		if s.o.Mutation == "skip-on-resume" && (pos.Type == engine.IterAfterSequenceNumber || pos.Type == engine.IterAtSequenceNumber) {
 			if next, ok, err := s.st.RecordAfter(c.Stream, c.Shard, pos.Sequence); err == nil && ok {
-				pos.Sequence = next.Sequence
+				pos = engine.Position{Type: engine.IterAfterSequenceNumber, Sequence: next.Sequence}
 			}
 		}
 		res.Iterator, res.Err = s.st.GetShardIterator(s.ctx, c.Stream, c.Shard, pos)
+	case engine.OpDescribeStream:
+		res.Stream, res.Err = s.st.DescribeStream(s.ctx, c.Stream)
 	case engine.OpGetRecords:
 		res.Page, res.Err = s.st.GetRecords(s.ctx, c.Iterator, c.Limit)
 		if len(res.Page.ChildShards) > 0 && (s.o.Mutation == "orphan-children" || s.o.Mutation == "ignore-second-parent") {

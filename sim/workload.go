@@ -15,6 +15,7 @@ import (
 // retention trims, and shards closed by splits and merges expire.
 type workload struct {
 	rng        rng
+	noPuts     bool // the producers stopped (ActRecreateStream)
 	pkeys      []string
 	idle       []bool // initial shards that get no records
 	puts       int
@@ -61,6 +62,9 @@ func (s *simulator) putMean() time.Duration {
 // onPut is a producer putting one record.
 func (s *simulator) onPut() {
 	wl := &s.wl
+	if wl.noPuts {
+		return
+	}
 	var h uint64
 	width := ^uint64(0) / uint64(len(wl.idle))
 	for tries := 0; ; tries++ {

@@ -19,10 +19,10 @@ import (
 
 	"github.com/shardlease/shardlease/cmd/live/internal/awsenv"
 	"github.com/shardlease/shardlease/cmd/live/internal/history"
-	"github.com/shardlease/shardlease/cmd/live/internal/metrics"
 	"github.com/shardlease/shardlease/engine"
 	"github.com/shardlease/shardlease/engine/dynamostore"
 	"github.com/shardlease/shardlease/engine/kinesisstream"
+	"github.com/shardlease/shardlease/metrics"
 )
 
 // workerFlags are the flags of `live run`.
@@ -53,9 +53,11 @@ type workerFlags struct {
 	cpInterval   time.Duration
 	batchDelay   time.Duration
 	failEvery    int
+	skipAfter    int
 	logLevel     string
 	logFormat    string
 	startTimeout time.Duration
+	adopt        bool
 }
 
 func (f *workerFlags) register(fs *flag.FlagSet) {
@@ -78,16 +80,18 @@ func (f *workerFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.consistent, "consistent-take-scans", false, "make the take scans strongly consistent")
 	fs.DurationVar(&f.callTimeout, "call-timeout", 0, "deadline of each AWS call (default: the renew interval)")
 	fs.DurationVar(&f.shutdownTime, "shutdown-timeout", 0, "bound on the graceful shutdown (default: the lease duration)")
-	fs.StringVar(&f.metricsAddr, "metrics-addr", ":9464", "address of the Prometheus /metrics endpoint (empty: none)")
+	fs.StringVar(&f.metricsAddr, "metrics-addr", ":9464", "address of the Prometheus /metrics endpoint and the /livez, /readyz (and /healthz, its alias) probes (empty: none)")
 	fs.StringVar(&f.record, "record", "", "directory to write this worker's history to (for `live check`)")
 	fs.IntVar(&f.worker, "worker", -1, "worker slot number written into the history (harnesses restart a slot under new processes)")
 	fs.IntVar(&f.cpEvery, "checkpoint-every", 100, "example processor: checkpoint after this many records")
 	fs.DurationVar(&f.cpInterval, "checkpoint-interval", 5*time.Second, "example processor: checkpoint at least this often while records flow")
 	fs.DurationVar(&f.batchDelay, "batch-delay", 0, "example processor: simulated work per batch")
 	fs.IntVar(&f.failEvery, "fail-every", 0, "example processor: fail every N-th batch once, to exercise re-delivery (0: never)")
+	fs.IntVar(&f.skipAfter, "skip-failed-after", 0, "failure policy: skip a batch (logged at WARN, not checkpointed) once N deliveries of it in a row have failed (0: retry it for as long as the lease is held)")
 	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fs.StringVar(&f.logFormat, "log-format", "text", "log format: text or json")
 	fs.DurationVar(&f.startTimeout, "start-timeout", 30*time.Second, "bound on the start-up checks of the table and the stream")
+	fs.BoolVar(&f.adopt, "adopt-unverified-rows", false, "adopt a lease table without a stream marker although some unfinished rows name shards the stream does not have (a KCL table whose shards expired); rows it cannot prove are the stream's are still never ended or deleted")
 }
 
 func defaultOwner() string {
@@ -124,6 +128,7 @@ func (f *workerFlags) engineConfig() (engine.Config, error) {
 		GetRecordsLimit:        f.limit,
 		IdleTimeBetweenReads:   f.idle,
 		ConsistentTakeScans:    f.consistent,
+		AdoptUnverifiedRows:    f.adopt,
 	}
 	var seed [8]byte
 	_, _ = rand.Read(seed[:])
@@ -172,9 +177,12 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		fmt.Fprintln(stderr, "live run:", err)
 		return exitUsage
 	}
+	// The consumer adds owner to its own lines: it gets the logger without
+	// it, so that no JSON line carries the key twice.
+	base := log
 	log = log.With("owner", f.owner)
 
-	clients, err := awsenv.Load(ctx, awsenv.Settings{Region: f.aws.region, DynamoDBEndpoint: f.aws.dynamoEndpoint, KinesisEndpoint: f.aws.kinesisEndpoint})
+	clients, err := awsenv.Load(ctx, awsenv.Settings{Region: f.aws.region, DynamoDBEndpoint: f.aws.dynamoEndpoint, KinesisEndpoint: f.aws.kinesisEndpoint, Logger: log})
 	if err != nil {
 		fmt.Fprintln(stderr, "live run:", err)
 		return exitUsage
@@ -191,20 +199,26 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		}
 		defer rec.Close()
 	}
-	m := metrics.New(f.owner)
-	tap := history.NewTap(rec, m)
-	cfg.Trace = tap.Tracer()
+	m, err := metrics.New(metrics.Options{Owner: f.owner})
+	if err != nil {
+		fmt.Fprintln(stderr, "live run: metrics:", err)
+		return exitFailed
+	}
+	tap := history.NewTap(rec, nil)
+	cfg.Trace = m.Tracer(tap.Tracer())
 	total := new(atomic.Int64)
 	consumer, err := engine.NewConsumer(engine.ConsumerOptions{
 		Config: cfg,
-		Store:  tap.Store(store),
-		Stream: tap.Stream(stream),
-		Processor: tap.Processors(newCounterFactory(counterOptions{
+		Store:  tap.Store(m.Store(store)),
+		Stream: tap.Stream(m.Stream(stream)),
+		Processor: tap.Processors(m.Processors(newCounterFactory(counterOptions{
 			Every: f.cpEvery, Interval: f.cpInterval, BatchDelay: f.batchDelay, FailEvery: f.failEvery, Total: total, Log: log,
-		})),
+		}))),
 		CallTimeout:     f.callTimeout,
 		ShutdownTimeout: f.shutdownTime,
-		Logger:          log,
+		StartTimeout:    f.startTimeout,
+		FailurePolicy:   skipPolicy(f.skipAfter),
+		Logger:          base,
 	})
 	if err != nil {
 		// NewConsumer names every rule the configuration breaks.
@@ -221,11 +235,6 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	log.Info("starting worker", "stream", f.stream, "table", f.table, "region", region, "dynamodb_endpoint", dynEP, "kinesis_endpoint", kinEP,
 		"initial_position", full.Streams[0].InitialPosition, "lease_duration", full.LeaseDuration, "renew_interval", full.RenewInterval,
 		"safety_margin", full.SafetyMargin, "take_interval", full.TakeInterval, "shard_sync_interval", full.ShardSyncInterval)
-	if err := startupChecks(ctx, store, stream, f, region, dynEP, kinEP); err != nil {
-		log.Error("start-up check failed", "err", err)
-		fmt.Fprintln(stderr, "live run:", err)
-		return exitFailed
-	}
 
 	var srv *http.Server
 	if f.metricsAddr != "" {
@@ -234,12 +243,10 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) int
 			fmt.Fprintf(stderr, "live run: -metrics-addr %s: %v\n", f.metricsAddr, err)
 			return exitUsage
 		}
-		mux := http.NewServeMux()
-		mux.Handle("/metrics", m.Handler())
-		mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok\n") })
-		srv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+		srv = &http.Server{Handler: healthMux(m.Handler(), consumer.Health), ReadHeaderTimeout: 5 * time.Second}
 		go func() { _ = srv.Serve(ln) }()
-		log.Info("metrics endpoint up", "url", "http://"+ln.Addr().String()+"/metrics")
+		log.Info("metrics endpoint up", "url", "http://"+ln.Addr().String()+"/metrics",
+			"livez", "http://"+ln.Addr().String()+"/livez", "readyz", "http://"+ln.Addr().String()+"/readyz")
 	}
 
 	rec.ProcStart(history.ConfigString("role", "worker", "stream", f.stream, "table", f.table,
@@ -271,8 +278,12 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		scancel()
 	}
 	if runErr != nil {
-		log.Error("worker stopped with an error", "err", runErr, "records_processed", total.Load())
 		rec.ProcStop("error")
+		if code, msg := startupFailure(runErr, f, region, dynEP, kinEP); code != 0 {
+			fmt.Fprintln(stderr, "live run:", msg)
+			return code
+		}
+		log.Error("worker stopped with an error", "err", runErr, "records_processed", total.Load())
 		return exitFailed
 	}
 	rec.ProcStop("exit")
@@ -284,28 +295,38 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	return exitOK
 }
 
-// startupChecks verifies that the lease table exists with the right key
-// and that the stream exists, and says plainly which one is missing.
-func startupChecks(ctx context.Context, store *dynamostore.Store, stream *kinesisstream.Stream, f workerFlags, region, dynEP, kinEP string) error {
-	ctx, cancel := context.WithTimeout(ctx, f.startTimeout)
-	defer cancel()
-	if err := store.CheckTable(ctx); err != nil {
-		if errors.Is(err, engine.ErrNotFound) {
-			return fmt.Errorf("the lease table %q does not exist (region %s, DynamoDB endpoint %s); create it with `live create -table %s -stream %s`",
-				f.table, region, dynEP, f.table, f.stream)
-		}
-		return fmt.Errorf("checking the lease table %q (region %s, DynamoDB endpoint %s): %w", f.table, region, dynEP, err)
+// startupFailure turns an error of a failed start-up check (the engine
+// runs them: the table, the stream, the table's stream marker) into the
+// exit status 2 of a configuration problem and a plain message naming the
+// table, the stream, where they were looked for and what to do. It
+// returns 0 for other errors.
+func startupFailure(err error, f workerFlags, region, dynEP, kinEP string) (int, string) {
+	var mm *engine.StreamMismatchError
+	switch {
+	case errors.As(err, &mm):
+		return exitUsage, fmt.Sprintf("the lease table %q does not belong to stream %q (region %s): %v", f.table, f.stream, region, mm)
+	case errors.Is(err, engine.ErrTableMissing):
+		return exitUsage, fmt.Sprintf("the lease table %q does not exist (region %s, DynamoDB endpoint %s); create it with `live create -table %s -stream %s`: %v",
+			f.table, region, dynEP, f.table, f.stream, err)
+	case errors.Is(err, engine.ErrTableSchema):
+		return exitUsage, fmt.Sprintf("the table %q is not a lease table (region %s, DynamoDB endpoint %s): %v", f.table, region, dynEP, err)
+	case errors.Is(err, engine.ErrStreamMissing):
+		return exitUsage, fmt.Sprintf("the stream %q does not exist (region %s, Kinesis endpoint %s); create it with `live create -table %s -stream %s`: %v",
+			f.stream, region, kinEP, f.table, f.stream, err)
+	case errors.Is(err, engine.ErrAccessDenied):
+		return exitUsage, fmt.Sprintf("the credentials were rejected or lack a permission (region %s; see the README's IAM policy): %v", region, err)
 	}
-	shards, err := stream.ListShards(ctx, f.stream)
-	if err != nil {
-		if errors.Is(err, engine.ErrNotFound) {
-			return fmt.Errorf("the stream %q does not exist (region %s, Kinesis endpoint %s); create it with `live create -table %s -stream %s`",
-				f.stream, region, kinEP, f.table, f.stream)
-		}
-		return fmt.Errorf("listing the shards of stream %q (region %s, Kinesis endpoint %s): %w", f.stream, region, kinEP, err)
+	return 0, ""
+}
+
+// skipPolicy is the failure policy of -skip-failed-after: nil for 0 (retry
+// forever), else skip once n deliveries in a row have failed. A negative n
+// is left to NewConsumer to reject.
+func skipPolicy(n int) *engine.FailurePolicy {
+	if n == 0 {
+		return nil
 	}
-	if len(shards) == 0 {
-		return fmt.Errorf("the stream %q has no shards", f.stream)
-	}
-	return nil
+	return &engine.FailurePolicy{MaxAttempts: n, Decide: func(context.Context, engine.FailedBatch) engine.FailureDecision {
+		return engine.SkipBatch
+	}}
 }

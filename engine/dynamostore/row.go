@@ -27,6 +27,17 @@ const (
 	// AttrWriter is shardlease's own attribute (engine.Lease.Writer): which
 	// process wrote this version of the row. KCL ignores it.
 	AttrWriter = "leaseWriter"
+	// AttrStreamID is shardlease's own attribute (engine.Lease.StreamID):
+	// the identity of the stream incarnation the row's shard belongs to
+	// (ARN and creation time). KCL ignores it.
+	AttrStreamID = "streamId"
+	// AttrPending, AttrHandoffTo and AttrThroughput are the attributes of
+	// leases handed out by an assigner (engine.Lease.Pending, HandoffTo,
+	// ThroughputKBps; the last with KCL 3.x's name). AttrPending is the key
+	// of the pending index (PendingIndexName).
+	AttrPending    = "pending"
+	AttrHandoffTo  = "handoffTo"
+	AttrThroughput = "throughputKBps"
 )
 
 // Item is one raw DynamoDB row.
@@ -51,6 +62,12 @@ func EncodeLease(l engine.Lease) Item {
 	putSS(item, AttrChildren, l.Children)
 	putS(item, AttrHandoffFrom, l.HandoffFrom)
 	putS(item, AttrWriter, l.Writer)
+	putS(item, AttrStreamID, l.StreamID)
+	putS(item, AttrPending, l.Pending)
+	putS(item, AttrHandoffTo, l.HandoffTo)
+	if l.ThroughputKBps != 0 {
+		item[AttrThroughput] = &types.AttributeValueMemberN{Value: strconv.FormatFloat(l.ThroughputKBps, 'g', -1, 64)}
+	}
 	return item
 }
 
@@ -75,7 +92,8 @@ func putSS(item Item, name string, v []string) {
 // attribute has the wrong type or an unreadable number, or when the lease
 // does not pass engine.Lease.Validate. Other attributes are ignored. An
 // empty leaseOwner reads as unowned; the string sets come back sorted
-// (DynamoDB keeps no order) and nil when absent.
+// (DynamoDB keeps no order), without duplicates, and nil when absent; an
+// empty string in a set is malformed.
 //
 // The returned key is the leaseKey when it could be read, even on error.
 func DecodeLease(item Item) (l engine.Lease, key string, err error) {
@@ -93,6 +111,10 @@ func DecodeLease(item Item) (l engine.Lease, key string, err error) {
 	l.EndingHashKey = d.str(AttrEndingHash, false)
 	l.HandoffFrom = d.str(AttrHandoffFrom, false)
 	l.Writer = d.str(AttrWriter, false)
+	l.StreamID = d.str(AttrStreamID, false)
+	l.Pending = d.str(AttrPending, false)
+	l.HandoffTo = d.str(AttrHandoffTo, false)
+	l.ThroughputKBps = d.float(AttrThroughput)
 	if d.err != nil {
 		return engine.Lease{}, key, d.err
 	}
@@ -157,6 +179,23 @@ func (d *decoder) num(name string, required bool) int64 {
 	return i
 }
 
+func (d *decoder) float(name string) float64 {
+	v, ok := d.get(name, false)
+	if !ok {
+		return 0
+	}
+	n, ok := v.(*types.AttributeValueMemberN)
+	if !ok {
+		d.fail(name, "N", v)
+		return 0
+	}
+	f, err := strconv.ParseFloat(n.Value, 64)
+	if (err != nil || f < 0 || f != f) && d.err == nil {
+		d.err = fmt.Errorf("attribute %s: %q is not a non-negative number", name, n.Value)
+	}
+	return f
+}
+
 func (d *decoder) set(name string) []string {
 	v, ok := d.get(name, false)
 	if !ok {
@@ -170,7 +209,12 @@ func (d *decoder) set(name string) []string {
 	if len(ss.Value) == 0 {
 		return nil
 	}
-	return slices.Sorted(slices.Values(ss.Value))
+	if slices.Contains(ss.Value, "") && d.err == nil {
+		d.err = fmt.Errorf("attribute %s: an empty shard id", name)
+		return nil
+	}
+	// a set has no duplicates; a hand-made list might
+	return slices.Compact(slices.Sorted(slices.Values(ss.Value)))
 }
 
 func typeName(v types.AttributeValue) string {

@@ -222,6 +222,10 @@ func (c *Online) Observe(r *trace.Record) {
 		if c.s6 != nil {
 			c.s6.states[pk{r.Proc, r.Key}] = &orderState{}
 		}
+	case trace.BatchSkipped:
+		if c.s4 != nil {
+			c.s4.skipped(r, ParseSeq(r.Last))
+		}
 	case trace.KindDone:
 		if c.s4 != nil {
 			c.s4.done(r, ParseSeq(r.First))

@@ -179,7 +179,7 @@ func (pl *putLogs) forget(p *shardPuts) {
 		case p.pastBy:
 		case x.t > deliverBy:
 			p.pastBy = true
-		case x.received >= 0 || x.trimmed < 0:
+		case x.trimmed < 0: // a trimmed record need not be covered
 			p.lastReqV = *x
 			p.lastReq = &p.lastReqV
 		}
@@ -267,6 +267,19 @@ func (c *s4Checker) done(r *trace.Record, first Seq) {
 	st.next = p.index(first)
 }
 
+// skipped is the failure policy passing a failed batch over: it was
+// received, and reading goes on after it.
+func (c *s4Checker) skipped(r *trace.Record, last Seq) {
+	st := c.states[pk{r.Proc, r.Key}]
+	p := c.puts.m[r.Key]
+	if st == nil || p == nil || p.end() == 0 || !st.isLastBatch(r) {
+		return
+	}
+	if hi := p.after(last); hi > st.next {
+		st.next = hi
+	}
+}
+
 // received checks a batch of Count records First..Last (records lo..hi-1
 // of the shard) before they are marked received.
 func (c *s4Checker) received(r *trace.Record, p *shardPuts, first Seq, lo, hi int) {
@@ -334,8 +347,11 @@ func (c *s4Checker) finish(final []engine.Lease, finalKnown bool) []Violation {
 				if x.t > deliverBy {
 					break
 				}
-				if x.received < 0 && x.trimmed >= 0 {
-					continue // lost to retention, counted
+				if x.trimmed >= 0 {
+					// lost to retention, counted, if never received; and a
+					// record out of retention (or of a deleted stream) need
+					// not be covered by a checkpoint any more
+					continue
 				}
 				lastReq = x
 				if x.received < 0 {

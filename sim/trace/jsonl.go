@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/shardlease/shardlease/engine"
@@ -131,7 +132,7 @@ func ParseJSON(line []byte) (Record, error) {
 		r.Proc = *j.Proc
 	}
 	if j.Op != "" {
-		for o := engine.OpListLeases; o <= engine.OpGetRecords; o++ {
+		for o := engine.Op(1); !strings.HasPrefix(o.String(), "Op("); o++ {
 			if o.String() == j.Op {
 				r.Op = o
 			}

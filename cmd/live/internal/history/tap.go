@@ -227,6 +227,10 @@ type tapStream struct {
 	next engine.Stream
 }
 
+func (s *tapStream) DescribeStream(ctx context.Context, stream string) (engine.StreamInfo, error) {
+	return s.next.DescribeStream(ctx, stream)
+}
+
 func (s *tapStream) ListShards(ctx context.Context, stream string) ([]engine.Shard, error) {
 	return s.next.ListShards(ctx, stream)
 }
@@ -321,4 +325,14 @@ func (c tapCheckpointer) Checkpoint(ctx context.Context, cp engine.Checkpoint) e
 	}
 	c.p.t.rec.Write(trace.Record{Kind: trace.KindCheckpointAck, Key: c.p.key, Checkpoint: cp, Outcome: out})
 	return err
+}
+
+// CheckTable passes the wrapped store's table check through (see
+// engine.TableChecker), so that a tapped store is checked at start as the
+// store itself would be.
+func (s *tapStore) CheckTable(ctx context.Context) error {
+	if tc, ok := s.next.(engine.TableChecker); ok {
+		return tc.CheckTable(ctx)
+	}
+	return nil
 }
