@@ -2,7 +2,6 @@ package fakes
 
 import (
 	"context"
-	"sort"
 	"strconv"
 	"time"
 
@@ -84,7 +83,7 @@ func (k *Kinesis) decodeIterator(it string) (st iterState, ok bool) {
 		return st, false
 	}
 	s := k.byIndex[stream]
-	if shard >= len(s.shards) || words[1] > uint64(len(s.shards[shard].records)) || words[3] > k.serial {
+	if shard >= len(s.shards) || words[1] > uint64(s.shards[shard].log.len()) || words[3] > k.serial {
 		return st, false
 	}
 	st.stream, st.shard, st.pos, st.issued, st.serial = stream, shard, int(words[1]), int64(words[2]), words[3]
@@ -141,19 +140,18 @@ func (k *Kinesis) iteratorAt(stream, shard string, pos engine.Position, now time
 		return "", &callError{op: op, subject: stream, sub: shard, msg: "shard closed beyond retention", err: engine.ErrNotFound}
 	}
 	first := k.trim(sh, now)
-	recs := sh.records
 	at := int64(pos.Timestamp.Sub(k.origin))
 	var i int
 	switch pos.Type {
 	case engine.IterTrimHorizon:
 		i = first
 	case engine.IterLatest:
-		i = len(recs)
+		i = sh.log.len()
 	case engine.IterAtTimestamp:
 		if pos.Timestamp.IsZero() {
 			return "", &callError{op: op, subject: stream, sub: shard, msg: "AT_TIMESTAMP without a timestamp", err: ErrInvalidArgument}
 		}
-		i = first + sort.Search(len(recs)-first, func(j int) bool { return recs[first+j].arrival >= at })
+		i = max(first, sh.log.search(func(r *krec) bool { return r.arrival >= at }))
 	case engine.IterAtSequenceNumber, engine.IterAfterSequenceNumber:
 		if msg := k.checkSequence(s, sh, pos.Sequence); msg != "" {
 			return "", &callError{op: op, subject: stream, sub: shard, msg: msg, err: ErrInvalidArgument}
@@ -240,14 +238,14 @@ func (k *Kinesis) read(st iterState, ok bool, limit int, now time.Time) (engine.
 		return engine.RecordsPage{}, &callError{op: op, subject: s.name, sub: sh.info.ID, msg: "older than the iterator TTL", err: engine.ErrExpiredIterator}
 	}
 	pos := max(st.pos, k.trim(sh, now))
-	n := len(sh.records)
+	n := sh.log.len()
 	end := min(pos+limit, n)
 	var page engine.RecordsPage
 	if end > pos {
-		page.Records = k.records(s, sh.records[pos:end])
+		page.Records = k.records(s, sh, pos, end)
 	}
-	if end < n {
-		page.MillisBehind = max(time.Duration(int64(now.Sub(k.origin))-sh.records[end-1].arrival).Milliseconds(), 0)
+	if end < n { // then end > pos
+		page.MillisBehind = max(now.Sub(page.Records[len(page.Records)-1].Arrival).Milliseconds(), 0)
 	}
 	if !sh.closed.IsZero() && end == n && (pos == end || !k.opts.SeparateEndPage) {
 		if !k.opts.OmitChildShards {

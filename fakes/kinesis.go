@@ -98,26 +98,21 @@ type kstream struct {
 	data   [][]byte // data[0] is nil
 }
 
-// krec is one stored record: its sequence number's counter, its arrival
-// (nanoseconds from the fake's origin), its partition key and data
-// (indexes into the stream's).
-type krec struct {
-	n       uint64
-	arrival int64
-	pkey    uint32
-	data    uint32
-}
-
 // record returns the engine.Record of r (its Data is shared).
 func (k *Kinesis) record(s *kstream, r *krec) engine.Record {
 	return engine.Record{Sequence: s.seq.format(r.n), PartitionKey: s.pkeys[r.pkey], Data: s.data[r.data], Arrival: k.origin.Add(time.Duration(r.arrival))}
 }
 
-// records returns the engine.Records of rs.
-func (k *Kinesis) records(s *kstream, rs []krec) []engine.Record {
-	out := make([]engine.Record, len(rs))
-	for i := range rs {
-		out[i] = k.record(s, &rs[i])
+// records returns the engine.Records from..to-1 of sh.
+func (k *Kinesis) records(s *kstream, sh *kshard, from, to int) []engine.Record {
+	if to <= from {
+		return nil
+	}
+	out := make([]engine.Record, to-from)
+	c := sh.log.at(from)
+	for i := range out {
+		out[i] = k.record(s, &c.cur)
+		c.next()
 	}
 	return out
 }
@@ -131,7 +126,7 @@ type kshard struct {
 	children    []string
 	created     time.Time
 	closed      time.Time // zero while open
-	records     []krec
+	log         recordLog
 	trimmed     int   // records[:trimmed] are past retention
 	lastArrival int64 // arrival times (from the origin) never decrease within a shard
 	// trimmedBefore: a retention horizon at or below it trims nothing
@@ -314,8 +309,8 @@ func (k *Kinesis) put(s *kstream, partitionKey string, h hashKey, data []byte) (
 	}
 	n := s.seq.next
 	seq := s.seq.take()
-	sh.records = append(sh.records, krec{n: n, arrival: now, pkey: pk, data: d})
-	if sh.trimmed == len(sh.records)-1 {
+	sh.log.append(krec{n: n, arrival: now, pkey: pk, data: d})
+	if sh.trimmed == sh.log.len()-1 {
 		sh.trimmedBefore = now // the oldest retained record
 	}
 	return sh.info.ID, seq, nil
@@ -361,17 +356,21 @@ func (k *Kinesis) trim(sh *kshard, now time.Time) int {
 	if horizon <= sh.trimmedBefore {
 		return sh.trimmed // nothing new past retention
 	}
-	from := sh.trimmed
-	for sh.trimmed < len(sh.records) && sh.records[sh.trimmed].arrival < horizon {
-		sh.trimmed++
+	from, n := sh.trimmed, sh.log.len()
+	if from < n {
+		c := sh.log.at(from)
+		for c.i < n && c.cur.arrival < horizon {
+			c.next()
+		}
+		sh.trimmed = c.i
 	}
 	if k.opts.OnTrim != nil && sh.trimmed > from {
-		k.opts.OnTrim(sh.stream.name, sh.info.ID, k.records(sh.stream, sh.records[from:sh.trimmed]))
+		k.opts.OnTrim(sh.stream.name, sh.info.ID, k.records(sh.stream, sh, from, sh.trimmed))
 	}
 	// until the horizon passes the oldest retained record, nothing changes
 	sh.trimmedBefore = math.MaxInt64
-	if sh.trimmed < len(sh.records) {
-		sh.trimmedBefore = sh.records[sh.trimmed].arrival
+	if sh.trimmed < n {
+		sh.trimmedBefore = sh.log.get(sh.trimmed).arrival
 	}
 	return sh.trimmed
 }
@@ -452,7 +451,7 @@ func (k *Kinesis) Shards(stream string) ([]ShardInfo, error) {
 			CreatedAt: sh.created,
 			ClosedAt:  sh.closed,
 			Listed:    k.listed(sh, now),
-			Records:   len(sh.records),
+			Records:   sh.log.len(),
 			Trimmed:   k.trim(sh, now),
 		}
 	}
@@ -468,7 +467,7 @@ func (k *Kinesis) Records(stream, shard string) ([]engine.Record, error) {
 	if err != nil {
 		return nil, err
 	}
-	return k.records(s, sh.records), nil
+	return k.records(s, sh, 0, sh.log.len()), nil
 }
 
 // RecordAfter returns the first record of the shard (trimmed or not) whose
@@ -479,18 +478,19 @@ func (k *Kinesis) RecordAfter(stream, shard, seq string) (engine.Record, bool, e
 		return engine.Record{}, false, err
 	}
 	i := s.search(sh, seq, true)
-	if i == len(sh.records) {
+	if i == sh.log.len() {
 		return engine.Record{}, false, nil
 	}
-	return k.record(s, &sh.records[i]), true, nil
+	r := sh.log.get(i)
+	return k.record(s, &r), true, nil
 }
 
 // search returns the index of the first record of sh with a sequence
 // number at or above seq (above, with after).
 func (s *kstream) search(sh *kshard, seq string, after bool) int {
 	var buf [seqDigits]byte
-	return sort.Search(len(sh.records), func(j int) bool {
-		c := compareDecimal(s.seq.appendFormat(buf[:0], sh.records[j].n), seq)
+	return sh.log.search(func(r *krec) bool {
+		c := compareDecimal(s.seq.appendFormat(buf[:0], r.n), seq)
 		return c > 0 || c == 0 && !after
 	})
 }
