@@ -82,6 +82,16 @@ swarm:
 	@set -o pipefail; $(GO) test -count=1 -v -timeout 60m ./sim -run '^TestSwarm$$' -sim.seeds=$(SEEDS) \
 		| grep -vE '^(=== (RUN|PAUSE|CONT)|        --- PASS)'
 
+.PHONY: soak
+# soak runs swarm seeds 1-SEEDS on every core (simrun -soak): a progress
+# bar, seeds/s and tier counts; its state (reports/out/soak/swarm/state.json)
+# lets a stopped soak (Ctrl-C) go on where it was when started again, and
+# every failing seed is saved with its replay command under
+# reports/out/soak/swarm/findings. SOAK_FLAGS adds simrun flags (another
+# -scenario, -faults, -state, -findings).
+soak:
+	$(GO) run ./cmd/simrun -soak -seeds 1-$(SEEDS) $(SOAK_FLAGS)
+
 # ---- cmd/live: local AWS-compatible servers, demo and live chaos runs ----
 # The servers these targets start have their own state directory, so they
 # never stop servers that other targets or people started.

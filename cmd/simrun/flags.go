@@ -22,6 +22,8 @@ import (
 const (
 	defaultFirst = 1
 	defaultSeeds = 32
+	// defaultSoakSeeds is the soak's range (1-N) without -seeds.
+	defaultSoakSeeds = 10000
 )
 
 // config is the parsed command line.
@@ -38,8 +40,13 @@ type config struct {
 	verbose  bool
 	cpuProf  string // write a CPU profile of the whole command here
 	memProf  string // write a heap profile at the end here
-	command  string
-	options  map[string]string
+	// soak runs the seeds as a soak: resumable from soakState, failing
+	// seeds saved under findings
+	soak      bool
+	soakState string
+	findings  string
+	command   string
+	options   map[string]string
 }
 
 // errUsage marks an error of the command line (exit status 2).
@@ -90,6 +97,9 @@ func parseArgs(args []string, stderr io.Writer) (*config, error) {
 		verbose  = fs.Bool("v", false, "print every seed's full summary (world, schedule, figures, violations)")
 		cpuProf  = fs.String("cpuprofile", "", "write a CPU profile of the run to this file (go tool pprof)")
 		memProf  = fs.String("memprofile", "", "write a heap profile (allocations) at the end to this file")
+		soak     = fs.Bool("soak", false, "run the seeds (-seeds, default 1-10000) as a soak on every core: a progress bar, a state file that a soak started again with the same flags resumes (-state), every failing seed saved as a case with its replay command (-findings); no report")
+		state    = fs.String("state", "", "the soak's state file (default reports/out/soak/SCENARIO/state.json)")
+		findings = fs.String("findings", "", "the soak's findings folder (default reports/out/soak/SCENARIO/findings)")
 	)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -104,7 +114,7 @@ func parseArgs(args []string, stderr io.Writer) (*config, error) {
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 
 	c := &config{json: *asJSON, list: *list, verbose: *verbose, trace: *traceTo, parallel: *parallel, options: map[string]string{},
-		cpuProf: *cpuProf, memProf: *memProf}
+		cpuProf: *cpuProf, memProf: *memProf, soak: *soak}
 	c.command = commandLine(args)
 	if c.list {
 		return c, nil
@@ -134,6 +144,8 @@ func parseArgs(args []string, stderr io.Writer) (*config, error) {
 			return nil, err
 		}
 		c.first, c.last = a, b
+	case *soak:
+		c.first, c.last = 1, defaultSoakSeeds
 	default:
 		c.first, c.last = defaultFirst, defaultFirst+defaultSeeds-1
 	}
@@ -191,6 +203,23 @@ func parseArgs(args []string, stderr io.Writer) (*config, error) {
 	}
 	if c.trace != "" && c.first != c.last {
 		return nil, usagef("-trace writes the trace of one run: use it with -seed N")
+	}
+	if (set["state"] || set["findings"]) && !c.soak {
+		return nil, usagef("-state and -findings are the soak's: use them with -soak")
+	}
+	if c.soak {
+		if c.json || c.trace != "" || set["out"] {
+			return nil, usagef("-soak prints totals and writes findings: it takes neither -json, -trace nor -out")
+		}
+		dir := filepath.Join(repoRoot(), "reports", "out", "soak", sc.Name)
+		c.soakState, c.findings = *state, *findings
+		if c.soakState == "" {
+			c.soakState = filepath.Join(dir, "state.json")
+		}
+		if c.findings == "" {
+			c.findings = filepath.Join(dir, "findings")
+		}
+		*report = false
 	}
 	if *report {
 		c.out = *out

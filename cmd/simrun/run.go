@@ -72,6 +72,9 @@ func runWith(args []string, stdout, stderr io.Writer, intr interrupts) int {
 			}
 		}()
 	}
+	if c.soak {
+		return runSoak(c, stdout, stderr, intr)
+	}
 	out := bufio.NewWriter(stdout)
 	defer out.Flush()
 

@@ -1,0 +1,493 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/shardlease/shardlease/reports"
+	"github.com/shardlease/shardlease/sim"
+)
+
+// soakState is a soak's progress, saved in its state file as it goes: a
+// soak stopped (Ctrl-C, a crash, a reboot) and started again with the
+// same flags goes on where it was.
+type soakState struct {
+	// Options are the soak's settings (all but the seed range, the
+	// parallelism and the files); a state file is only resumed by a soak
+	// with the same.
+	Options map[string]string `json:"options"`
+	First   uint64            `json:"first"`
+	Last    uint64            `json:"last"`
+	// DoneBelow: every seed from First below it has run; Done are the
+	// seeds at or above it that have run too (sorted).
+	DoneBelow uint64   `json:"done_below"`
+	Done      []uint64 `json:"done,omitempty"`
+
+	Seeds       int            `json:"seeds"`
+	Passed      int            `json:"passed"`
+	Failed      int            `json:"failed"`
+	Errors      int            `json:"errors"`
+	Tiers       map[string]int `json:"tiers"`
+	ByInvariant map[string]int `json:"violations_by_invariant"`
+	Tolerated   int            `json:"tolerated"`
+	LinUnknown  int            `json:"lin_unknown"`
+	// VirtualSeconds, Events: summed over the seeds run.
+	VirtualSeconds float64 `json:"virtual_seconds"`
+	Events         uint64  `json:"events"`
+	// WallSeconds and CPUSeconds (user+sys of simrun) are summed over the
+	// sessions that ran the soak.
+	WallSeconds float64 `json:"wall_seconds"`
+	CPUSeconds  float64 `json:"cpu_seconds"`
+	Sessions    int     `json:"sessions"`
+	// Findings are the failing seeds, each saved as a case in the
+	// findings folder.
+	Findings []soakFinding `json:"findings,omitempty"`
+}
+
+type soakFinding struct {
+	Seed       uint64   `json:"seed"`
+	Invariants []string `json:"invariants,omitempty"`
+	Error      string   `json:"error,omitempty"`
+	Replay     string   `json:"replay"`
+	File       string   `json:"file"`
+}
+
+func (st *soakState) isDone(seed uint64) bool {
+	if seed < st.DoneBelow {
+		return true
+	}
+	_, ok := slices.BinarySearch(st.Done, seed)
+	return ok
+}
+
+// markDone records seed as run and advances DoneBelow over the seeds run.
+func (st *soakState) markDone(seed uint64) {
+	if i, ok := slices.BinarySearch(st.Done, seed); !ok {
+		st.Done = slices.Insert(st.Done, i, seed)
+	}
+	n := 0
+	for n < len(st.Done) && st.Done[n] == st.DoneBelow {
+		st.DoneBelow++
+		n++
+	}
+	st.Done = st.Done[n:]
+}
+
+// soakOptions are the settings a state file must match.
+func soakOptions(c *config) map[string]string {
+	o := map[string]string{}
+	for k, v := range c.options {
+		switch k {
+		case "seed", "seeds", "parallel":
+		default:
+			o[k] = v
+		}
+	}
+	return o
+}
+
+func loadSoakState(path string, c *config) (*soakState, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return &soakState{Options: soakOptions(c), First: c.first, Last: c.last, DoneBelow: c.first,
+			Tiers: map[string]int{}, ByInvariant: map[string]int{}}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var st soakState
+	if err := json.Unmarshal(b, &st); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	want := soakOptions(c)
+	if !mapsEqual(st.Options, want) || st.First != c.first {
+		return nil, fmt.Errorf("%s is the state of another soak (seeds from %d, %s); this one is seeds from %d, %s: pass another -state, or delete it to start again",
+			path, st.First, optionString(st.Options), c.first, optionString(want))
+	}
+	st.Last = c.last // a soak may be extended (or cut short) and goes on
+	if st.Tiers == nil {
+		st.Tiers = map[string]int{}
+	}
+	if st.ByInvariant == nil {
+		st.ByInvariant = map[string]int{}
+	}
+	return &st, nil
+}
+
+func mapsEqual(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || w != v {
+			return false
+		}
+	}
+	return true
+}
+
+func optionString(m map[string]string) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var parts []string
+	for _, k := range keys {
+		parts = append(parts, k+"="+m[k])
+	}
+	return strings.Join(parts, " ")
+}
+
+// save writes the state atomically (a temporary file renamed over it).
+func (st *soakState) save(path string) error {
+	b, err := json.MarshalIndent(st, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+// soakResult is one seed's outcome, from a runner to the collector.
+type soakResult struct {
+	seed    uint64
+	res     *sim.Result
+	err     error
+	finding *soakFinding
+}
+
+// cpuSeconds returns the process's user+sys CPU time so far.
+func cpuSeconds() float64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
+}
+
+// runSoak runs every seed of c's range not yet run (by its state file) on
+// c.parallel goroutines, saves the state as it goes and each failing seed
+// as a case in the findings folder, and prints the totals. It returns the
+// exit status: 0 if every seed run so far passed, 1 if one failed, 130 if
+// interrupted.
+func runSoak(c *config, stdout, stderr io.Writer, intr interrupts) int {
+	for _, dir := range []string{filepath.Dir(c.soakState), c.findings} {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			fmt.Fprintf(stderr, "simrun: %v\n", err)
+			return exitUsage
+		}
+	}
+	st, err := loadSoakState(c.soakState, c)
+	if err != nil {
+		fmt.Fprintf(stderr, "simrun: -soak: %v\n", err)
+		return exitUsage
+	}
+	total := int(c.last - c.first + 1)
+	var todo []uint64
+	for s := c.first; s <= c.last; s++ {
+		if !st.isDone(s) {
+			todo = append(todo, s)
+		}
+	}
+	already := total - len(todo)
+	fmt.Fprintf(stdout, "soak: scenario %s, seeds %d-%d on %d cores: %d to run", c.scenario.Name, c.first, c.last, c.parallel, len(todo))
+	if already > 0 {
+		fmt.Fprintf(stdout, " (%d already run, from %s)", already, c.soakState)
+	}
+	fmt.Fprintf(stdout, "; state %s, findings %s\n", c.soakState, c.findings)
+
+	prog := newSoakProgress(stderr, total, already, st.Failed, isTerminal(stderr))
+	start, cpu0 := time.Now(), cpuSeconds()
+	st.Sessions++
+
+	next := make(chan uint64)
+	results := make(chan soakResult)
+	var wg sync.WaitGroup
+	for w := 0; w < c.parallel; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for seed := range next {
+				results <- c.soakOne(seed)
+			}
+		}()
+	}
+	go func() {
+		defer close(next)
+		for _, s := range todo {
+			select {
+			case next <- s:
+			case <-intr.stop:
+				return
+			}
+		}
+	}()
+	go func() {
+		wg.Wait()
+		close(results)
+	}()
+
+	status := exitPass
+	lastSave := time.Now()
+	save := func() {
+		st.WallSeconds += time.Since(start).Seconds()
+		st.CPUSeconds += cpuSeconds() - cpu0
+		start, cpu0 = time.Now(), cpuSeconds()
+		if err := st.save(c.soakState); err != nil {
+			fmt.Fprintf(stderr, "simrun: saving the soak's state: %v\n", err)
+			status = exitUsage
+		}
+	}
+	sessionStart, sessionCPU := time.Now(), cpuSeconds()
+	interrupted := false
+	stop := intr.stop
+	ran := 0
+collect:
+	for {
+		select {
+		case r, ok := <-results:
+			if !ok {
+				break collect
+			}
+			ran++
+			st.record(r)
+			prog.done(r.finding != nil, st)
+			if r.finding != nil {
+				prog.print(func() {
+					fmt.Fprintf(stdout, "FINDING seed %d: %s\n  replay: %s\n  case: %s\n", r.seed, findingWhat(r.finding), r.finding.Replay, r.finding.File)
+				})
+			}
+			if time.Since(lastSave) >= 2*time.Second {
+				save()
+				lastSave = time.Now()
+			}
+		case <-stop:
+			interrupted = true
+			prog.print(func() {
+				fmt.Fprintf(stderr, "simrun: interrupted: the seeds in flight finish (interrupt again to give them up); the state is saved\n")
+			})
+			stop = nil
+		case <-intr.abandon:
+			break collect
+		}
+	}
+	prog.finish()
+	save()
+	wall := time.Since(sessionStart)
+	cpu := cpuSeconds() - sessionCPU
+	printSoak(stdout, c, st, ran, wall, cpu, interrupted)
+	switch {
+	case interrupted:
+		return exitInterrupted
+	case status != exitPass:
+		return status
+	case st.Failed > 0 || st.Errors > 0:
+		return exitViolation
+	}
+	return exitPass
+}
+
+func findingWhat(f *soakFinding) string {
+	if f.Error != "" {
+		return "could not run: " + f.Error
+	}
+	return "broke " + strings.Join(f.Invariants, ", ")
+}
+
+// soakOne runs one seed and, if it fails, saves it as a case.
+func (c *config) soakOne(seed uint64) soakResult {
+	o := c.base
+	o.Seed = seed
+	o.NoExcerpts = true // passing seeds need none; a finding is run again below
+	res, err := sim.Run(o)
+	r := soakResult{seed: seed, res: res, err: err}
+	if err == nil {
+		c.fixReplay(o, res)
+		if res.OK() {
+			return r
+		}
+	}
+	// a finding: run it again with its excerpts and save it
+	o.NoExcerpts = false
+	f := &soakFinding{Seed: seed, Replay: replayCommand(o, c.scenario.Options)}
+	var b strings.Builder
+	fmt.Fprintf(&b, "simrun soak finding: scenario %s, seed %d\nreplay: %s\n\n", c.scenario.Name, seed, f.Replay)
+	if err != nil {
+		f.Error = err.Error()
+		fmt.Fprintf(&b, "the run could not complete: %v\n", err)
+	} else {
+		full, err2 := sim.Run(o)
+		if err2 != nil {
+			full = res
+			fmt.Fprintf(&b, "(the re-run for the excerpts failed: %v)\n", err2)
+		}
+		c.fixReplay(o, full)
+		for _, v := range full.Violations {
+			if !slices.Contains(f.Invariants, v.Invariant) {
+				f.Invariants = append(f.Invariants, v.Invariant)
+			}
+		}
+		b.WriteString(full.Summary())
+		if js, err := json.Marshal(reports.NewSeed(c.scenario.Name, o, full, 0)); err == nil {
+			b.WriteString("\njson: ")
+			b.Write(js)
+			b.WriteString("\n")
+		}
+	}
+	f.File = filepath.Join(c.findings, c.scenario.Name+"-seed-"+strconv.FormatUint(seed, 10)+".txt")
+	if werr := os.WriteFile(f.File, []byte(b.String()), 0o644); werr != nil {
+		f.Error += " (the case could not be written: " + werr.Error() + ")"
+	}
+	r.finding = f
+	return r
+}
+
+// record adds one seed's outcome to the totals.
+func (st *soakState) record(r soakResult) {
+	st.markDone(r.seed)
+	st.Seeds++
+	if r.finding != nil {
+		st.Findings = append(st.Findings, *r.finding)
+	}
+	if r.err != nil {
+		st.Errors++
+		return
+	}
+	res := r.res
+	st.Tiers[res.Tier()]++
+	st.VirtualSeconds += res.VirtualSeconds
+	st.Events += res.Events
+	st.Tolerated += len(res.Tolerated)
+	if res.Lin.Unknown {
+		st.LinUnknown++
+	}
+	if res.OK() {
+		st.Passed++
+		return
+	}
+	st.Failed++
+	for _, v := range res.Violations {
+		st.ByInvariant[v.Invariant]++
+	}
+}
+
+func printSoak(w io.Writer, c *config, st *soakState, ran int, wall time.Duration, cpu float64, interrupted bool) {
+	verdict := "PASS"
+	if st.Failed > 0 || st.Errors > 0 {
+		verdict = "FAIL"
+	}
+	if interrupted {
+		verdict = "INTERRUPTED"
+	}
+	total := int(c.last - c.first + 1)
+	fmt.Fprintf(w, "%s: soak of scenario %s, seeds %d-%d: %d of %d run (%d this session), %d passed, %d failed", verdict, c.scenario.Name, c.first, c.last, st.Seeds, total, ran, st.Passed, st.Failed)
+	if st.Errors > 0 {
+		fmt.Fprintf(w, ", %d could not run", st.Errors)
+	}
+	fmt.Fprintf(w, "; tiers: %d inside, %d outside; %d S1 tolerated outside the assumptions; Lin unknown on %d\n",
+		st.Tiers["inside"], st.Tiers["outside"], st.Tolerated, st.LinUnknown)
+	if len(st.ByInvariant) > 0 {
+		var parts []string
+		for _, k := range sortedKeys(st.ByInvariant) {
+			parts = append(parts, fmt.Sprintf("%s %d", k, st.ByInvariant[k]))
+		}
+		fmt.Fprintf(w, "violations: %s\n", strings.Join(parts, ", "))
+	}
+	if ran > 0 && wall > 0 {
+		fmt.Fprintf(w, "speed this session: %d seeds in %s wall, %.1f seeds/s on %d cores (%.1f per CPU second, %.0f CPU s)\n",
+			ran, wall.Round(time.Second), float64(ran)/wall.Seconds(), c.parallel, float64(ran)/max(cpu, 1e-9), cpu)
+	}
+	if st.WallSeconds > 0 && st.Sessions > 1 {
+		fmt.Fprintf(w, "speed over %d sessions: %.1f seeds/s, %.1f per CPU second\n", st.Sessions, float64(st.Seeds)/st.WallSeconds, float64(st.Seeds)/max(st.CPUSeconds, 1e-9))
+	}
+	for _, f := range st.Findings {
+		fmt.Fprintf(w, "finding: seed %d %s; %s; replay: %s\n", f.Seed, findingWhat(&f), f.File, f.Replay)
+	}
+	fmt.Fprintf(w, "state: %s\n", c.soakState)
+}
+
+// soakProgress draws the soak's progress bar: seeds, seeds/s, failures,
+// tiers, time left.
+type soakProgress struct {
+	mu                sync.Mutex
+	w                 io.Writer
+	on                bool
+	total, n, already int
+	failed            int
+	inside, outside   int
+	start, last       time.Time
+	drawn, stopped    bool
+}
+
+func newSoakProgress(w io.Writer, total, already, failed int, on bool) *soakProgress {
+	return &soakProgress{w: w, on: on, total: total, n: already, already: already, failed: failed, start: time.Now()}
+}
+
+func (p *soakProgress) done(failed bool, st *soakState) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.n++
+	if failed {
+		p.failed++
+	}
+	p.inside, p.outside = st.Tiers["inside"], st.Tiers["outside"]
+	if !p.on || p.stopped {
+		return
+	}
+	if now := time.Now(); now.Sub(p.last) >= 200*time.Millisecond || p.n == p.total {
+		p.last = now
+		p.draw()
+	}
+}
+
+func (p *soakProgress) draw() {
+	const width = 30
+	fill := width * p.n / p.total
+	el := time.Since(p.start)
+	ran := p.n - p.already
+	rate := float64(ran) / max(el.Seconds(), 1e-9)
+	eta := ""
+	if ran > 0 && p.n < p.total {
+		eta = ", ~" + time.Duration(float64(p.total-p.n)/rate*float64(time.Second)).Round(time.Second).String() + " left"
+	}
+	fail := ""
+	if p.failed > 0 {
+		fail = fmt.Sprintf(", %d FAILED", p.failed)
+	}
+	fmt.Fprintf(p.w, "\r\033[K[%s%s] %d/%d seeds, %.1f/s, %d inside %d outside%s%s",
+		strings.Repeat("#", fill), strings.Repeat(".", width-fill), p.n, p.total, rate, p.inside, p.outside, fail, eta)
+	p.drawn = true
+}
+
+func (p *soakProgress) print(f func()) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.drawn {
+		fmt.Fprint(p.w, "\r\033[K")
+		p.drawn = false
+	}
+	f()
+}
+
+func (p *soakProgress) finish() {
+	p.print(func() {})
+	p.mu.Lock()
+	p.stopped = true
+	p.mu.Unlock()
+}
