@@ -51,11 +51,16 @@ lint: tools
 	$(GOBIN)/staticcheck ./...
 	$(GOBIN)/staticcheck $(MUTATIONS) ./...
 
-# bench runs every benchmark once over a short time (the simulator's speed
-# at 10 x 100, the fakes, the linearizability checker); BIG=1 adds the
-# 100 workers x 2,000 shards simulation (minutes).
+# bench measures the simulator's figures (simrun -bench, about 4 minutes):
+# CPU time (user+sys) and peak RSS of a simrun process per world (10x100
+# and 100x2000 for one virtual hour and 10 minutes, CPU per event from 1x100
+# to 100x2000, seeds per second of the default swarm) into
+# reports/bench.json, with the targets met or not and the README's tables;
+# then every package benchmark once (trace hash, checkers, fakes,
+# linearizability, engine). The go benchmarks of package sim
+# (BenchmarkSim*, -sim.big) stay available by hand.
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem -benchtime 1x ./sim $(if $(BIG),-sim.big)
+	$(GO) run ./cmd/simrun -bench reports/bench.json
 	$(GO) test -run '^$$' -bench . -benchmem ./sim/trace/... ./sim/check/... ./fakes/... ./linearizability/... ./engine/...
 
 # Local AWS-compatible servers (dynalite, kinesalite) on 127.0.0.1; see

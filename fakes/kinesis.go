@@ -98,25 +98,6 @@ type kstream struct {
 	data   [][]byte // data[0] is nil
 }
 
-// record returns the engine.Record of r (its Data is shared).
-func (k *Kinesis) record(s *kstream, r *krec) engine.Record {
-	return engine.Record{Sequence: s.seq.format(r.n), PartitionKey: s.pkeys[r.pkey], Data: s.data[r.data], Arrival: k.origin.Add(time.Duration(r.arrival))}
-}
-
-// records returns the engine.Records from..to-1 of sh.
-func (k *Kinesis) records(s *kstream, sh *kshard, from, to int) []engine.Record {
-	if to <= from {
-		return nil
-	}
-	out := make([]engine.Record, to-from)
-	c := sh.log.at(from)
-	for i := range out {
-		out[i] = k.record(s, &c.cur)
-		c.next()
-	}
-	return out
-}
-
 // kshard is one shard of a stream.
 type kshard struct {
 	index       int
@@ -468,57 +449,6 @@ func (k *Kinesis) Records(stream, shard string) ([]engine.Record, error) {
 		return nil, err
 	}
 	return k.records(s, sh, 0, sh.log.len()), nil
-}
-
-// RecordAfter returns the first record of the shard (trimmed or not) whose
-// sequence number is above seq, and false if there is none.
-func (k *Kinesis) RecordAfter(stream, shard, seq string) (engine.Record, bool, error) {
-	s, sh, err := k.lookup(0, stream, shard)
-	if err != nil {
-		return engine.Record{}, false, err
-	}
-	i := s.search(sh, seq, true)
-	if i == sh.log.len() {
-		return engine.Record{}, false, nil
-	}
-	r := sh.log.get(i)
-	return k.record(s, &r), true, nil
-}
-
-// search returns the index of the first record of sh with a sequence
-// number at or above seq (above, with after).
-func (s *kstream) search(sh *kshard, seq string, after bool) int {
-	var buf [seqDigits]byte
-	return sh.log.search(func(r *krec) bool {
-		c := compareDecimal(s.seq.appendFormat(buf[:0], r.n), seq)
-		return c > 0 || c == 0 && !after
-	})
-}
-
-// compareDecimal compares the decimal numbers a and b (valid, leading
-// zeros ignored) numerically.
-func compareDecimal(a []byte, b string) int {
-	for len(a) > 1 && a[0] == '0' {
-		a = a[1:]
-	}
-	for len(b) > 1 && b[0] == '0' {
-		b = b[1:]
-	}
-	if len(a) != len(b) {
-		if len(a) < len(b) {
-			return -1
-		}
-		return 1
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			if a[i] < b[i] {
-				return -1
-			}
-			return 1
-		}
-	}
-	return 0
 }
 
 // Trimmed returns how many records of the shard are past retention now

@@ -68,6 +68,19 @@
 //     SDK): a retry of an applied write reports a condition failure. Use
 //     AssumeHiddenRetries unless the recorder tells retried calls apart.
 //
+// # Checking as the history is recorded
+//
+// Online checks a simulator trace record by record, key by key, without
+// keeping the history: a key's calls are cut into windows where none is in
+// flight, and each window is searched exhaustively for the states the key
+// may be in after it, starting from those the windows before left. A
+// write whose outcome its caller never learnt ends with the simulator's
+// trace.KindCallEnd record (no attempt of it can reach the table after
+// that), so it is bounded where FromTrace, which serves recorders above the
+// network, must let it apply at any later time. A window too large for its
+// search budget makes its key unknown, never a pass. cmd/live's histories
+// are checked with FromTrace and Check.
+//
 // # Results
 //
 // Check returns Result: Ok only if every key's history is linearizable and

@@ -16,17 +16,16 @@ import (
 
 // small is a call of a random one-key history: what it did and when.
 type small struct {
-	op         engine.Op // OpCreateLease, OpUpdateLease, OpDeleteLease, OpGetLease
-	call, ret  int64
-	exp        engine.Expect
-	owner      string // the row written, or read
-	counter    int64
-	found      bool   // a read found a row
-	outcome    string // writes: ok, condition-failed, unknown
-	unordered  bool   // (test) a perturbed outcome
-	applied    bool   // (generation) the write applied
-	appliedAt  int64
-	controlled bool
+	op        engine.Op // OpCreateLease, OpUpdateLease, OpDeleteLease, OpGetLease
+	call, ret int64
+	exp       engine.Expect
+	owner     string // the row written, or read
+	counter   int64
+	found     bool   // a read found a row
+	outcome   string // writes: ok, condition-failed, unknown
+	unordered bool   // (test) a perturbed outcome
+	applied   bool   // (generation) the write applied
+	appliedAt int64
 }
 
 var smallRows = []struct {

@@ -45,8 +45,12 @@ type config struct {
 	soak      bool
 	soakState string
 	findings  string
-	command   string
-	options   map[string]string
+	// bench measures the figures into this file (runBench)
+	bench      string
+	benchBin   string
+	benchCases []string
+	command    string
+	options    map[string]string
 }
 
 // errUsage marks an error of the command line (exit status 2).
@@ -100,6 +104,9 @@ func parseArgs(args []string, stderr io.Writer) (*config, error) {
 		soak     = fs.Bool("soak", false, "run the seeds (-seeds, default 1-10000) as a soak on every core: a progress bar, a state file that a soak started again with the same flags resumes (-state), every failing seed saved as a case with its replay command (-findings); no report")
 		state    = fs.String("state", "", "the soak's state file (default reports/out/soak/SCENARIO/state.json)")
 		findings = fs.String("findings", "", "the soak's findings folder (default reports/out/soak/SCENARIO/findings)")
+		bench    = fs.String("bench", "", "measure the simulator's speed and memory (CPU time, peak RSS of a child simrun per case) and write the figures to this JSON file (make bench: reports/bench.json)")
+		benchBin = fs.String("bench-binary", "", "with -bench: measure this simrun binary instead of this one (a baseline)")
+		benchSel = fs.String("bench-cases", "", "with -bench: only these cases (comma-separated names)")
 	)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -114,9 +121,15 @@ func parseArgs(args []string, stderr io.Writer) (*config, error) {
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 
 	c := &config{json: *asJSON, list: *list, verbose: *verbose, trace: *traceTo, parallel: *parallel, options: map[string]string{},
-		cpuProf: *cpuProf, memProf: *memProf, soak: *soak}
+		cpuProf: *cpuProf, memProf: *memProf, soak: *soak, bench: *bench, benchBin: *benchBin}
+	if *benchSel != "" {
+		c.benchCases = strings.Split(*benchSel, ",")
+	}
+	if (c.benchBin != "" || c.benchCases != nil) && c.bench == "" {
+		return nil, usagef("-bench-binary and -bench-cases go with -bench FILE")
+	}
 	c.command = commandLine(args)
-	if c.list {
+	if c.list || c.bench != "" {
 		return c, nil
 	}
 	sc, ok := scenarios.Lookup(*scenario)

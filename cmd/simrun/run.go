@@ -60,6 +60,9 @@ func runWith(args []string, stdout, stderr io.Writer, intr interrupts) int {
 		listing(stdout)
 		return exitPass
 	}
+	if c.bench != "" {
+		return runBench(c.bench, c.benchBin, c.benchCases, stdout, stderr)
+	}
 	if c.cpuProf != "" || c.memProf != "" {
 		stop, err := startProfiles(c.cpuProf, c.memProf)
 		if err != nil {

@@ -109,7 +109,3 @@ func (p Pos) Compare(q Pos) int {
 func (p Pos) Covers(q Seq) bool {
 	return p.rank == 2 || (p.rank == 1 && p.seq.Compare(q) >= 0)
 }
-
-// cmpSeq compares two sequence numbers given as strings ("" before
-// everything).
-func cmpSeq(a, b string) int { return ParseSeq(a).Compare(ParseSeq(b)) }

@@ -1,0 +1,263 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"runtime"
+	"runtime/debug"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// benchCase is one measured run of simrun: its flags and what it shows.
+type benchCase struct {
+	Name string
+	What string
+	Args []string
+	// Swarm: the case is a sweep of seeds, measured in seeds per second.
+	Swarm bool
+}
+
+// world returns the flags of one seed of W workers x S shards for a
+// virtual length (two thirds chaos without faults, one third healing).
+func world(workers, shards int, length time.Duration) []string {
+	return []string{"-seed", "1", "-workers", fmt.Sprint(workers), "-shards", fmt.Sprint(shards),
+		"-duration", (length * 2 / 3).String(), "-quiet", (length / 3).String(), "-faults", "none"}
+}
+
+// benchCases are the figures `make bench` measures (simrun -bench).
+func benchCases() []benchCase {
+	h, m := time.Hour, 10*time.Minute
+	cs := []benchCase{
+		{Name: "10x100-1h", What: "10 workers x 100 shards, one virtual hour, no faults", Args: world(10, 100, h)},
+		{Name: "10x100-10m", What: "the same, 10 virtual minutes (memory flat in run length)", Args: world(10, 100, m)},
+		{Name: "100x2000-1h", What: "100 workers x 2,000 shards, one virtual hour, no faults", Args: world(100, 2000, h)},
+		{Name: "100x2000-10m", What: "the same, 10 virtual minutes (memory flat in run length)", Args: world(100, 2000, m)},
+		{Name: "100x2000-3m", What: "the same, 3 virtual minutes (what a baseline that cannot hold an hour runs)", Args: world(100, 2000, 3*time.Minute)},
+	}
+	for _, ws := range [][2]int{{1, 100}, {10, 10}, {100, 100}, {10, 1000}} {
+		cs = append(cs, benchCase{Name: fmt.Sprintf("%dx%d-10m", ws[0], ws[1]), What: fmt.Sprintf("%d workers x %d shards, 10 virtual minutes (CPU per event)", ws[0], ws[1]),
+			Args: world(ws[0], ws[1], m)})
+	}
+	cs = append(cs, benchCase{Name: "swarm-200", What: "the default swarm (make sim's scenario), seeds 1-200, on every core", Swarm: true,
+		Args: []string{"-seeds", "1-200", "-parallel", fmt.Sprint(runtime.NumCPU())}})
+	return cs
+}
+
+// benchResult is one case's measurement. CPU is user+sys of the simrun
+// process that ran it (its GC workers included); PeakRSS its maximum
+// resident set.
+type benchResult struct {
+	Name    string `json:"name"`
+	What    string `json:"what"`
+	Command string `json:"command"`
+
+	VirtualSeconds float64 `json:"virtual_seconds"`
+	Events         uint64  `json:"events"`
+	Seeds          int     `json:"seeds,omitempty"`
+	TraceHash      string  `json:"trace_hash,omitempty"`
+
+	UserSeconds float64 `json:"user_seconds"`
+	SysSeconds  float64 `json:"sys_seconds"`
+	CPUSeconds  float64 `json:"cpu_seconds"`
+	WallSeconds float64 `json:"wall_seconds"`
+	PeakRSSMB   float64 `json:"peak_rss_mb"`
+
+	VirtualPerCPUSecond float64 `json:"virtual_seconds_per_cpu_second"`
+	MicrosPerEvent      float64 `json:"cpu_us_per_event"`
+	SeedsPerSecond      float64 `json:"seeds_per_wall_second,omitempty"`
+	SeedsPerCPUSecond   float64 `json:"seeds_per_cpu_second,omitempty"`
+}
+
+// benchTarget is one of the figures' targets and whether it was met.
+type benchTarget struct {
+	Target string  `json:"target"`
+	Value  float64 `json:"value"`
+	Limit  float64 `json:"limit"`
+	Met    bool    `json:"met"`
+}
+
+type benchReport struct {
+	Commit  string        `json:"commit,omitempty"`
+	Go      string        `json:"go"`
+	CPUs    int           `json:"cpus"`
+	Binary  string        `json:"binary"`
+	Cases   []benchResult `json:"cases"`
+	Targets []benchTarget `json:"targets"`
+}
+
+// runBench measures the cases named in only (all if empty) with binary
+// bin (this simrun if empty), writes the report as JSON to path, and
+// prints a table. It returns the exit status.
+func runBench(path, bin string, only []string, stdout, stderr io.Writer) int {
+	if bin == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			fmt.Fprintf(stderr, "simrun: -bench: %v\n", err)
+			return exitUsage
+		}
+		bin = exe
+	}
+	rep := benchReport{Go: runtime.Version(), CPUs: runtime.NumCPU(), Binary: bin}
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, s := range bi.Settings {
+			if s.Key == "vcs.revision" {
+				rep.Commit = s.Value
+			}
+		}
+	}
+	want := map[string]bool{}
+	for _, n := range only {
+		want[strings.TrimSpace(n)] = true
+	}
+	for _, bc := range benchCases() {
+		if len(want) > 0 && !want[bc.Name] {
+			continue
+		}
+		fmt.Fprintf(stderr, "bench: %s ...\n", bc.Name)
+		r, err := measure(bin, bc)
+		if err != nil {
+			fmt.Fprintf(stderr, "simrun: -bench %s: %v\n", bc.Name, err)
+			return exitUsage
+		}
+		rep.Cases = append(rep.Cases, r)
+	}
+	rep.Targets = targets(rep.Cases)
+	b, err := json.MarshalIndent(rep, "", "  ")
+	if err != nil {
+		fmt.Fprintf(stderr, "simrun: %v\n", err)
+		return exitUsage
+	}
+	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+		fmt.Fprintf(stderr, "simrun: -bench: %v\n", err)
+		return exitUsage
+	}
+	printBench(stdout, &rep)
+	fmt.Fprintf(stdout, "written: %s\n", path)
+	return exitPass
+}
+
+// measure runs one case in a child process and reads its rusage.
+func measure(bin string, bc benchCase) (benchResult, error) {
+	args := append(append([]string(nil), bc.Args...), "-json", "-report=false")
+	if !bc.Swarm {
+		args = append(args, "-parallel", "1")
+	}
+	r := benchResult{Name: bc.Name, What: bc.What, Command: "go run ./cmd/simrun " + strings.Join(args, " ")}
+	cmd := exec.Command(bin, args...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	start := time.Now()
+	err := cmd.Run()
+	r.WallSeconds = time.Since(start).Seconds()
+	if err != nil {
+		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != exitViolation {
+			return r, fmt.Errorf("%v: %s", err, errb.String())
+		}
+	}
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		r.UserSeconds = time.Duration(ru.Utime.Nano()).Seconds()
+		r.SysSeconds = time.Duration(ru.Stime.Nano()).Seconds()
+		r.PeakRSSMB = float64(ru.Maxrss) / 1024 // Linux: KiB
+	}
+	r.CPUSeconds = r.UserSeconds + r.SysSeconds
+	sc := bufio.NewScanner(&out)
+	sc.Buffer(nil, 1<<26)
+	for sc.Scan() {
+		var s struct {
+			Virtual   float64 `json:"virtual_seconds"`
+			Events    uint64  `json:"events"`
+			TraceHash string  `json:"trace_hash"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &s); err != nil {
+			return r, fmt.Errorf("a line of output: %v", err)
+		}
+		r.Seeds++
+		r.VirtualSeconds += s.Virtual
+		r.Events += s.Events
+		r.TraceHash = s.TraceHash
+	}
+	if r.CPUSeconds > 0 {
+		r.VirtualPerCPUSecond = round(r.VirtualSeconds/r.CPUSeconds, 1)
+	}
+	if r.Events > 0 {
+		r.MicrosPerEvent = round(r.CPUSeconds*1e6/float64(r.Events), 3)
+	}
+	if bc.Swarm {
+		r.SeedsPerSecond = round(float64(r.Seeds)/r.WallSeconds, 2)
+		r.SeedsPerCPUSecond = round(float64(r.Seeds)/r.CPUSeconds, 2)
+		r.TraceHash = ""
+	} else {
+		r.Seeds = 0
+	}
+	r.CPUSeconds, r.UserSeconds, r.SysSeconds = round(r.CPUSeconds, 2), round(r.UserSeconds, 2), round(r.SysSeconds, 2)
+	r.WallSeconds, r.PeakRSSMB = round(r.WallSeconds, 2), round(r.PeakRSSMB, 1)
+	return r, nil
+}
+
+func round(x float64, digits int) float64 {
+	p := 1.0
+	for range digits {
+		p *= 10
+	}
+	return float64(int64(x*p+0.5)) / p
+}
+
+// targets are issue 9's targets, from the cases measured.
+func targets(cs []benchResult) []benchTarget {
+	by := map[string]*benchResult{}
+	for i := range cs {
+		by[cs[i].Name] = &cs[i]
+	}
+	var out []benchTarget
+	if r := by["10x100-1h"]; r != nil {
+		out = append(out, benchTarget{"10x100, one virtual hour: virtual seconds per CPU second >= 2000", r.VirtualPerCPUSecond, 2000, r.VirtualPerCPUSecond >= 2000},
+			benchTarget{"10x100, one virtual hour: peak RSS <= 200 MB", r.PeakRSSMB, 200, r.PeakRSSMB <= 200})
+	}
+	if r := by["100x2000-1h"]; r != nil {
+		out = append(out, benchTarget{"100x2000, one virtual hour: virtual seconds per CPU second >= 100", r.VirtualPerCPUSecond, 100, r.VirtualPerCPUSecond >= 100},
+			benchTarget{"100x2000, one virtual hour: peak RSS <= 1024 MB", r.PeakRSSMB, 1024, r.PeakRSSMB <= 1024})
+	}
+	for _, w := range []string{"10x100", "100x2000"} {
+		a, b := by[w+"-1h"], by[w+"-10m"]
+		if a == nil || b == nil || b.PeakRSSMB == 0 {
+			continue
+		}
+		ratio := round(a.PeakRSSMB/b.PeakRSSMB, 3)
+		out = append(out, benchTarget{w + ": peak RSS of one hour / of 10 minutes within 1 ± 0.2", ratio, 1.2, ratio >= 0.8 && ratio <= 1.2})
+	}
+	return out
+}
+
+// printBench prints the cases and targets as Markdown tables (the README
+// quotes them).
+func printBench(w io.Writer, rep *benchReport) {
+	fmt.Fprintf(w, "| case | virtual s | events | CPU s (user+sys) | virtual s per CPU s | CPU µs per event | peak RSS MB | command |\n| --- | --- | --- | --- | --- | --- | --- | --- |\n")
+	for _, r := range rep.Cases {
+		if r.Seeds > 0 {
+			continue
+		}
+		fmt.Fprintf(w, "| %s | %.0f | %d | %.2f | %.0f | %.3f | %.1f | `%s` |\n", r.Name, r.VirtualSeconds, r.Events, r.CPUSeconds, r.VirtualPerCPUSecond, r.MicrosPerEvent, r.PeakRSSMB, r.Command)
+	}
+	for _, r := range rep.Cases {
+		if r.Seeds == 0 {
+			continue
+		}
+		fmt.Fprintf(w, "\n%s: %d seeds in %.1f s wall on %d cores, %.2f seeds/s; %.1f CPU s, %.2f seeds per CPU second; peak RSS %.1f MB (`%s`)\n",
+			r.Name, r.Seeds, r.WallSeconds, rep.CPUs, r.SeedsPerSecond, r.CPUSeconds, r.SeedsPerCPUSecond, r.PeakRSSMB, r.Command)
+	}
+	fmt.Fprintf(w, "\n| target | measured | met |\n| --- | --- | --- |\n")
+	for _, t := range rep.Targets {
+		met := "yes"
+		if !t.Met {
+			met = "NO"
+		}
+		fmt.Fprintf(w, "| %s | %v | %s |\n", t.Target, t.Value, met)
+	}
+}
