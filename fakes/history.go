@@ -30,12 +30,13 @@ type version struct {
 // absent version at the zero time, so that a stale read can still miss a
 // freshly created row.
 type history struct {
-	v []version
+	key string
+	v   []version
 }
 
 // newHistory returns the history of a key that has never existed.
-func newHistory() *history {
-	h := &history{v: make([]version, 1, 2)}
+func newHistory(key string) *history {
+	h := &history{key: key, v: make([]version, 1, 2)}
 	h.v[0] = version{state: rowAbsent}
 	return h
 }

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/shardlease/shardlease/engine"
@@ -65,7 +66,7 @@ type LeaseTable struct {
 	rng   *rand.Rand
 	lag   time.Duration
 	rows  map[string]*history
-	keys  []string // sorted keys of rows
+	order []*history // rows sorted by key
 	stats Stats
 
 	index   *pendingIndex
@@ -313,18 +314,23 @@ func (t *LeaseTable) write(key string, v version, now time.Time) {
 		if v.state == rowAbsent {
 			return
 		}
-		h = newHistory()
+		h = newHistory(key)
 		t.rows[key] = h
-		i, _ := slices.BinarySearch(t.keys, key)
-		t.keys = slices.Insert(t.keys, i, key)
+		i, _ := t.find(key)
+		t.order = slices.Insert(t.order, i, h)
 	}
 	h.write(v, t.horizon(now))
 	if h.gone() {
 		delete(t.rows, key)
-		if i, ok := slices.BinarySearch(t.keys, key); ok {
-			t.keys = slices.Delete(t.keys, i, i+1)
+		if i, ok := t.find(key); ok {
+			t.order = slices.Delete(t.order, i, i+1)
 		}
 	}
+}
+
+// find returns the position of key in t.order, or where it would go.
+func (t *LeaseTable) find(key string) (int, bool) {
+	return slices.BinarySearchFunc(t.order, key, func(h *history, k string) int { return strings.Compare(h.key, k) })
 }
 
 // list returns the rows in key order. Unless consistent, each row is a
@@ -333,17 +339,17 @@ func (t *LeaseTable) write(key string, v version, now time.Time) {
 // deleted keys; Snapshot passes false so that it stays a pure read.
 func (t *LeaseTable) list(now time.Time, consistent, prune bool) engine.Listing {
 	horizon := t.horizon(now)
-	out := engine.Listing{Leases: make([]engine.Lease, 0, len(t.keys))}
+	out := engine.Listing{Leases: make([]engine.Lease, 0, len(t.order))}
 	n := 0
-	for _, key := range t.keys {
-		h := t.rows[key]
+	for _, h := range t.order {
+		key := h.key
 		if prune {
 			h.prune(horizon)
 			if h.gone() {
 				delete(t.rows, key)
 				continue
 			}
-			t.keys[n] = key
+			t.order[n] = h
 			n++
 		}
 		v := h.current()
@@ -360,8 +366,8 @@ func (t *LeaseTable) list(now time.Time, consistent, prune bool) engine.Listing 
 		}
 	}
 	if prune {
-		clear(t.keys[n:])
-		t.keys = t.keys[:n]
+		clear(t.order[n:])
+		t.order = t.order[:n]
 	}
 	return out
 }
@@ -373,16 +379,16 @@ func (t *LeaseTable) listAt(now, at time.Time) engine.Listing {
 	if at.Before(horizon) {
 		at = horizon
 	}
-	out := engine.Listing{Leases: make([]engine.Lease, 0, len(t.keys))}
+	out := engine.Listing{Leases: make([]engine.Lease, 0, len(t.order))}
 	n := 0
-	for _, key := range t.keys {
-		h := t.rows[key]
+	for _, h := range t.order {
+		key := h.key
 		h.prune(horizon)
 		if h.gone() {
 			delete(t.rows, key)
 			continue
 		}
-		t.keys[n] = key
+		t.order[n] = h
 		n++
 		var v *version
 		if at.Before(now) {
@@ -397,8 +403,8 @@ func (t *LeaseTable) listAt(now, at time.Time) engine.Listing {
 			out.Malformed = append(out.Malformed, engine.MalformedRow{Key: key, Reason: v.reason})
 		}
 	}
-	clear(t.keys[n:])
-	t.keys = t.keys[:n]
+	clear(t.order[n:])
+	t.order = t.order[:n]
 	return out
 }
 
