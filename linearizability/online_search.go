@@ -61,20 +61,23 @@ func search(from []ostate, w []*kop, budget int, dst []ostate) (out []ostate, ok
 		}
 		return out, true
 	}
-	if len(w) > 62 {
+	if len(w) > maxWindow {
 		return nil, false
 	}
 	// pred[i]: the calls that returned before call i was made (they come
 	// first in every linearization)
-	pred := make([]uint64, len(w))
+	pred := make([]bits, len(w))
 	for i, a := range w {
 		for j, b := range w {
 			if i != j && b.ret < a.call {
-				pred[i] |= 1 << j
+				pred[i].set(j)
 			}
 		}
 	}
-	full := uint64(1)<<len(w) - 1
+	var full bits
+	for i := range w {
+		full.set(i)
+	}
 	// the distinct states met; the search's nodes name them by index
 	var canon []ostate
 	intern := func(s ostate) int {
@@ -87,18 +90,36 @@ func search(from []ostate, w []*kop, budget int, dst []ostate) (out []ostate, ok
 		return len(canon) - 1
 	}
 	type node struct {
-		mask uint64
+		mask bits
 		s    int
 	}
 	seen := map[node]bool{}
 	var stack []node
 	for i := range from {
-		stack = append(stack, node{0, intern(from[i])})
+		stack = append(stack, node{s: intern(from[i])})
 	}
 	steps := 0
 	for len(stack) > 0 {
 		n := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
+		// Calls that cannot change the row (reads, writes that failed
+		// their condition) and may come next and hold now are placed at
+		// once: if any order works, one that places them here does (they
+		// change nothing, and placing them early only frees the calls
+		// after them). This keeps a burst of failed creates linear.
+		cur := canon[n.s]
+		for again := true; again; {
+			again = false
+			for i := range w {
+				if n.mask.has(i) || !pred[i].within(&n.mask) || !w[i].readOnly() {
+					continue
+				}
+				if len(branches(&cur, w[i], &buf)) == 1 {
+					n.mask.set(i)
+					again = true
+				}
+			}
+		}
 		if seen[n] {
 			continue
 		}
@@ -111,17 +132,43 @@ func search(from []ostate, w []*kop, budget int, dst []ostate) (out []ostate, ok
 			continue
 		}
 		for i := range w {
-			bit := uint64(1) << i
-			if n.mask&bit != 0 || pred[i]&^n.mask != 0 {
+			if n.mask.has(i) || !pred[i].within(&n.mask) || w[i].readOnly() {
 				continue
 			}
-			cur := canon[n.s]
 			for _, s := range branches(&cur, w[i], &buf) {
-				stack = append(stack, node{n.mask | bit, intern(s)})
+				m := n.mask
+				m.set(i)
+				stack = append(stack, node{m, intern(s)})
 			}
 		}
 	}
 	return out, true
+}
+
+// maxWindow is the most calls a window may have (its search is unknown
+// beyond): a bit each in bits.
+const maxWindow = 64 * len(bits{})
+
+// bits is a set of a window's calls.
+type bits [16]uint64
+
+func (b *bits) set(i int)      { b[i>>6] |= 1 << (i & 63) }
+func (b *bits) has(i int) bool { return b[i>>6]&(1<<(i&63)) != 0 }
+
+// within reports whether every call of b is in c.
+func (b *bits) within(c *bits) bool {
+	for i := range b {
+		if b[i]&^c[i] != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// readOnly reports whether op leaves the row as it found it, whatever it
+// is: a read, or a write that failed its condition.
+func (op *kop) readOnly() bool {
+	return op.op == engine.OpGetLease || op.outcome == OutcomeConditionFailed
 }
 
 // branches returns the states op may leave s in (in buf): none if its

@@ -390,3 +390,31 @@ func TestOnlineOnSimulatorHistories(t *testing.T) {
 		t.Logf("seed %d %s: %d calls, %d keys, %d windows, illegal %v (Check: %v)", c.seed, c.mutation, on.Ops, on.Keys, on.Checks, on.Illegal, batch.Illegal)
 	}
 }
+
+// TestOnlineCreateStorm: every worker of a large cluster creates the same
+// lease at once (shard sync at start): one create applies, the others
+// fail their condition, all in one window. It is decided, not left
+// unknown; two creates that both applied are caught.
+func TestOnlineCreateStorm(t *testing.T) {
+	cp := engine.SequenceCheckpoint("100")
+	storm := func(oks int) []trace.Record {
+		var recs []trace.Record
+		for i := 0; i < 150; i++ {
+			recs = append(recs, trace.Record{Kind: trace.KindSend, T: time.Duration(i), Proc: int32(i), Call: 1, Op: engine.OpCreateLease, Key: "k", Checkpoint: cp})
+		}
+		for i := 0; i < 150; i++ {
+			out := trace.OutcomeCondition
+			if i < oks {
+				out = trace.OutcomeOK
+			}
+			recs = append(recs, trace.Record{Kind: trace.KindReply, T: 1000 + time.Duration(i), Proc: int32(i), Call: 1, Op: engine.OpCreateLease, Key: "k", Sent: time.Duration(i), Outcome: out})
+		}
+		return recs
+	}
+	if got := onlineVerdict(storm(1), 1); !got.Ok() || got.Checks != 1 {
+		t.Errorf("one create applied: %+v; want linearizable in one window", got)
+	}
+	if got := onlineVerdict(storm(2), 1); len(got.Illegal) != 1 || len(got.TimedOut) != 0 {
+		t.Errorf("two creates applied: %+v; want illegal", got)
+	}
+}
