@@ -30,7 +30,10 @@ type event struct {
 	a    uint64
 }
 
-// queue is a binary min-heap of events ordered by (at, seq).
+// queue is a 4-ary min-heap of events ordered by (at, seq): a total
+// order, so the events come out in the same order whatever the heap's
+// shape. Four children a node make the heap half as deep as a binary one,
+// and a node's children share a cache line or two.
 type queue struct {
 	h   []event
 	seq uint64
@@ -49,39 +52,47 @@ func (q *queue) push(e event) {
 	q.seq++
 	e.seq = q.seq
 	q.h = append(q.h, e)
-	i := len(q.h) - 1
+	h := q.h
+	i := len(h) - 1
 	for i > 0 {
-		p := (i - 1) / 2
-		if !less(&q.h[i], &q.h[p]) {
+		p := (i - 1) / 4
+		if !less(&e, &h[p]) {
 			break
 		}
-		q.h[i], q.h[p] = q.h[p], q.h[i]
+		h[i] = h[p]
 		i = p
 	}
+	h[i] = e
 }
 
 func (q *queue) pop() event {
 	h := q.h
 	top := h[0]
 	n := len(h) - 1
-	h[0] = h[n]
+	last := h[n]
 	h = h[:n]
+	q.h = h
+	if n == 0 {
+		return top
+	}
 	i := 0
 	for {
-		l := 2*i + 1
-		if l >= n {
+		c := 4*i + 1
+		if c >= n {
 			break
 		}
-		m := l
-		if r := l + 1; r < n && less(&h[r], &h[l]) {
-			m = r
+		m := c
+		for j := c + 1; j < c+4 && j < n; j++ {
+			if less(&h[j], &h[m]) {
+				m = j
+			}
 		}
-		if !less(&h[m], &h[i]) {
+		if !less(&h[m], &last) {
 			break
 		}
-		h[i], h[m] = h[m], h[i]
+		h[i] = h[m]
 		i = m
 	}
-	q.h = h
+	h[i] = last
 	return top
 }
