@@ -7,9 +7,9 @@ import (
 	"time"
 )
 
-// TestQueueOrder: events come out in (time, push order) order, however
+// TestQueueInterleaved: events come out in (time, push order) order, however
 // pushes and pops interleave.
-func TestQueueOrder(t *testing.T) {
+func TestQueueInterleaved(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
 	var q queue
 	var model []event
