@@ -53,16 +53,30 @@ type measurer struct {
 	f       Figures
 	created map[string]time.Duration
 	shardNs time.Duration
-	// the highest record each (process, key) received, and (without
-	// Forget) every receipt
-	highs    map[pk]Seq
-	highOrd  map[pk]int // with Forget: the ordinal after highs
-	receipts map[pk][]receipt
-	// with Forget: the handoffs whose new owner has not received yet, and
-	// those waiting for the end of the run for the old owner's highest
-	// record
-	awaiting map[pk][]*handoff
+	// what each (process, key) received
+	procs map[pk]*mproc
+	// with Forget: the handoffs, waiting for the end of the run for the
+	// old owner's highest record
 	handoffs []*handoff
+}
+
+// mproc is what the figures need of one process's receipts on one key.
+type mproc struct {
+	high    Seq // the highest record received
+	highOrd int // with Forget: the ordinal after high
+	// with Forget: the handoffs to this process whose first batch has not
+	// come yet; without: every receipt
+	awaiting []*handoff
+	receipts []receipt
+}
+
+func (m *measurer) proc(k pk) *mproc {
+	p := m.procs[k]
+	if p == nil {
+		p = &mproc{}
+		m.procs[k] = p
+	}
+	return p
 }
 
 type receipt struct {
@@ -72,19 +86,12 @@ type receipt struct {
 
 // handoff is one change of acting process on a key (Forget).
 type handoff struct {
-	from pk
-	lo   int // ordinal of the new owner's first record received; -1 none yet
+	from *mproc // the old owner's receipts
+	lo   int    // ordinal of the new owner's first record received; -1 none yet
 }
 
 func newMeasurer(o Options, ts *tenures, pl *putLogs) *measurer {
-	m := &measurer{o: o, ten: ts, puts: pl, created: map[string]time.Duration{}, highs: map[pk]Seq{}}
-	if o.Forget {
-		m.highOrd = map[pk]int{}
-		m.awaiting = map[pk][]*handoff{}
-	} else {
-		m.receipts = map[pk][]receipt{}
-	}
-	return m
+	return &measurer{o: o, ten: ts, puts: pl, created: map[string]time.Duration{}, procs: map[pk]*mproc{}}
 }
 
 func (m *measurer) reply(r *trace.Record) {
@@ -113,28 +120,29 @@ func (m *measurer) receivedBatch(r *trace.Record, p *shardPuts, first, last Seq)
 	if r.Count == 0 {
 		return
 	}
-	k := pk{r.Proc, r.Key}
+	mp := m.proc(pk{r.Proc, r.Key})
 	if !m.o.Forget {
-		m.receipts[k] = append(m.receipts[k], receipt{r.Seq, r.First})
+		mp.receipts = append(mp.receipts, receipt{r.Seq, r.First})
 	}
-	if last.Compare(m.highs[k]) > 0 {
-		m.highs[k] = last
+	if last.Compare(mp.high) > 0 {
+		mp.high = last
 		if m.o.Forget && p != nil {
-			m.highOrd[k] = p.after(last)
+			mp.highOrd = p.after(last)
 		}
 	}
 	if !m.o.Forget {
 		return
 	}
-	if hs := m.awaiting[k]; len(hs) > 0 {
+	if len(mp.awaiting) > 0 {
 		lo := -1
 		if p != nil {
 			lo = p.index(first)
 		}
-		for _, h := range hs {
+		for _, h := range mp.awaiting {
 			h.lo = lo
 		}
-		delete(m.awaiting, k)
+		clear(mp.awaiting)
+		mp.awaiting = mp.awaiting[:0]
 	}
 }
 
@@ -149,9 +157,9 @@ func (m *measurer) started(prev, t *tenure) {
 	} else {
 		m.failover(prev, t)
 	}
-	h := &handoff{from: pk{prev.Proc, prev.Key}, lo: -1}
-	k := pk{t.Proc, t.Key}
-	m.awaiting[k] = append(m.awaiting[k], h)
+	h := &handoff{from: m.proc(pk{prev.Proc, prev.Key}), lo: -1}
+	mp := m.proc(pk{t.Proc, t.Key})
+	mp.awaiting = append(mp.awaiting, h)
 	m.handoffs = append(m.handoffs, h)
 }
 
@@ -185,8 +193,7 @@ func (m *measurer) finish() Figures {
 		}
 		f.Failovers = m.f.Failovers
 		for _, h := range m.handoffs {
-			hi, ok := m.highOrd[h.from]
-			if ok && h.lo >= 0 && hi > h.lo {
+			if hi := h.from.highOrd; !h.from.high.IsZero() && h.lo >= 0 && hi > h.lo {
 				f.Redelivered += hi - h.lo
 			}
 		}
@@ -203,13 +210,19 @@ func (m *measurer) finish() Figures {
 			f.Failovers = append(f.Failovers, b.Start-a.End)
 		}
 		// re-deliveries: records b received at or below a's high water mark
-		ha := m.highs[pk{a.Proc, a.Key}]
+		var ha Seq
+		if mp := m.procs[pk{a.Proc, a.Key}]; mp != nil {
+			ha = mp.high
+		}
 		p := m.puts.m[a.Key]
 		if ha.IsZero() || p == nil || p.end() == 0 {
 			continue
 		}
 		lo := -1
-		rs := m.receipts[pk{b.Proc, b.Key}]
+		var rs []receipt
+		if mp := m.procs[pk{b.Proc, b.Key}]; mp != nil {
+			rs = mp.receipts
+		}
 		j := sort.Search(len(rs), func(j int) bool { return rs[j].seq >= b.FirstSeq })
 		if j < len(rs) {
 			lo = p.index(ParseSeq(rs[j].first))
