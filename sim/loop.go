@@ -53,6 +53,7 @@ func (s *simulator) loop() {
 			p := s.cl.procs[e.proc]
 			if p.alive && p.stopping && p.killAt == s.now {
 				s.stopProc(p, "shutdown-timeout")
+				s.restartLater(p) // the restart its shutdown was to end in
 			}
 		}
 	}

@@ -221,6 +221,13 @@ func (s *simulator) exited(p *proc) {
 		return
 	}
 	s.stopProc(p, "exit")
+	s.restartLater(p)
+}
+
+// restartLater schedules the restart of p's slot after p ended at the end
+// of a shutdown: after the shutdown's restart delay, or a second once the
+// faults have stopped; none for a slot no longer desired (scaled in).
+func (s *simulator) restartLater(p *proc) {
 	sl := s.cl.slots[p.slot]
 	if sl.desired && (p.restart > 0 || s.healed) {
 		d := p.restart
