@@ -115,6 +115,9 @@ func (w *Worker) tickConsumer(h *holding) {
 		if now >= c.nextAt && w.isActing(h) {
 			c.batch = w.batchID()
 			c.phase = cDeliverWait
+			for i := range c.records {
+				h.rateBytes += int64(len(c.records[i].Data))
+			}
 			first, last := c.records[0], c.records[len(c.records)-1]
 			w.notice(Notice{Kind: NoticeRecords, Key: h.key, Shard: h.ref, Batch: c.batch, Records: c.records, MillisBehind: c.millisBehind,
 				Attempt: c.failures + 1})

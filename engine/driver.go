@@ -205,7 +205,7 @@ func (c *Consumer) Run(ctx context.Context) error {
 	for {
 		now := c.now()
 		rd := c.worker.Step(now, in)
-		c.health.stepped(now.Wall, c.start.Add(rd.WakeAt), len(c.worker.heldKeys))
+		c.health.stepped(now.Wall, c.start.Add(rd.WakeAt), c.worker.leases())
 		c.carryOut(callCtx, procCtx, rd)
 		c.publishActingUntil()
 		if !started && c.worker.Started() {

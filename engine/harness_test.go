@@ -186,6 +186,9 @@ func (c *cluster) start(id string) *tWorker {
 	if len(cfg.Streams) == 0 {
 		cfg.Streams = []StreamConfig{{Name: "s", InitialPosition: TrimHorizon}}
 	}
+	if cfg.Assignment == "" {
+		cfg.Assignment = AssignmentScan // the tests of the take rules; assigned mode has its own
+	}
 	cfg.Seed = uint64(len(c.workers) + 1)
 	cfg.Trace = func(e TraceEvent) { c.trace = append(c.trace, e) }
 	w, err := NewWorker(cfg)
