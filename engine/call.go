@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"time"
 )
 
 // Op is the kind of a store or stream call.
@@ -25,6 +26,9 @@ var opNames = [...]string{"", "ListLeases", "GetLease", "CreateLease", "UpdateLe
 func (o Op) String() string {
 	if int(o) < len(opNames) && o != 0 {
 		return opNames[o]
+	}
+	if n, ok := o.fanOutName(); ok {
+		return n
 	}
 	return fmt.Sprintf("Op(%d)", uint8(o))
 }
@@ -52,6 +56,13 @@ type Call struct {
 	Position Position // GetIterator
 	Iterator string   // GetRecords
 	Limit    int      // GetRecords
+
+	// Fan-out calls (see FanOutStream): Stream and, for Subscribe, Shard
+	// and Position are set too.
+	ConsumerName string        // Describe-, Register-, DeregisterConsumer
+	ConsumerARN  string        // Subscribe
+	Subscription string        // NextEvent, Unsubscribe
+	Wait         time.Duration // NextEvent
 }
 
 func (c Call) String() string {
@@ -73,12 +84,16 @@ func (c Call) String() string {
 	case OpGetRecords:
 		return fmt.Sprintf("#%d GetRecords(limit=%d)", c.ID, c.Limit)
 	}
+	if s, ok := c.fanOutString(); ok {
+		return s
+	}
 	return fmt.Sprintf("#%d %s", c.ID, c.Op)
 }
 
 // Result answers a Call: its ID and outcome. Err is nil on success, or an
 // error that errors.Is matches against ErrConditionFailed, ErrThrottled,
-// ErrNotFound or ErrExpiredIterator; any other error is an unknown outcome
+// ErrNotFound or ErrExpiredIterator (fan-out calls also ErrResourceInUse
+// and ErrSubscriptionEnded); any other error is an unknown outcome
 // (a timeout, a lost reply, a 5xx), which for a write means it may have
 // applied.
 type Result struct {
@@ -90,6 +105,10 @@ type Result struct {
 	Shards   []Shard     // ListShards
 	Iterator string      // GetIterator
 	Page     RecordsPage // GetRecords
+
+	Consumer     StreamConsumer    // DescribeConsumer, RegisterConsumer
+	Subscription string            // Subscribe
+	Event        SubscriptionEvent // NextEvent
 }
 
 // Execute makes call c against store and stream and returns its Result. It
@@ -115,6 +134,9 @@ func Execute(ctx context.Context, store LeaseStore, stream Stream, c Call) Resul
 	case OpGetRecords:
 		r.Page, r.Err = stream.GetRecords(ctx, c.Iterator, c.Limit)
 	default:
+		if c.Op.IsFanOut() {
+			return executeFanOut(ctx, stream, c)
+		}
 		r.Err = fmt.Errorf("execute: unknown op %d", c.Op)
 	}
 	return r

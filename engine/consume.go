@@ -49,6 +49,8 @@ type consumer struct {
 	end          bool
 	gone         bool // the shard left the stream (retention) before it was read to its end
 	children     []string
+
+	fo subState // FanOut: the subscription
 }
 
 func (c *consumer) waitingForTime() bool {
@@ -95,13 +97,17 @@ func (w *Worker) tickConsumer(h *holding) {
 			w.notice(Notice{Kind: NoticeInitialize, Key: h.key, Shard: h.ref, Batch: c.batch, Start: h.row.Checkpoint})
 		}
 	case cIter:
-		if now >= c.nextAt {
+		if now >= c.nextAt && w.cfg.Consumer == FanOut {
+			w.subscribe(h)
+		} else if now >= c.nextAt {
 			c.phase = cIterWait
 			w.call(Call{Op: OpGetIterator, Stream: h.ref.Stream, Shard: h.ref.Shard, Position: w.positionAfter(h)},
 				pendingCall{purpose: forIterator, key: h.key, gen: h.gen})
 		}
 	case cFetch:
-		if now >= c.nextAt {
+		if now >= c.nextAt && w.cfg.Consumer == FanOut {
+			w.askEvent(h)
+		} else if now >= c.nextAt {
 			c.phase = cFetchWait
 			w.call(Call{Op: OpGetRecords, Iterator: c.iterator, Limit: w.cfg.GetRecordsLimit},
 				pendingCall{purpose: forRecords, key: h.key, gen: h.gen})

@@ -62,6 +62,7 @@ type Worker struct {
 	scanSentAt   time.Duration
 	nextScan     time.Duration
 	sync         syncState
+	fo           fanOutRegistry // FanOut: the consumers registered
 }
 
 // pendingCall remembers what a call in flight was for.
@@ -210,6 +211,8 @@ func (w *Worker) onResult(r Result) {
 		if pc.gen == w.sync.round {
 			w.onSyncScan(r)
 		}
+	default:
+		w.onFanOutResult(pc, r)
 	}
 }
 
@@ -228,7 +231,7 @@ func (w *Worker) advance() {
 		w.retryWrites()
 	}
 	if w.shutdown {
-		if len(w.held) == 0 && len(w.writes) == 0 {
+		if len(w.held) == 0 && len(w.writes) == 0 && w.fanOutDeregistered() {
 			w.stopped = true
 		}
 		return
@@ -241,6 +244,9 @@ func (w *Worker) advance() {
 	if w.sync.inFlight() && now-w.sync.sentAt > 2*w.cfg.LeaseDuration {
 		w.sync.waiting = 0
 		w.sync.round++
+	}
+	if w.cfg.Consumer == FanOut && !w.tickFanOutRegistration() {
+		return // no table work before the consumers are ACTIVE
 	}
 	if !w.sync.inFlight() && now >= w.sync.next {
 		w.startSync()
@@ -288,6 +294,7 @@ func (w *Worker) wake() time.Duration {
 	if len(w.dueq) > 0 {
 		min(w.dueq[0].due)
 	}
+	w.fanOutWake(min)
 	if w.retrying > 0 {
 		for _, wr := range w.writes {
 			if wr.resolving && wr.id == 0 {
@@ -349,6 +356,7 @@ func (w *Worker) tick(h *holding) {
 		w.tickHolding(h)
 	}
 	if h.gone {
+		w.dropSubscription(h)
 		w.dueq.remove(h)
 		delete(w.held, h.key)
 		if i, ok := slices.BinarySearch(w.heldKeys, h.key); ok {
