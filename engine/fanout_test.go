@@ -420,4 +420,3 @@ func TestFanOutDeregistersOnlyWhenAsked(t *testing.T) {
 		})
 	}
 }
-
