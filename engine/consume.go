@@ -154,7 +154,7 @@ func (w *Worker) stopConsuming(h *holding) {
 // shard is processed only once each is gone or at SHARD_END.
 func (w *Worker) checkParents(h *holding) {
 	c := &h.c
-	if len(h.row.Parents) == 0 || w.cfg.Mutation == "parents-unchecked" {
+	if len(h.row.Parents) == 0 || w.bug("parents-unchecked") {
 		c.phase = cInit
 		w.tickConsumer(h)
 		return

@@ -52,7 +52,7 @@ type cpRequest struct {
 
 func (w *Worker) validUntil(h *holding) time.Duration { return h.validFrom + w.cfg.LeaseDuration }
 func (w *Worker) actUntil(h *holding) time.Duration {
-	if w.cfg.Mutation == "no-safety-margin" {
+	if w.bug("no-safety-margin") {
 		return w.validUntil(h)
 	}
 	return h.validFrom + w.cfg.LeaseDuration - w.cfg.SafetyMargin
@@ -61,7 +61,7 @@ func (w *Worker) actUntil(h *holding) time.Duration {
 // validFromOf returns when the validity of an applied write starts: its
 // send time (the rule), or the reply's time under the planted bug.
 func (w *Worker) validFromOf(sentAt time.Duration) time.Duration {
-	if w.cfg.Mutation == "validity-from-reply" {
+	if w.bug("validity-from-reply") {
 		return w.now.Mono
 	}
 	return sentAt

@@ -114,7 +114,7 @@ func byKey(a, b Lease) int { return cmp.Compare(a.Key, b.Key) }
 // gated reports whether some parent of row has a row that is not finished:
 // such a lease waits for its parents.
 func (w *Worker) gated(o *observation) bool {
-	if w.cfg.Mutation == "parents-unchecked" {
+	if w.bug("parents-unchecked") {
 		return false
 	}
 	for _, p := range o.row.Parents {
@@ -245,7 +245,7 @@ func (w *Worker) takeLeases(rows []Lease) {
 
 // take sends a conditional take of c.row.
 func (w *Worker) take(c candidate) {
-	if w.cfg.Mutation == "steal-acts-at-once" {
+	if w.bug("steal-acts-at-once") {
 		c.actFrom = w.now.Mono
 	}
 	row := c.row.Clone()

@@ -287,7 +287,7 @@ func (w *Worker) nextBackoff(prev time.Duration) time.Duration {
 // the same contents and the same writer (under the planted bug
 // resolve-ignores-writer, the contents alone).
 func (w *Worker) sameWrite(read, wrote Lease) bool {
-	if w.cfg.Mutation == "resolve-ignores-writer" {
+	if w.bug("resolve-ignores-writer") {
 		read.Writer = wrote.Writer
 	}
 	return read.Equal(wrote)

@@ -12,6 +12,7 @@ import (
 
 	"pgregory.net/rapid"
 
+	"github.com/shardlease/shardlease/internal/planted"
 	"github.com/shardlease/shardlease/sim"
 )
 
@@ -100,6 +101,9 @@ func TestPlantedBug(t *testing.T) {
 	t.Parallel()
 	for _, pc := range plantedCases {
 		t.Run(pc.mutation, func(t *testing.T) {
+			if strings.HasPrefix(pc.mutation, sim.EngineMutationPrefix) {
+				planted.SkipUnlessEnabled(t)
+			}
 			t.Parallel()
 			name := "planted-" + pc.mutation
 			dir := failDir(name)

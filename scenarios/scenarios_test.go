@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/shardlease/shardlease/engine"
+	"github.com/shardlease/shardlease/internal/planted"
 	"github.com/shardlease/shardlease/sim"
 	"github.com/shardlease/shardlease/sim/trace"
 )
@@ -465,6 +466,7 @@ func countKind(r *sim.Result, k trace.Kind, reasonContains string) int {
 // find this bug: it needs both clocks at the drift bound, a holder cut off
 // from the table alone, and a taker scanning at once.)
 func TestSlowClockScenarioNeedsTheMargin(t *testing.T) {
+	planted.SkipUnlessEnabled(t)
 	t.Parallel()
 	sc, _ := Lookup("slow-clock-holder-cut-off")
 	for seed := uint64(1); seed <= 3; seed++ {

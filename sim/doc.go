@@ -60,4 +60,7 @@
 //
 // Planted bugs. Options.Mutation tampers with what workers send or receive
 // (see Mutations) so tests can show the checkers catch a broken rule.
+// Mutations named "engine:NAME" are planted inside the engine itself; they
+// exist only in binaries built with the shardlease_mutations tag (package
+// internal/planted), so no production build can enable one.
 package sim

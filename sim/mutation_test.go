@@ -2,8 +2,11 @@ package sim
 
 import (
 	"flag"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/shardlease/shardlease/internal/planted"
 )
 
 var flagMutants = flag.Bool("sim.mutants", false, "TestMutationsCaught: also run the planted bugs that take hundreds of seeds to expose (make mutants)")
@@ -60,6 +63,9 @@ func TestMutationsCaught(t *testing.T) {
 			continue
 		}
 		t.Run(mc.mutation+"/"+mc.invariant, func(t *testing.T) {
+			if strings.HasPrefix(mc.mutation, EngineMutationPrefix) {
+				planted.SkipUnlessEnabled(t)
+			}
 			start := time.Now()
 			for seed := uint64(1); seed <= mc.bound; seed++ {
 				o := Options{Seed: seed, Mutation: mc.mutation, Faults: mc.faults, Workers: 4, Shards: 8}
@@ -85,5 +91,20 @@ func TestMutationsCaught(t *testing.T) {
 			}
 			t.Errorf("mutation %s not caught as %s within %d seeds", mc.mutation, mc.invariant, mc.bound)
 		})
+	}
+}
+
+// TestEngineMutationNeedsTheTag: an engine planted bug is refused, with
+// the tag to build with, by a binary built without it.
+func TestEngineMutationNeedsTheTag(t *testing.T) {
+	_, err := Run(Options{Seed: 1, Mutation: EngineMutationPrefix + "no-safety-margin", Faults: "none", Workers: 1, Shards: 1, Chaos: time.Second, Quiet: time.Second})
+	switch {
+	case planted.Enabled() && err != nil:
+		t.Fatalf("with the tag: %v", err)
+	case !planted.Enabled() && (err == nil || !strings.Contains(err.Error(), "-tags "+MutationTag)):
+		t.Fatalf("without the tag: err = %v, want one naming -tags %s", err, MutationTag)
+	}
+	if _, err := Run(Options{Seed: 1, Mutation: "no-such-bug"}); err == nil {
+		t.Fatal("an unknown mutation was accepted")
 	}
 }

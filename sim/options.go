@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/shardlease/shardlease/engine"
+	"github.com/shardlease/shardlease/internal/planted"
 	"github.com/shardlease/shardlease/sim/check"
 	"github.com/shardlease/shardlease/sim/trace"
 )
@@ -123,14 +124,33 @@ var Mutations = map[string]string{
 	"skip-on-resume":       "AFTER_SEQUENCE_NUMBER iterators start one record late",
 }
 
-// EngineMutationPrefix marks a Mutation planted inside the engine
-// (engine.Config.Mutation) rather than by tampering with its calls.
+// EngineMutationPrefix marks a Mutation planted inside the engine rather
+// than by tampering with its calls. Those exist only in binaries built with
+// the shardlease_mutations tag (package internal/planted); without it,
+// Mutations lists none and Run rejects them.
 const EngineMutationPrefix = "engine:"
 
+// MutationTag is the build tag that builds the engine's planted bugs in.
+const MutationTag = planted.Tag
+
 func init() {
-	for name, desc := range engine.Mutations {
+	for name, desc := range planted.Bugs() {
 		Mutations[EngineMutationPrefix+name] = "in the engine: " + desc
 	}
+}
+
+// checkMutation reports a Mutation that this binary cannot plant.
+func checkMutation(m string) error {
+	if m == "" {
+		return nil
+	}
+	if _, ok := Mutations[m]; ok {
+		return nil
+	}
+	if name, ok := strings.CutPrefix(m, EngineMutationPrefix); ok {
+		return fmt.Errorf("sim: mutation %q: %w", m, planted.Set(&engine.Config{}, name))
+	}
+	return fmt.Errorf("sim: unknown mutation %q", m)
 }
 
 // ActionKind names a scripted or drawn action.
@@ -345,6 +365,9 @@ func ReplayCommand(o Options) string {
 	}
 	if o.Mutation != "" {
 		s += " -mutation " + o.Mutation
+		if strings.HasPrefix(o.Mutation, EngineMutationPrefix) {
+			s = strings.Replace(s, "go run ", "go run -tags "+MutationTag+" ", 1)
+		}
 	}
 	return s
 }

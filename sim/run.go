@@ -11,6 +11,7 @@ import (
 
 	"github.com/shardlease/shardlease/engine"
 	"github.com/shardlease/shardlease/fakes"
+	"github.com/shardlease/shardlease/internal/planted"
 	"github.com/shardlease/shardlease/linearizability"
 	"github.com/shardlease/shardlease/sim/check"
 	"github.com/shardlease/shardlease/sim/trace"
@@ -174,6 +175,9 @@ type closedShard struct {
 
 // Run runs one simulation.
 func Run(o Options) (*Result, error) {
+	if err := checkMutation(o.Mutation); err != nil {
+		return nil, err
+	}
 	w, err := drawWorld(o)
 	if err != nil {
 		return nil, err
@@ -309,7 +313,9 @@ func (s *simulator) startProc(sl *slot) {
 	}
 	cfg.Trace = func(e engine.TraceEvent) { s.traceEngine(p, e) }
 	if m, ok := strings.CutPrefix(s.o.Mutation, EngineMutationPrefix); ok {
-		cfg.Mutation = m
+		if err := planted.Set(&cfg, m); err != nil {
+			panic(fmt.Sprintf("sim: %v", err)) // Run checked it
+		}
 	}
 	core, err := engine.NewWorker(cfg)
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/shardlease/shardlease/internal/planted"
 	"github.com/shardlease/shardlease/scenarios"
 	"github.com/shardlease/shardlease/sim"
 )
@@ -167,6 +168,9 @@ func parseArgs(args []string, stderr io.Writer) (*config, error) {
 	if set["mutation"] {
 		if *mutation != "" {
 			if _, ok := sim.Mutations[*mutation]; !ok {
+				if strings.HasPrefix(*mutation, sim.EngineMutationPrefix) && !planted.Enabled() {
+					return nil, usagef("mutation %q is planted inside the engine, which this simrun was built without: run go run -tags %s ./cmd/simrun ...", *mutation, sim.MutationTag)
+				}
 				return nil, usagef("unknown mutation %q; known: %s", *mutation, strings.Join(mutationNames(), ", "))
 			}
 		}
@@ -342,6 +346,9 @@ func listing(w io.Writer) {
 	fmt.Fprintln(w, "\nmutations (-mutation NAME), planted bugs the checkers must catch:")
 	for _, m := range mutationNames() {
 		fmt.Fprintf(w, "  %-22s %s\n", m, sim.Mutations[m])
+	}
+	if !planted.Enabled() {
+		fmt.Fprintf(w, "  (the bugs planted inside the engine, engine:NAME, need a build with -tags %s)\n", sim.MutationTag)
 	}
 }
 

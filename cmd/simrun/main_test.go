@@ -16,8 +16,8 @@ import (
 // quick are flags that make a run short: a small world without faults.
 var quick = []string{"-faults", "none", "-workers", "2", "-shards", "2", "-chaos", "20s"}
 
-// planted makes seed 1 break S2 within a minute of virtual time.
-var planted = []string{"-mutation", "unfenced-checkpoint", "-faults", "partition,pause,crash,clog", "-workers", "4", "-shards", "4", "-chaos", "30s", "-quiet", "30s"}
+// plantedArgs makes seed 1 break S2 within a minute of virtual time.
+var plantedArgs = []string{"-mutation", "unfenced-checkpoint", "-faults", "partition,pause,crash,clog", "-workers", "4", "-shards", "4", "-chaos", "30s", "-quiet", "30s"}
 
 func runArgs(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
@@ -132,7 +132,7 @@ func TestJSONLines(t *testing.T) {
 
 func TestPlantedBugExits1(t *testing.T) {
 	dir := t.TempDir()
-	code, out, errs := runArgs(t, with(planted, "-seeds", "1-2", "-json", "-out", dir)...)
+	code, out, errs := runArgs(t, with(plantedArgs, "-seeds", "1-2", "-json", "-out", dir)...)
 	if code != exitViolation {
 		t.Fatalf("exit %d, want %d: %s %s", code, exitViolation, out, errs)
 	}
@@ -183,7 +183,7 @@ func TestPlantedBugExits1(t *testing.T) {
 		t.Errorf("summary: failed %d, timeline seed %d", sw.Totals.Failed, sw.TimelineSeed)
 	}
 	// without -json: a human summary that names the failure
-	code, out, _ = runArgs(t, with(planted, "-seed", "1", "-report=false")...)
+	code, out, _ = runArgs(t, with(plantedArgs, "-seed", "1", "-report=false")...)
 	if code != exitViolation || !strings.Contains(out, "VIOLATION") || !strings.Contains(out, "replay: go run ./cmd/simrun -seed 1") {
 		t.Errorf("exit %d:\n%s", code, out)
 	}
@@ -217,7 +217,7 @@ func TestReplay(t *testing.T) {
 		}
 	}
 	// the printed replay command, of a passing and of a failing run
-	for _, args := range [][]string{with(quick, "-seed", "2"), with(planted, "-seed", "1"), {"-scenario", "restart-same-owner", "-seed", "4", "-chaos", "40s"}} {
+	for _, args := range [][]string{with(quick, "-seed", "2"), with(plantedArgs, "-seed", "1"), {"-scenario", "restart-same-owner", "-seed", "4", "-chaos", "40s"}} {
 		code, out, _ := runArgs(t, append(args, "-json", "-report=false")...)
 		if code == exitUsage {
 			t.Fatalf("%v: exit %d", args, code)

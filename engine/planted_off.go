@@ -1,0 +1,7 @@
+//go:build !shardlease_mutations
+
+package engine
+
+// bug reports whether the planted bug name is active in this worker: never,
+// in a build without the shardlease_mutations tag (see internal/planted).
+func (w *Worker) bug(string) bool { return false }

@@ -1,0 +1,23 @@
+//go:build shardlease_mutations
+
+package engine
+
+import "github.com/shardlease/shardlease/internal/planted"
+
+// plantedBugs are the bugs a test can plant in a worker through package
+// internal/planted: rules of the engine that the simulator cannot break
+// from outside. They exist only in builds with the shardlease_mutations tag.
+var plantedBugs = map[string]string{
+	"validity-from-reply":    "a lease's validity is counted from the reply of its last write, not from its send (KCL's rule)",
+	"no-safety-margin":       "the holder acts until its own view of expiry, with no safety margin",
+	"parents-unchecked":      "a child shard is processed without reading its parents",
+	"steal-acts-at-once":     "a taker acts on a lease taken from another owner at once, without waiting that owner out",
+	"resolve-ignores-writer": "a write of unknown outcome is resolved by the row's contents alone, not its writer: a restarted process takes its predecessor's identical row for its own write",
+}
+
+func init() {
+	planted.Register(plantedBugs, func(cfg any, name string) { cfg.(*Config).planted = name })
+}
+
+// bug reports whether the planted bug name is active in this worker.
+func (w *Worker) bug(name string) bool { return w.cfg.planted == name }
