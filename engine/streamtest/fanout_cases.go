@@ -209,4 +209,3 @@ var fanOutCases = []fanOutCase{
 		x.wantRecords(append(first.Records, rest...), want)
 	}},
 }
-
