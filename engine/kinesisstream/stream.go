@@ -22,9 +22,10 @@ type API interface {
 
 var _ API = (*kinesis.Client)(nil)
 
-// Stream is an engine.Stream on Kinesis. It holds no state besides its
-// configuration (and whether ListShards is known to be unsupported) and is
-// safe for concurrent use.
+// Stream is an engine.Stream and an engine.FanOutStream on Kinesis. It
+// holds no state besides its configuration, whether ListShards is known to
+// be unsupported, the stream ARNs it has looked up and the open
+// subscriptions (Close closes them), and is safe for concurrent use.
 type Stream struct {
 	api      API
 	pageSize int32
