@@ -56,6 +56,9 @@ type workerFlags struct {
 	logLevel     string
 	logFormat    string
 	startTimeout time.Duration
+	consumer     string
+	consumerName string
+	deregister   bool
 }
 
 func (f *workerFlags) register(fs *flag.FlagSet) {
@@ -88,6 +91,9 @@ func (f *workerFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fs.StringVar(&f.logFormat, "log-format", "text", "log format: text or json")
 	fs.DurationVar(&f.startTimeout, "start-timeout", 30*time.Second, "bound on the start-up checks of the table and the stream")
+	fs.StringVar(&f.consumer, "consumer", "polling", "how shards are read: polling (GetRecords) or fan-out (enhanced fan-out: SubscribeToShard with the consumer -consumer-name)")
+	fs.StringVar(&f.consumerName, "consumer-name", "", "fan-out: the stream consumer to register (or use if registered); the same for every worker of the application")
+	fs.BoolVar(&f.deregister, "deregister-consumer", false, "fan-out: deregister the consumer at shutdown (ends the subscriptions of every other worker using it)")
 }
 
 func defaultOwner() string {
@@ -110,7 +116,14 @@ func (f *workerFlags) engineConfig() (engine.Config, error) {
 		}
 		sc.Timestamp = ts
 	}
+	mode, err := engine.ParseConsumerMode(f.consumer)
+	if err != nil {
+		return engine.Config{}, fmt.Errorf("-consumer: %w", err)
+	}
 	cfg := engine.Config{
+		Consumer:               mode,
+		ConsumerName:           f.consumerName,
+		DeregisterConsumer:     f.deregister,
 		Owner:                  f.owner,
 		Streams:                []engine.StreamConfig{sc},
 		LeaseDuration:          f.lease,
@@ -181,6 +194,7 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	}
 	store := dynamostore.New(clients.DynamoDB, f.table)
 	stream := kinesisstream.New(clients.Kinesis)
+	defer stream.Close() // subscriptions still open
 
 	var rec *history.Recorder
 	if f.record != "" {
@@ -220,7 +234,8 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	region, dynEP, kinEP := clients.Where()
 	log.Info("starting worker", "stream", f.stream, "table", f.table, "region", region, "dynamodb_endpoint", dynEP, "kinesis_endpoint", kinEP,
 		"initial_position", full.Streams[0].InitialPosition, "lease_duration", full.LeaseDuration, "renew_interval", full.RenewInterval,
-		"safety_margin", full.SafetyMargin, "take_interval", full.TakeInterval, "shard_sync_interval", full.ShardSyncInterval)
+		"safety_margin", full.SafetyMargin, "take_interval", full.TakeInterval, "shard_sync_interval", full.ShardSyncInterval,
+		"consumer", full.Consumer.String(), "consumer_name", full.ConsumerName)
 	if err := startupChecks(ctx, store, stream, f, region, dynEP, kinEP); err != nil {
 		log.Error("start-up check failed", "err", err)
 		fmt.Fprintln(stderr, "live run:", err)
@@ -244,7 +259,7 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) int
 
 	rec.ProcStart(history.ConfigString("role", "worker", "stream", f.stream, "table", f.table,
 		"initial", full.Streams[0].InitialPosition, "lease", full.LeaseDuration, "renew", full.RenewInterval,
-		"margin", full.SafetyMargin, "take", full.TakeInterval, "sync", full.ShardSyncInterval))
+		"margin", full.SafetyMargin, "take", full.TakeInterval, "sync", full.ShardSyncInterval, "consumer", full.Consumer.String()))
 
 	// SIGTERM or SIGINT: graceful shutdown (drain, checkpoint, release).
 	// A second signal exits at once.
@@ -306,6 +321,19 @@ func startupChecks(ctx context.Context, store *dynamostore.Store, stream *kinesi
 	}
 	if len(shards) == 0 {
 		return fmt.Errorf("the stream %q has no shards", f.stream)
+	}
+	if mode, _ := engine.ParseConsumerMode(f.consumer); mode == engine.FanOut {
+		// The engine registers the consumer itself; doing it here first
+		// turns a missing permission into a plain error at start.
+		c, err := stream.EnsureConsumer(ctx, f.stream, f.consumerName)
+		if err != nil {
+			return fmt.Errorf("registering (or finding) the stream consumer %q on stream %q (region %s, Kinesis endpoint %s): %w; "+
+				"the workers need kinesis:DescribeStreamSummary, kinesis:RegisterStreamConsumer and kinesis:DescribeStreamConsumer, or register it once with `live create -stream %s -consumer-name %s`",
+				f.consumerName, f.stream, region, kinEP, err, f.stream, f.consumerName)
+		}
+		if c.Status != engine.ConsumerActive {
+			return fmt.Errorf("the stream consumer %q on stream %q is %s, not ACTIVE", f.consumerName, f.stream, c.Status)
+		}
 	}
 	return nil
 }

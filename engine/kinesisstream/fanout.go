@@ -30,6 +30,11 @@ var (
 	_ engine.FanOutStream = (*Stream)(nil)
 )
 
+// ErrLifetimeOver is wrapped (with engine.ErrSubscriptionEnded) by the
+// error of a subscription whose event stream closed without an error: its
+// lifetime (5 minutes on Kinesis) is over.
+var ErrLifetimeOver = errors.New("its lifetime is over")
+
 // fanOut is a Stream's enhanced fan-out state: stream ARNs (consumers are
 // registered by stream ARN) and the open subscriptions.
 type fanOut struct {
@@ -276,7 +281,7 @@ func (s *Stream) ended(sub *subscription, err error) error {
 	var api smithy.APIError
 	switch {
 	case err == nil:
-		return fmt.Errorf("%s: %w (its lifetime is over)", what, engine.ErrSubscriptionEnded)
+		return fmt.Errorf("%s: %w: %w", what, engine.ErrSubscriptionEnded, ErrLifetimeOver)
 	case errors.As(err, &api) && api.ErrorCode() == "ResourceInUseException":
 		return fmt.Errorf("%s: taken over by a newer subscription: %w: %w: %w", what, engine.ErrSubscriptionEnded, engine.ErrResourceInUse, err)
 	}

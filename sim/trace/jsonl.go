@@ -131,7 +131,7 @@ func ParseJSON(line []byte) (Record, error) {
 		r.Proc = *j.Proc
 	}
 	if j.Op != "" {
-		for o := engine.OpListLeases; o <= engine.OpGetRecords; o++ {
+		for o := engine.OpListLeases; o <= engine.OpUnsubscribe; o++ {
 			if o.String() == j.Op {
 				r.Op = o
 			}

@@ -220,7 +220,14 @@ func (s *tapStore) DeleteLease(ctx context.Context, key string, expect engine.Ex
 
 // Stream returns s wrapped so that GetShardIterator replies are recorded
 // (they say where a LATEST start began reading).
-func (t *Tap) Stream(s engine.Stream) engine.Stream { return &tapStream{t: t, next: s} }
+// A stream with enhanced fan-out stays one (see FanOutObserver).
+func (t *Tap) Stream(s engine.Stream) engine.Stream {
+	ts := &tapStream{t: t, next: s}
+	if fo, ok := s.(engine.FanOutStream); ok {
+		return &tapFanOut{tapStream: ts, fo: fo, seen: map[engine.ShardRef]bool{}, shards: map[string]engine.ShardRef{}}
+	}
+	return ts
+}
 
 type tapStream struct {
 	t    *Tap

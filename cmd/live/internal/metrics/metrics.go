@@ -31,6 +31,7 @@ type Metrics struct {
 	records      prometheus.Counter
 	batches      prometheus.Counter
 	millisBehind *prometheus.GaugeVec
+	fo           *fanOutMetrics
 
 	mu   sync.Mutex
 	keys map[string]engine.ShardRef // leases held
@@ -64,6 +65,10 @@ func New(owner string) *Metrics {
 	m.millisBehind = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "shardlease_millis_behind_latest",
 		Help: "MillisBehindLatest of the last batch of each held shard.", ConstLabels: cl}, []string{"stream", "shard"})
 	for _, c := range []prometheus.Collector{m.held, m.taken, m.stolen, m.lost, m.released, m.renew, m.storeCalls, m.checkpoints, m.records, m.batches, m.millisBehind} {
+		f(c)
+	}
+	m.fo = newFanOutMetrics(cl)
+	for _, c := range m.fo.collectors() {
 		f(c)
 	}
 	// Show the zero series from the start.

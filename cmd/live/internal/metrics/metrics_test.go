@@ -48,3 +48,42 @@ func TestMetricsFromTraceStoreAndProcessor(t *testing.T) {
 		}
 	}
 }
+
+func TestFanOutMetrics(t *testing.T) {
+	m := New("w1")
+	ref := engine.ShardRef{Stream: "s", Shard: "sh0"}
+	m.Trace(engine.TraceEvent{Kind: engine.TraceLeaseAcquired, Key: "sh0", Shard: ref, Reason: "unowned"})
+	m.Subscribed(ref, "ok", false)
+	m.Event(ref, 3, 250)
+	m.Event(ref, 0, 40) // an event without records still says how far behind
+	m.SubscriptionEnded(ref, "lifetime")
+	m.Subscribed(ref, "in-use", false)
+	m.Subscribed(ref, "ok", true)
+	m.SubscriptionEnded(ref, "taken-over")
+	m.Subscribed(ref, "weird", false)
+
+	srv := httptest.NewServer(m.Handler())
+	defer srv.Close()
+	resp, err := srv.Client().Get(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, name := range []string{
+		`shardlease_subscriptions_total{outcome="ok",owner="w1"} 2`,
+		`shardlease_subscriptions_total{outcome="in-use",owner="w1"} 1`,
+		`shardlease_subscriptions_total{outcome="error",owner="w1"} 1`,
+		`shardlease_subscriptions_total{outcome="throttled",owner="w1"} 0`,
+		`shardlease_subscription_renewals_total{owner="w1"} 1`,
+		`shardlease_subscription_ends_total{cause="lifetime",owner="w1"} 1`,
+		`shardlease_subscription_ends_total{cause="taken-over",owner="w1"} 1`,
+		`shardlease_subscription_ends_total{cause="error",owner="w1"} 0`,
+		`shardlease_subscription_events_total{owner="w1"} 2`,
+		`shardlease_millis_behind_latest{owner="w1",shard="sh0",stream="s"} 40`,
+	} {
+		if !strings.Contains(string(b), name) {
+			t.Errorf("scrape lacks %s", name)
+		}
+	}
+}
