@@ -19,9 +19,10 @@ const (
 	OpListShards
 	OpGetIterator
 	OpGetRecords
+	OpDescribeStream
 )
 
-var opNames = [...]string{"", "ListLeases", "GetLease", "CreateLease", "UpdateLease", "DeleteLease", "ListShards", "GetShardIterator", "GetRecords"}
+var opNames = [...]string{"", "ListLeases", "GetLease", "CreateLease", "UpdateLease", "DeleteLease", "ListShards", "GetShardIterator", "GetRecords", "DescribeStream"}
 
 func (o Op) String() string {
 	if int(o) < len(opNames) && o != 0 {
@@ -51,7 +52,7 @@ type Call struct {
 	Expect     Expect // UpdateLease, DeleteLease
 	Consistent bool   // ListLeases
 
-	Stream   string   // ListShards, GetIterator
+	Stream   string   // ListShards, GetIterator, DescribeStream
 	Shard    string   // GetIterator
 	Position Position // GetIterator
 	Iterator string   // GetRecords
@@ -79,6 +80,8 @@ func (c Call) String() string {
 		return fmt.Sprintf("#%d DeleteLease(%s if owner=%q counter=%d)", c.ID, c.Key, c.Expect.Owner, c.Expect.Counter)
 	case OpListShards:
 		return fmt.Sprintf("#%d ListShards(%s)", c.ID, c.Stream)
+	case OpDescribeStream:
+		return fmt.Sprintf("#%d DescribeStream(%s)", c.ID, c.Stream)
 	case OpGetIterator:
 		return fmt.Sprintf("#%d GetShardIterator(%s/%s %s %s)", c.ID, c.Stream, c.Shard, c.Position.Type, c.Position.Sequence)
 	case OpGetRecords:
@@ -105,6 +108,7 @@ type Result struct {
 	Shards   []Shard     // ListShards
 	Iterator string      // GetIterator
 	Page     RecordsPage // GetRecords
+	Stream   StreamInfo  // DescribeStream
 
 	Consumer     StreamConsumer    // DescribeConsumer, RegisterConsumer
 	Subscription string            // Subscribe
@@ -133,6 +137,8 @@ func Execute(ctx context.Context, store LeaseStore, stream Stream, c Call) Resul
 		r.Iterator, r.Err = stream.GetShardIterator(ctx, c.Stream, c.Shard, c.Position)
 	case OpGetRecords:
 		r.Page, r.Err = stream.GetRecords(ctx, c.Iterator, c.Limit)
+	case OpDescribeStream:
+		r.Stream, r.Err = stream.DescribeStream(ctx, c.Stream)
 	default:
 		if c.Op.IsFanOut() {
 			return executeFanOut(ctx, stream, c)

@@ -101,6 +101,15 @@ type Config struct {
 	// predecessor's. The same seed gives the same decisions. Consumer
 	// draws a random seed when it is 0.
 	Seed uint64
+	// AdoptUnverifiedRows lets a worker adopt a lease table that has no
+	// stream marker yet (see KeyFormat.MarkerKey) although some of its
+	// unfinished rows are of shards the stream neither lists nor descends
+	// from. Without it such a table is refused at start with a
+	// StreamMismatchError, because the rows may be another stream's (a typo
+	// in a stream name, two applications sharing a table). Set it once, to
+	// adopt a KCL table whose shards have expired; the rows it cannot
+	// prove are the stream's are still never ended or deleted.
+	AdoptUnverifiedRows bool
 	// Trace, if set, receives every trace event.
 	Trace Tracer
 

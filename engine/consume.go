@@ -48,6 +48,7 @@ type consumer struct {
 	millisBehind int64
 	end          bool
 	gone         bool // the shard left the stream (retention) before it was read to its end
+	unverified   bool // the shard is not listed and the row is not proven the stream's (reported)
 	children     []string
 
 	fo subState // FanOut: the subscription
@@ -231,7 +232,7 @@ func (w *Worker) onIterator(pc pendingCall, r Result) {
 	if r.Err != nil {
 		c.backoff = w.nextBackoff(c.backoff)
 		if errors.Is(r.Err, ErrNotFound) {
-			if listed, known := w.shardListed(h.ref); known && !listed {
+			if w.provenGone(h) {
 				// The shard has left the stream: it was closed and its
 				// retention has passed, so nothing is left to read. End it,
 				// so that its children can start.
@@ -241,7 +242,15 @@ func (w *Worker) onIterator(pc pendingCall, r Result) {
 				w.tickConsumer(h)
 				return
 			}
-			// Not found, yet listed: look again after a fresh listing.
+			if listed, known := w.shardListed(h.ref); known && !listed && !c.unverified {
+				// Not listed, and nothing proves the row is this stream's
+				// (it may be another stream's that shares the table): leave
+				// it as it is, and look again after each sync.
+				c.unverified = true
+				w.emit(TraceEvent{Kind: TraceShardUnverified, Key: h.key, Shard: h.ref, Counter: h.row.Counter,
+					Reason: "GetShardIterator: not found; the stream does not list the shard and the row carries no proof that it is the stream's"})
+			}
+			// Look again after a fresh listing.
 			c.backoff = w.cfg.ShardSyncInterval
 			w.sync.soon(w.now.Mono)
 		}

@@ -36,6 +36,16 @@ type ConsumerOptions struct {
 	// ShutdownTimeout bounds the graceful shutdown after Run's context is
 	// cancelled. Default: LeaseDuration.
 	ShutdownTimeout time.Duration
+	// StartTimeout bounds the start-up checks (the table, the streams,
+	// the stream marker; see Worker.Started) when they keep failing with
+	// errors that may pass (a network outage); errors a person must fix
+	// (a missing table or stream, rejected credentials, another stream's
+	// table) end Run at once. 0: no bound, keep trying.
+	StartTimeout time.Duration
+	// SkipTableCheck skips the table check (TableChecker) at start, for
+	// credentials without dynamodb:DescribeTable. The checks of the
+	// streams and of the stream marker always run.
+	SkipTableCheck bool
 	// Logger receives the driver's logs. Nil means slog.Default().
 	Logger *slog.Logger
 }
@@ -70,7 +80,7 @@ func NewConsumer(opts ConsumerOptions) (*Consumer, error) {
 	if opts.Processor == nil {
 		errs = append(errs, errors.New("ConsumerOptions.Processor is required"))
 	}
-	if opts.MaxStoreCalls < 0 || opts.MaxStreamCalls < 0 || opts.CallTimeout < 0 || opts.ShutdownTimeout < 0 {
+	if opts.MaxStoreCalls < 0 || opts.MaxStreamCalls < 0 || opts.CallTimeout < 0 || opts.ShutdownTimeout < 0 || opts.StartTimeout < 0 {
 		errs = append(errs, errors.New("ConsumerOptions limits and timeouts must not be negative"))
 	}
 	if opts.Config.Seed == 0 {
@@ -129,12 +139,28 @@ func NewConsumer(opts ConsumerOptions) (*Consumer, error) {
 
 // Run runs the worker until ctx is cancelled, then shuts down gracefully:
 // in-flight batches finish, processors are asked to checkpoint, and every
-// lease is released so other workers take them at once. It returns nil
-// after a clean shutdown, or an error if the shutdown timed out. Run may be
-// called once.
+// lease is released so other workers take them at once. Run may be called
+// once.
+//
+// Before anything else Run checks the table (TableChecker, unless
+// SkipTableCheck), then the worker checks the streams and the table's
+// stream marker (see Worker.Started); nothing is written to the table
+// before those pass. Run returns:
+//   - nil after a clean shutdown that released every lease it held;
+//   - a *ShutdownError when some leases could not be released (the table
+//     was unreachable, or the shutdown timed out): they expire;
+//   - an error wrapping ErrTableMissing, ErrTableSchema, ErrStreamMissing,
+//     ErrAccessDenied or ErrStreamMismatch (a *StreamMismatchError) when a
+//     start-up check fails, or the stream is re-created while it runs;
+//   - an error when the start-up checks did not pass within StartTimeout.
 func (c *Consumer) Run(ctx context.Context) error {
 	defer close(c.done)
 	c.start = c.clk.Now()
+	if tc, ok := c.opts.Store.(TableChecker); ok && !c.opts.SkipTableCheck {
+		if err := c.checkTable(ctx, tc); err != nil {
+			return err
+		}
+	}
 	// callCtx outlives ctx by the shutdown timeout, so that releases can
 	// still be written after ctx is cancelled.
 	callCtx, cancelCalls := context.WithCancel(context.WithoutCancel(ctx))
@@ -144,17 +170,23 @@ func (c *Consumer) Run(ctx context.Context) error {
 
 	timer := c.clk.Timer(0)
 	defer timer.Stop()
-	var deadline <-chan time.Time
-	shutdown := false
+	var deadline, startBy <-chan time.Time
+	if c.opts.StartTimeout > 0 {
+		startBy = c.clk.After(c.opts.StartTimeout)
+	}
+	shutdown, started := false, false
 	in := Input{Kind: InputTick}
 	for {
 		rd := c.worker.Step(c.now(), in)
 		c.carryOut(callCtx, procCtx, rd)
 		c.publishActingUntil()
+		if !started && c.worker.Started() {
+			started, startBy = true, nil
+			c.log.Info("start-up checks passed")
+		}
 		if rd.Stopped {
-			c.log.Info("worker stopped; leases released")
 			c.stopRunners()
-			return nil
+			return c.stopped(rd.Err)
 		}
 		wait := rd.WakeAt - c.now().Mono
 		if wait < 0 {
@@ -191,9 +223,47 @@ func (c *Consumer) Run(ctx context.Context) error {
 			}
 		case <-deadline:
 			c.stopRunners()
-			return fmt.Errorf("graceful shutdown did not finish within %v: leases not yet released will expire", c.opts.ShutdownTimeout)
+			released, left := c.worker.ShutdownResult()
+			left = append(left, c.worker.Held()...)
+			err := &ShutdownError{Released: released, Left: left, Reason: fmt.Sprintf("the shutdown did not finish within %v", c.opts.ShutdownTimeout)}
+			c.log.Error("graceful shutdown timed out: leases not released will expire after the lease duration", "released", released, "left", left)
+			return err
+		case <-startBy:
+			c.stopRunners()
+			return fmt.Errorf("engine: the start-up checks (stream, table, stream marker) did not pass within %v; see the logged call errors", c.opts.StartTimeout)
 		}
 	}
+}
+
+// checkTable runs the store's table check, within StartTimeout if set.
+func (c *Consumer) checkTable(ctx context.Context, tc TableChecker) error {
+	if c.opts.StartTimeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = c.clk.WithTimeout(ctx, c.opts.StartTimeout)
+		defer cancel()
+	}
+	if err := tc.CheckTable(ctx); err != nil {
+		c.log.Error("start-up check failed: the lease table", "err", err)
+		return fmt.Errorf("engine: start-up check of the lease table: %w", err)
+	}
+	return nil
+}
+
+// stopped is what Run returns once the worker has stopped: its error, or
+// a ShutdownError when the shutdown left leases to expire.
+func (c *Consumer) stopped(err error) error {
+	if err != nil {
+		c.log.Error("worker stopped", "err", err)
+		return fmt.Errorf("engine: %w", err)
+	}
+	released, left := c.worker.ShutdownResult()
+	if len(left) > 0 {
+		c.log.Error("worker stopped; some leases could not be released and will expire after the lease duration",
+			"released", released, "left", left)
+		return &ShutdownError{Released: released, Left: left, Reason: "their release could not be written before their own-view expiry"}
+	}
+	c.log.Info("worker stopped; every lease released", "released", released)
+	return nil
 }
 
 func (c *Consumer) now() Now {

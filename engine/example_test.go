@@ -12,6 +12,10 @@ import (
 // records.
 type oneShardStream struct{}
 
+func (oneShardStream) DescribeStream(ctx context.Context, stream string) (engine.StreamInfo, error) {
+	return engine.StreamInfo{Name: stream, ARN: "arn:aws:kinesis:eu-west-1:123456789012:stream/" + stream, Created: time.Unix(1_700_000_000, 0)}, nil
+}
+
 func (oneShardStream) ListShards(ctx context.Context, stream string) ([]engine.Shard, error) {
 	return []engine.Shard{{ID: "shardId-000000000000"}}, nil
 }
@@ -75,7 +79,11 @@ func ExampleWorker() {
 			inbox = append(inbox, engine.Input{Kind: engine.InputTick})
 		}
 	}
+	// The first write is the table's stream marker: the worker found none,
+	// checked the (empty) table, and named the stream it serves.
+	//
 	// Output:
+	// write: CreateLease __shardlease_stream owner  counter 1
 	// write: CreateLease shardId-000000000000 owner  counter 0
 	// write: UpdateLease shardId-000000000000 owner worker-1 counter 1
 	// initialize: orders/shardId-000000000000 from TRIM_HORIZON

@@ -173,6 +173,11 @@ func (w *Worker) onConsumerResult(pc pendingCall, r Result, registering bool) {
 	case !registering && errors.Is(r.Err, ErrNotFound):
 		reg.step = regRegister
 		reg.nextAt = now
+	case errors.Is(r.Err, ErrAccessDenied):
+		// No retry mends a missing permission: stop, as the start-up
+		// check does (see Err).
+		w.fail(fmt.Errorf("finding or registering the stream consumer %q on stream %q (kinesis:DescribeStreamSummary, kinesis:DescribeStreamConsumer and kinesis:RegisterStreamConsumer are needed): %w",
+			w.cfg.ConsumerName, reg.stream, r.Err))
 	default:
 		// Throttled, or an unknown outcome (a registration may have
 		// applied): look before registering again.

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -151,6 +152,23 @@ func TestFanOutRegistration(t *testing.T) {
 				t.Fatalf("subscriptions %v, want one of %s with %s", subs, key, active.ARN)
 			}
 		})
+	}
+}
+
+// A registration refused for want of a permission stops the worker with
+// ErrAccessDenied, as the start-up check does: no retry would mend it.
+func TestFanOutRegistrationAccessDenied(t *testing.T) {
+	u := newUnit(t, fanOutConfig())
+	u.fault = func(c Call) (Result, bool) {
+		if c.Op == OpDescribeConsumer {
+			return Result{Err: fmt.Errorf("not authorized to DescribeStreamConsumer: %w", ErrAccessDenied)}, true
+		}
+		return Result{}, false
+	}
+	u.tick()
+	u.runTo(time.Second)
+	if !u.stopped || !errors.Is(u.w.Err(), ErrAccessDenied) || !strings.Contains(u.w.Err().Error(), `stream consumer "app"`) {
+		t.Fatalf("stopped %v with %v; want a stop with ErrAccessDenied naming the consumer", u.stopped, u.w.Err())
 	}
 }
 

@@ -22,6 +22,9 @@ type tStream struct {
 	childShards bool
 	// fo holds consumers and subscriptions (see fanout_harness_test.go).
 	fo *tFanOut
+	// generation is added to the stream's creation time: a test bumps it
+	// to re-create the stream.
+	generation int64
 }
 
 func newTStream(n int) *tStream {
@@ -84,6 +87,11 @@ func (s *tStream) shard(id string) *Shard {
 	return nil
 }
 
+// DescribeStream names the stream; identity lets a test re-create it.
+func (s *tStream) DescribeStream(ctx context.Context, stream string) (StreamInfo, error) {
+	return StreamInfo{Name: stream, ARN: "arn:aws:kinesis:test:0:stream/" + stream, Created: time.Unix(1_600_000_000+s.generation, 0)}, nil
+}
+
 func (s *tStream) ListShards(ctx context.Context, stream string) ([]Shard, error) {
 	return slices.Clone(s.shards), nil
 }
@@ -115,6 +123,9 @@ func (s *tStream) GetRecords(ctx context.Context, it string, limit int) (Records
 	shard, idx, _ := strings.Cut(it, "|")
 	i, _ := strconv.Atoi(idx)
 	recs := s.recs[shard]
+	if i > len(recs) {
+		return RecordsPage{}, fmt.Errorf("iterator %s: %w", it, ErrExpiredIterator) // the shard was re-created
+	}
 	j := min(len(recs), i+limit)
 	page := RecordsPage{Records: slices.Clone(recs[i:j]), NextIterator: fmt.Sprintf("%s|%d", shard, j)}
 	if sh := s.shard(shard); sh.Closed() && j == len(recs) {
@@ -216,7 +227,7 @@ func (c *cluster) step(tw *tWorker, in Input) {
 		for _, call := range calls {
 			var r Result
 			handled := false
-			if c.intercept != nil {
+			if c.intercept != nil && tw.w.pending[call.ID].purpose != forStart {
 				r, handled = c.intercept(tw, call)
 			}
 			if !handled {
@@ -248,6 +259,14 @@ func (m tStreams) get(stream string) (*tStream, error) {
 		return s, nil
 	}
 	return nil, fmt.Errorf("stream %s: %w", stream, ErrNotFound)
+}
+
+func (m tStreams) DescribeStream(ctx context.Context, stream string) (StreamInfo, error) {
+	s, err := m.get(stream)
+	if err != nil {
+		return StreamInfo{}, err
+	}
+	return s.DescribeStream(ctx, stream)
 }
 
 func (m tStreams) ListShards(ctx context.Context, stream string) ([]Shard, error) {

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"errors"
+	"slices"
 	"time"
 )
 
@@ -41,6 +42,7 @@ type holding struct {
 	release  writeKind
 	children []string
 	gone     bool // released or lost: remove at the end of the step
+	taken    bool // lost because another writer changed the row
 
 	c consumer
 }
@@ -203,11 +205,15 @@ func (w *Worker) holderWriteApplied(h *holding, wr *write) {
 		w.emit(TraceEvent{Kind: TraceShardEnded, Key: h.key, Shard: h.ref, Counter: h.row.Counter, Checkpoint: h.row.Checkpoint, Reason: why})
 		w.emit(TraceEvent{Kind: TraceLeaseReleased, Key: h.key, Shard: h.ref, Counter: h.row.Counter, Reason: "shard end"})
 		h.gone = true
+		if w.shutdown {
+			w.down.released = append(w.down.released, h.key)
+		}
 		// The children's leases are created by shard sync: run it soon.
 		w.sync.soon(w.now.Mono)
 	case wRelease:
 		w.emit(TraceEvent{Kind: TraceLeaseReleased, Key: h.key, Shard: h.ref, Counter: h.row.Counter, Reason: "shutdown"})
 		h.gone = true
+		w.down.released = append(w.down.released, h.key)
 	}
 }
 
@@ -226,6 +232,10 @@ func (w *Worker) loseLease(h *holding, reason string) {
 		return
 	}
 	h.gone = true
+	if w.shutdown && !h.taken {
+		// Not taken by another worker: it expires.
+		w.down.left = append(w.down.left, h.key)
+	}
 	if h.write != nil {
 		// Its outcome is unknown and will never be learnt: it may land.
 		w.addGhost(h.write)
@@ -245,6 +255,7 @@ func (w *Worker) beginShutdown() {
 		return
 	}
 	w.shutdown = true
+	w.down.held = len(w.heldKeys)
 	for _, k := range w.heldKeys {
 		h := w.held[k]
 		h.c.shutdown = true
@@ -311,4 +322,19 @@ func (h *holding) wakeTimes(w *Worker, min func(time.Duration)) {
 	if h.c.waitingForTime() {
 		min(h.c.nextAt)
 	}
+}
+
+// shutdownReport is what a graceful shutdown did with the leases held.
+type shutdownReport struct {
+	held     int      // leases held when it began
+	released []string // released (or ended): others take them at once
+	left     []string // dropped at own-view expiry instead: they expire
+}
+
+// ShutdownResult returns, after a shutdown, the leases the worker released
+// and those it dropped at their own-view expiry because their release
+// could not be written: those are left to expire. Leases another worker
+// took meanwhile, and leases still held, are in neither.
+func (w *Worker) ShutdownResult() (released, left []string) {
+	return slices.Clone(w.down.released), slices.Clone(w.down.left)
 }

@@ -22,6 +22,7 @@ import (
 //	endingHashKey                 EndingHashKey
 //	handoffFrom                   HandoffFrom (shardlease's own; KCL ignores it)
 //	leaseWriter                   Writer (shardlease's own; KCL ignores it)
+//	streamId                      StreamID (shardlease's own; KCL ignores it)
 //
 // Every write shardlease makes to a row increments Counter and is
 // conditional on the Counter (and Owner) it read, so (Key, Counter) names
@@ -51,6 +52,12 @@ type Lease struct {
 	// from the identical one a predecessor under the same owner id (a
 	// crashed process, restarted) wrote. Empty in rows others wrote.
 	Writer string
+	// StreamID is the identity (StreamInfo.Identity: ARN and creation
+	// time) of the stream incarnation whose shard the row is. The engine
+	// stamps it on the rows it creates and takes; rows written by KCL or
+	// by an earlier shardlease have none. A row that names another
+	// identity than its stream's is never taken, ended or deleted.
+	StreamID string
 }
 
 // Clone returns a deep copy of l.
@@ -67,7 +74,7 @@ func (l Lease) Equal(m Lease) bool {
 		l.Checkpoint == m.Checkpoint && l.OwnerSwitches == m.OwnerSwitches &&
 		slices.Equal(l.Parents, m.Parents) && slices.Equal(l.Children, m.Children) &&
 		l.StartingHashKey == m.StartingHashKey && l.EndingHashKey == m.EndingHashKey &&
-		l.HandoffFrom == m.HandoffFrom && l.Writer == m.Writer
+		l.HandoffFrom == m.HandoffFrom && l.Writer == m.Writer && l.StreamID == m.StreamID
 }
 
 // Validate reports a malformed row: an empty key, a negative counter or an
@@ -139,8 +146,12 @@ func (f KeyFormat) Key(ref ShardRef) string {
 
 // Parse returns the shard a lease key names. ok is false for keys that
 // belong to no stream this format knows (a row of a "stream:shard" form in a
-// single-stream table, or a bare shard id without a LegacyStream).
+// single-stream table, or a bare shard id without a LegacyStream) and for
+// the table's marker rows (see MarkerKey).
 func (f KeyFormat) Parse(key string) (ref ShardRef, ok bool) {
+	if IsMarker(key) {
+		return ShardRef{}, false
+	}
 	if i := strings.LastIndexByte(key, ':'); i >= 0 {
 		if !f.MultiStream {
 			return ShardRef{}, false

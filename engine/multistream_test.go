@@ -57,11 +57,27 @@ func TestKeyFormat(t *testing.T) {
 	}
 }
 
+// rowKeys returns the keys of the table's lease rows (not its stream
+// markers), sorted.
 func rowKeys(c *cluster) []string {
 	l, _ := c.store.ListLeases(c.t.Context(), true)
 	var keys []string
 	for _, r := range l.Leases {
-		keys = append(keys, r.Key)
+		if !IsMarker(r.Key) {
+			keys = append(keys, r.Key)
+		}
+	}
+	return keys
+}
+
+// markerKeys returns the keys of the table's stream markers, sorted.
+func markerKeys(c *cluster) []string {
+	l, _ := c.store.ListLeases(c.t.Context(), true)
+	var keys []string
+	for _, r := range l.Leases {
+		if IsMarker(r.Key) {
+			keys = append(keys, r.Key)
+		}
 	}
 	return keys
 }
@@ -184,6 +200,11 @@ func TestAdoptKCLTable(t *testing.T) {
 	}
 	if got := rowKeys(c); !slices.Equal(got, []string{"payments:" + shardKey(0), shardKey(0), shardKey(1), shardKey(2)}) {
 		t.Errorf("rows %v", got)
+	}
+	// One marker names the stream of the bare shard-id rows (the legacy
+	// stream), one each other stream.
+	if got := markerKeys(c); !slices.Equal(got, []string{MarkerPrefix, MarkerPrefix + ":payments"}) {
+		t.Errorf("markers %v", got)
 	}
 	// The rows keep KCL's attributes that the engine does not own.
 	if row := c.row(shardKey(0)); row.StartingHashKey != "0" || row.EndingHashKey != "1000" {

@@ -95,4 +95,8 @@ type Ready struct {
 	// Stopped is true once a shutdown has completed: every lease is
 	// released (or lost) and nothing more will be asked.
 	Stopped bool
+	// Err is set with Stopped when the worker stopped on an error it
+	// cannot recover from (see Worker.Err): a failed start-up check or a
+	// stream re-created while it ran.
+	Err error
 }

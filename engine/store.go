@@ -64,3 +64,13 @@ type MalformedRow struct {
 	Key    string // the leaseKey, if it could be read
 	Reason string
 }
+
+// TableChecker is implemented by a LeaseStore that can check, before
+// anything else, that its table exists and is a lease table
+// (dynamostore.Store does: DescribeTable). Consumer.Run calls it at start
+// and stops with its error if the table is missing (ErrTableMissing), has
+// another key schema (ErrTableSchema) or the credentials are rejected
+// (ErrAccessDenied).
+type TableChecker interface {
+	CheckTable(ctx context.Context) error
+}

@@ -8,6 +8,10 @@ import (
 // Stream reads shards of Kinesis streams. Implementations:
 // fakes.Kinesis (simulation) and kinesisstream.Stream (Kinesis).
 type Stream interface {
+	// DescribeStream returns what identifies the stream (its ARN and
+	// creation time: DescribeStreamSummary), or an error wrapping
+	// ErrNotFound when it does not exist.
+	DescribeStream(ctx context.Context, stream string) (StreamInfo, error)
 	// ListShards returns every shard of the stream that the service still
 	// lists (open ones and closed ones within retention), all pages.
 	ListShards(ctx context.Context, stream string) ([]Shard, error)

@@ -16,12 +16,25 @@ type syncState struct {
 	failed  bool
 	scanned bool
 	scans   uint64
-	shards  map[string][]Shard // the latest listing of each stream
+	shards  map[string][]Shard // the latest listing of each stream whose identity was confirmed
+	listing map[string][]Shard // this round's listings, committed to shards once confirmed
 	fresh   map[string]bool    // streams listed in this round
+	checked map[string]bool    // streams whose identity this round confirmed
 	rows    map[string]Lease   // this round's consistent scan, by key
 }
 
 func (s *syncState) inFlight() bool { return s.waiting > 0 }
+
+// listed records a listing of stream.
+func (s *syncState) listed(stream string, shards []Shard) {
+	if s.shards == nil {
+		s.shards = make(map[string][]Shard)
+		s.listing = make(map[string][]Shard)
+		s.fresh = make(map[string]bool)
+		s.checked = make(map[string]bool)
+	}
+	s.shards[stream] = shards
+}
 
 // soon asks for a sync within a short time.
 func (s *syncState) soon(now time.Duration) {
@@ -59,11 +72,12 @@ func (w *Worker) startSync() {
 	s.failed = false
 	s.scanned = false
 	if s.shards == nil {
-		s.shards = make(map[string][]Shard)
-		s.fresh = make(map[string]bool)
+		s.listed("", nil)
+		delete(s.shards, "")
 	}
 	for _, sc := range w.cfg.Streams {
 		s.fresh[sc.Name] = false
+		s.checked[sc.Name] = false
 	}
 	// The consistent scan first, the listings after its reply: a listing
 	// never older than the scan is what keeps a finished parent from
@@ -78,7 +92,10 @@ func (w *Worker) onSyncShards(stream string, r Result) {
 	if r.Err != nil {
 		s.failed = true
 	} else {
-		s.shards[stream] = r.Shards
+		// Not used until this round's DescribeStream confirms that the
+		// stream is still the one the worker started on: a listing of a
+		// re-created stream would make every row of the old one look gone.
+		s.listing[stream] = r.Shards
 		s.fresh[stream] = true
 	}
 	if s.waiting == 0 {
@@ -106,8 +123,32 @@ func (w *Worker) onSyncScan(r Result) {
 	w.observeListing(r.Listing)
 	w.takeLeases(r.Listing.Leases)
 	for _, sc := range w.cfg.Streams {
-		s.waiting++
+		s.waiting += 2
 		w.call(Call{Op: OpListShards, Stream: sc.Name}, pendingCall{purpose: forSyncShards, key: sc.Name, gen: s.round})
+		// Every round confirms the stream's identity: a stream deleted and
+		// re-created under its name must not get rows, or lose them, on
+		// the strength of the old one's.
+		w.call(Call{Op: OpDescribeStream, Stream: sc.Name}, pendingCall{purpose: forSyncDescribe, key: sc.Name, gen: s.round})
+	}
+	if s.waiting == 0 {
+		w.finishSync()
+	}
+}
+
+func (w *Worker) onSyncDescribe(stream string, r Result) {
+	s := &w.sync
+	s.waiting--
+	switch {
+	case r.Err != nil:
+		// A stream that is gone (or unreachable) now: nothing to decide
+		// this round; keep trying.
+		s.failed = true
+	case r.Stream.Identity() != w.identity(stream):
+		was := w.identity(stream)
+		w.fail(&StreamMismatchError{Stream: stream, Want: DescribeIdentity(r.Stream.Identity()), Found: DescribeIdentity(was), Recreated: true})
+		return
+	default:
+		s.checked[stream] = true
 	}
 	if s.waiting == 0 {
 		w.finishSync()
@@ -124,7 +165,8 @@ func (w *Worker) finishSync() {
 	}
 	deferred := false
 	for _, sc := range w.cfg.Streams {
-		if s.fresh[sc.Name] {
+		if s.fresh[sc.Name] && s.checked[sc.Name] {
+			s.shards[sc.Name] = s.listing[sc.Name]
 			if w.syncStream(&sc) {
 				deferred = true
 			}
@@ -240,6 +282,7 @@ func (w *Worker) create(stream string, sh Shard, start string) {
 		Parents:         parents,
 		StartingHashKey: sh.StartingHashKey,
 		EndingHashKey:   sh.EndingHashKey,
+		StreamID:        w.identity(stream),
 	}
 	wr := &write{kind: wCreate, key: key, row: row}
 	w.writes[key] = wr
@@ -253,10 +296,15 @@ func (w *Worker) create(stream string, sh Shard, start string) {
 // A finished row whose shard has left the stream's listing and has no
 // known children (its retention has passed) is deleted too: sync never
 // creates a row for a shard it does not list.
+//
+// Only rows provably of the stream's shards are deleted (see provenOurs):
+// a row of another stream that shares the table, or of an earlier stream
+// of the same name, is never touched.
 func (w *Worker) cleanup(sc *StreamConfig, children map[string][]string, listed map[string]int) {
 	var keys []string
 	for k, row := range w.sync.rows {
-		if ref, ok := w.keys.Parse(k); ok && ref.Stream == sc.Name && row.Checkpoint.IsShardEnd() && w.writes[k] == nil && w.held[k] == nil {
+		if ref, ok := w.keys.Parse(k); ok && ref.Stream == sc.Name && row.Checkpoint.IsShardEnd() && w.writes[k] == nil && w.held[k] == nil &&
+			w.provenOurs(ref, row) {
 			keys = append(keys, k)
 		}
 	}

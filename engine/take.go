@@ -163,6 +163,10 @@ func (w *Worker) takeLeases(rows []Lease) {
 		if o == nil || !o.ok || o.row.Checkpoint.IsShardEnd() || w.gated(o) {
 			continue
 		}
+		if w.foreign(o) {
+			w.reportForeign(o)
+			continue
+		}
 		total++
 		if w.held[key] != nil {
 			mine++
@@ -255,6 +259,13 @@ func (w *Worker) take(c candidate) {
 	}
 	row.Owner = w.cfg.Owner
 	row.Counter++
+	if ref := w.refOf(row.Key); row.StreamID == "" && w.provenOurs(ref, row) {
+		// A row from before stream identities (KCL, an earlier
+		// shardlease) of a shard the listing shows: it is this stream's,
+		// and says so from now on. Rows the listing does not prove stay
+		// without one, so that nothing ends them by mistake.
+		row.StreamID = w.identity(ref.Stream)
+	}
 	switch {
 	case c.actFrom <= w.now.Mono:
 		// Nobody else can be acting: no handoff pending.
@@ -268,4 +279,17 @@ func (w *Worker) take(c candidate) {
 	wr := &write{kind: wTake, key: row.Key, expect: ExpectOf(c.row), row: row, actFrom: c.actFrom, reason: c.reason, previous: prev}
 	w.writes[row.Key] = wr
 	w.sendWrite(wr)
+}
+
+// reportForeign reports, once per key, a row that names another stream
+// incarnation than its key's stream: the worker leaves it alone.
+func (w *Worker) reportForeign(o *observation) {
+	if w.malformed == nil {
+		w.malformed = make(map[string]bool)
+	}
+	if k := "foreign:" + o.row.Key; !w.malformed[k] {
+		w.malformed[k] = true
+		w.emit(TraceEvent{Kind: TraceForeignRow, Key: o.row.Key, Shard: o.ref,
+			Reason: "the row names " + DescribeIdentity(o.row.StreamID) + ", the stream is " + DescribeIdentity(w.identity(o.ref.Stream))})
+	}
 }

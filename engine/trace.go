@@ -56,12 +56,28 @@ const (
 	// take, renew, checkpoint, release, create, delete). Counter is the
 	// version the write would produce.
 	TraceCallSent
+	// TraceStarted: the start-up checks passed (Reason names each
+	// stream's identity); the worker starts taking leases.
+	TraceStarted
+	// TraceFailed: the worker stopped on an error it cannot recover from
+	// (Reason): a failed start-up check, or its stream was re-created.
+	TraceFailed
+	// TraceForeignRow: the row Key names another stream incarnation
+	// (Reason) than the one its key belongs to; the worker never takes,
+	// ends or deletes it. Reported once per key.
+	TraceForeignRow
+	// TraceShardUnverified: the lease Key's shard is not listed by the
+	// stream, and the listing does not prove the row is the stream's (no
+	// stream identity on the row, no listed child): the row is left as it
+	// is, neither read nor ended. Reported once per lease.
+	TraceShardUnverified
 )
 
 var traceNames = [...]string{"", "lease-created", "lease-acquired", "acting", "lease-renewed",
 	"stopped-acting", "lease-lost", "lease-released", "lease-deleted", "delivered",
 	"checkpoint-requested", "checkpoint-written", "checkpoint-rejected", "shard-ended",
-	"child-started", "malformed-row", "resolved", "write-sent"}
+	"child-started", "malformed-row", "resolved", "write-sent", "started", "failed", "foreign-row",
+	"shard-unverified"}
 
 func (k TraceKind) String() string {
 	if int(k) < len(traceNames) && k != 0 {

@@ -30,6 +30,12 @@ type unit struct {
 	holdRecords bool
 	holdNotices map[NoticeKind]bool // kinds the test answers itself
 
+	// testStart makes the start-up check's calls (forStart) go through
+	// hold, fault and the log like any other; by default they are
+	// answered by the store and the stream directly and not logged, so
+	// that a test starts where the worker starts taking leases.
+	testStart bool
+
 	out     []Call // calls held for reply, in order
 	sent    []timedCall
 	notices []timedNotice
@@ -70,10 +76,12 @@ func newUnit(t *testing.T, cfg Config) *unit {
 	return u
 }
 
-// put stores row in the table.
+// put stores row in the table, and the stream markers a table written by
+// this version of the engine has, if they are missing.
 func (u *unit) put(row Lease) {
 	u.t.Helper()
 	ctx := context.Background()
+	u.mark()
 	if cur, err := u.store.GetLease(ctx, row.Key); err == nil {
 		if err := u.store.UpdateLease(ctx, ExpectOf(cur), row); err != nil {
 			u.t.Fatal(err)
@@ -82,6 +90,22 @@ func (u *unit) put(row Lease) {
 	}
 	if err := u.store.CreateLease(ctx, row); err != nil {
 		u.t.Fatal(err)
+	}
+}
+
+// mark writes the stream marker of each of the worker's streams, as the
+// first worker on a table does, unless it is there.
+func (u *unit) mark() {
+	ctx := context.Background()
+	for _, sc := range u.w.cfg.Streams {
+		key := u.w.keys.MarkerKey(sc.Name)
+		if _, err := u.store.GetLease(ctx, key); err == nil {
+			continue
+		}
+		info, _ := u.stream.DescribeStream(ctx, sc.Name)
+		if err := u.store.CreateLease(ctx, markerRow(key, info.Identity())); err != nil {
+			u.t.Fatal(err)
+		}
 	}
 }
 
@@ -107,6 +131,12 @@ func (u *unit) step(in Input) {
 		calls := slices.Clone(rd.Calls)
 		notices := slices.Clone(rd.Notices)
 		for _, c := range calls {
+			if !u.testStart && u.w.pending[c.ID].purpose == forStart {
+				// The start-up check runs against the store and the stream
+				// as they are, unseen by the test (see testStart).
+				u.inbox = append(u.inbox, Input{Kind: InputResult, Result: Execute(context.Background(), u.store, u.stream, c)})
+				continue
+			}
 			u.sent = append(u.sent, timedCall{u.now, c})
 			if u.hold != nil && u.hold(c) {
 				u.out = append(u.out, c)

@@ -56,7 +56,10 @@ type Worker struct {
 	ghosts map[string][]ghost
 
 	started      bool
+	start        startState
+	err          error
 	shutdown     bool
+	down         shutdownReport
 	stopped      bool
 	scanInFlight bool
 	scanSentAt   time.Duration
@@ -68,6 +71,7 @@ type Worker struct {
 // pendingCall remembers what a call in flight was for.
 type pendingCall struct {
 	purpose purpose
+	op      Op
 	key     string
 	gen     uint64 // the holding's generation, for consumer calls
 }
@@ -83,6 +87,8 @@ const (
 	forRecords
 	forSyncShards
 	forSyncScan
+	forSyncDescribe
+	forStart
 )
 
 // NewWorker returns a worker for cfg, or an error naming every broken
@@ -155,13 +161,13 @@ func (w *Worker) Step(now Now, in Input) Ready {
 	w.rd.Notices = w.rd.Notices[:0]
 	if w.stopped {
 		w.rd.Stopped = true
+		w.rd.Err = w.err
 		w.rd.WakeAt = 0
 		return w.rd
 	}
 	if !w.started {
 		w.started = true
-		w.nextScan = now.Mono
-		w.sync.next = now.Mono
+		w.beginStart()
 	}
 	w.affected = ""
 	switch in.Kind {
@@ -176,10 +182,34 @@ func (w *Worker) Step(now Now, in Input) Ready {
 	case InputShutdown:
 		w.beginShutdown()
 	}
-	w.advance()
+	switch {
+	case w.stopped:
+	case !w.start.done:
+		w.advanceStart()
+	default:
+		w.advance()
+	}
 	w.rd.WakeAt = w.wake()
 	w.rd.Stopped = w.stopped
+	w.rd.Err = w.err
 	return w.rd
+}
+
+// advanceStart retries the start-up check when its time has come; a
+// shutdown before it passed stops the worker at once (it holds nothing).
+func (w *Worker) advanceStart() {
+	s := &w.start
+	switch {
+	case w.shutdown:
+		w.stopped = true
+	case s.waiting == 0 && s.failed && w.now.Mono >= s.retryAt:
+		switch s.phase {
+		case startDescribe:
+			w.startDescribe()
+		default:
+			w.startMarkers()
+		}
+	}
 }
 
 func (w *Worker) onResult(r Result) {
@@ -211,6 +241,12 @@ func (w *Worker) onResult(r Result) {
 		if pc.gen == w.sync.round {
 			w.onSyncScan(r)
 		}
+	case forSyncDescribe:
+		if pc.gen == w.sync.round {
+			w.onSyncDescribe(pc.key, r)
+		}
+	case forStart:
+		w.onStartResult(pc, pc.op, r)
 	default:
 		w.onFanOutResult(pc, r)
 	}
@@ -283,7 +319,11 @@ func (w *Worker) wake() time.Duration {
 			t = d
 		}
 	}
-	if !w.shutdown {
+	if !w.start.done {
+		if w.start.waiting == 0 && w.start.failed {
+			min(w.start.retryAt)
+		}
+	} else if !w.shutdown {
 		if !w.scanInFlight {
 			min(w.nextScan)
 		}
@@ -314,6 +354,7 @@ func (w *Worker) wake() time.Duration {
 func (w *Worker) call(c Call, pc pendingCall) uint64 {
 	w.nextID++
 	c.ID = w.nextID
+	pc.op = c.Op
 	w.pending[c.ID] = pc
 	w.rd.Calls = append(w.rd.Calls, c)
 	return c.ID

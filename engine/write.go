@@ -266,6 +266,7 @@ func (w *Worker) writeSuperseded(wr *write) {
 	default:
 		if h := w.held[wr.key]; h != nil {
 			h.write = nil
+			h.taken = true
 			w.loseLease(h, "condition failed: the row changed under "+wr.kind.String())
 		}
 	}

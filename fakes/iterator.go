@@ -227,6 +227,8 @@ func (k *Kinesis) read(st iterState, ok bool, limit int, now time.Time) (engine.
 	s := k.byIndex[st.stream]
 	sh := s.shards[st.shard]
 	switch {
+	case s.deleted:
+		return engine.RecordsPage{}, &callError{op: op, subject: s.name, sub: sh.info.ID, msg: "the stream was deleted", err: engine.ErrNotFound}
 	case limit < 1 || limit > maxGetRecordsLimit:
 		return engine.RecordsPage{}, &callError{op: op, subject: s.name, sub: sh.info.ID, msg: "limit " + strconv.Itoa(limit) + " out of [1, 10000]", err: ErrInvalidArgument}
 	case st.serial <= k.expiredTo:

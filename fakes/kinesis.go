@@ -81,12 +81,14 @@ type Kinesis struct {
 
 // kstream is one stream.
 type kstream struct {
-	name   string
-	index  int
-	seq    seqGen
-	shards []*kshard // creation order: shards[i] is shardId-<i>
-	byID   map[string]*kshard
-	open   []*kshard // open shards sorted by starting hash key
+	name    string
+	created time.Time // see createdAt
+	deleted bool      // by DeleteStream
+	index   int
+	seq     seqGen
+	shards  []*kshard // creation order: shards[i] is shardId-<i>
+	byID    map[string]*kshard
+	open    []*kshard // open shards sorted by starting hash key
 }
 
 // kshard is one shard of a stream.
@@ -152,6 +154,7 @@ func (k *Kinesis) CreateStream(name string, shardCount int) error {
 		s.addShard(r[0], r[1], "", "", now)
 	}
 	s.reindexOpen()
+	k.createdAt(s, now)
 	k.streams[name] = s
 	k.byIndex = append(k.byIndex, s)
 	return nil

@@ -223,7 +223,7 @@ func TestBarsCapped(t *testing.T) {
 func TestTimelineAimedActions(t *testing.T) {
 	o := sim.Options{Seed: 2, Workers: 3, Shards: 3, Chaos: 40 * time.Second, Scenario: "test", Faults: "none", KeepTrace: true,
 		Actions: []sim.Action{
-			{At: 15 * time.Second, Kind: sim.ActPause, Shard: "shardId-000000000001", Dur: 5 * time.Second},
+			{At: 15 * time.Second, Kind: sim.ActPause, Shard: "shardId-000000000000", Dur: 5 * time.Second},
 			{At: 20 * time.Second, Kind: sim.ActSDKRetry, Value: 0.5, Dur: 10 * time.Second},
 		}}
 	res, err := sim.Run(o)
@@ -246,7 +246,7 @@ func TestTimelineAimedActions(t *testing.T) {
 	lane := h[strings.Index(h, fmt.Sprintf(`<g class="slot" data-slot="%d">`, target)):]
 	lane = lane[:strings.Index(lane, "</g>")]
 	if !strings.Contains(lane, `class="band pause"`) {
-		t.Errorf("the pause aimed at the owner of shardId-000000000001 (w%d) is not in w%d's lane", target, target)
+		t.Errorf("the pause aimed at the owner of shardId-000000000000 (w%d) is not in w%d's lane", target, target)
 	}
 	if !strings.Contains(h, `class="band sdkretry"`) {
 		t.Error("the timeline has no band for the SDK retries")

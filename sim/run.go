@@ -734,6 +734,8 @@ func (s *simulator) execStream(f *inflight, res *engine.Result) {
 			}
 		}
 		res.Iterator, res.Err = s.st.GetShardIterator(s.ctx, c.Stream, c.Shard, pos)
+	case engine.OpDescribeStream:
+		res.Stream, res.Err = s.st.DescribeStream(s.ctx, c.Stream)
 	case engine.OpGetRecords:
 		res.Page, res.Err = s.st.GetRecords(s.ctx, c.Iterator, c.Limit)
 		if len(res.Page.ChildShards) > 0 && (s.o.Mutation == "orphan-children" || s.o.Mutation == "ignore-second-parent") {

@@ -59,6 +59,7 @@ type workerFlags struct {
 	consumer     string
 	consumerName string
 	deregister   bool
+	adopt        bool
 }
 
 func (f *workerFlags) register(fs *flag.FlagSet) {
@@ -94,6 +95,7 @@ func (f *workerFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.consumer, "consumer", "polling", "how shards are read: polling (GetRecords) or fan-out (enhanced fan-out: SubscribeToShard with the consumer -consumer-name)")
 	fs.StringVar(&f.consumerName, "consumer-name", "", "fan-out: the stream consumer to register (or use if registered); the same for every worker of the application")
 	fs.BoolVar(&f.deregister, "deregister-consumer", false, "fan-out: deregister the consumer at shutdown (ends the subscriptions of every other worker using it)")
+	fs.BoolVar(&f.adopt, "adopt-unverified-rows", false, "adopt a lease table without a stream marker although some unfinished rows name shards the stream does not have (a KCL table whose shards expired); rows it cannot prove are the stream's are still never ended or deleted")
 }
 
 func defaultOwner() string {
@@ -137,6 +139,7 @@ func (f *workerFlags) engineConfig() (engine.Config, error) {
 		GetRecordsLimit:        f.limit,
 		IdleTimeBetweenReads:   f.idle,
 		ConsistentTakeScans:    f.consistent,
+		AdoptUnverifiedRows:    f.adopt,
 	}
 	var seed [8]byte
 	_, _ = rand.Read(seed[:])
@@ -218,6 +221,7 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		})),
 		CallTimeout:     f.callTimeout,
 		ShutdownTimeout: f.shutdownTime,
+		StartTimeout:    f.startTimeout,
 		Logger:          log,
 	})
 	if err != nil {
@@ -236,11 +240,6 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		"initial_position", full.Streams[0].InitialPosition, "lease_duration", full.LeaseDuration, "renew_interval", full.RenewInterval,
 		"safety_margin", full.SafetyMargin, "take_interval", full.TakeInterval, "shard_sync_interval", full.ShardSyncInterval,
 		"consumer", full.Consumer.String(), "consumer_name", full.ConsumerName)
-	if err := startupChecks(ctx, store, stream, f, region, dynEP, kinEP); err != nil {
-		log.Error("start-up check failed", "err", err)
-		fmt.Fprintln(stderr, "live run:", err)
-		return exitFailed
-	}
 
 	var srv *http.Server
 	if f.metricsAddr != "" {
@@ -286,8 +285,12 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		scancel()
 	}
 	if runErr != nil {
-		log.Error("worker stopped with an error", "err", runErr, "records_processed", total.Load())
 		rec.ProcStop("error")
+		if code, msg := startupFailure(runErr, f, region, dynEP, kinEP); code != 0 {
+			fmt.Fprintln(stderr, "live run:", msg)
+			return code
+		}
+		log.Error("worker stopped with an error", "err", runErr, "records_processed", total.Load())
 		return exitFailed
 	}
 	rec.ProcStop("exit")
@@ -299,41 +302,26 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	return exitOK
 }
 
-// startupChecks verifies that the lease table exists with the right key
-// and that the stream exists, and says plainly which one is missing.
-func startupChecks(ctx context.Context, store *dynamostore.Store, stream *kinesisstream.Stream, f workerFlags, region, dynEP, kinEP string) error {
-	ctx, cancel := context.WithTimeout(ctx, f.startTimeout)
-	defer cancel()
-	if err := store.CheckTable(ctx); err != nil {
-		if errors.Is(err, engine.ErrNotFound) {
-			return fmt.Errorf("the lease table %q does not exist (region %s, DynamoDB endpoint %s); create it with `live create -table %s -stream %s`",
-				f.table, region, dynEP, f.table, f.stream)
-		}
-		return fmt.Errorf("checking the lease table %q (region %s, DynamoDB endpoint %s): %w", f.table, region, dynEP, err)
+// startupFailure turns an error of a failed start-up check (the engine
+// runs them: the table, the stream, the table's stream marker) into the
+// exit status 2 of a configuration problem and a plain message naming the
+// table, the stream, where they were looked for and what to do. It
+// returns 0 for other errors.
+func startupFailure(err error, f workerFlags, region, dynEP, kinEP string) (int, string) {
+	var mm *engine.StreamMismatchError
+	switch {
+	case errors.As(err, &mm):
+		return exitUsage, fmt.Sprintf("the lease table %q does not belong to stream %q (region %s): %v", f.table, f.stream, region, mm)
+	case errors.Is(err, engine.ErrTableMissing):
+		return exitUsage, fmt.Sprintf("the lease table %q does not exist (region %s, DynamoDB endpoint %s); create it with `live create -table %s -stream %s`: %v",
+			f.table, region, dynEP, f.table, f.stream, err)
+	case errors.Is(err, engine.ErrTableSchema):
+		return exitUsage, fmt.Sprintf("the table %q is not a lease table (region %s, DynamoDB endpoint %s): %v", f.table, region, dynEP, err)
+	case errors.Is(err, engine.ErrStreamMissing):
+		return exitUsage, fmt.Sprintf("the stream %q does not exist (region %s, Kinesis endpoint %s); create it with `live create -table %s -stream %s`: %v",
+			f.stream, region, kinEP, f.table, f.stream, err)
+	case errors.Is(err, engine.ErrAccessDenied):
+		return exitUsage, fmt.Sprintf("the credentials were rejected or lack a permission (region %s; see the README's IAM policy): %v", region, err)
 	}
-	shards, err := stream.ListShards(ctx, f.stream)
-	if err != nil {
-		if errors.Is(err, engine.ErrNotFound) {
-			return fmt.Errorf("the stream %q does not exist (region %s, Kinesis endpoint %s); create it with `live create -table %s -stream %s`",
-				f.stream, region, kinEP, f.table, f.stream)
-		}
-		return fmt.Errorf("listing the shards of stream %q (region %s, Kinesis endpoint %s): %w", f.stream, region, kinEP, err)
-	}
-	if len(shards) == 0 {
-		return fmt.Errorf("the stream %q has no shards", f.stream)
-	}
-	if mode, _ := engine.ParseConsumerMode(f.consumer); mode == engine.FanOut {
-		// The engine registers the consumer itself; doing it here first
-		// turns a missing permission into a plain error at start.
-		c, err := stream.EnsureConsumer(ctx, f.stream, f.consumerName)
-		if err != nil {
-			return fmt.Errorf("registering (or finding) the stream consumer %q on stream %q (region %s, Kinesis endpoint %s): %w; "+
-				"the workers need kinesis:DescribeStreamSummary, kinesis:RegisterStreamConsumer and kinesis:DescribeStreamConsumer, or register it once with `live create -stream %s -consumer-name %s`",
-				f.consumerName, f.stream, region, kinEP, err, f.stream, f.consumerName)
-		}
-		if c.Status != engine.ConsumerActive {
-			return fmt.Errorf("the stream consumer %q on stream %q is %s, not ACTIVE", f.consumerName, f.stream, c.Status)
-		}
-	}
-	return nil
+	return 0, ""
 }

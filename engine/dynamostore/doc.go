@@ -10,7 +10,8 @@
 // attribute_not_exists(leaseKey); update (an UpdateItem that sets the
 // lease's attributes and keeps any it does not know) and delete are on the
 // owner and counter the caller read. Errors are mapped to the engine's sentinels
-// (engine.ErrConditionFailed, ErrThrottled, ErrNotFound); anything else is
+// (engine.ErrConditionFailed, ErrThrottled, ErrNotFound for a missing row,
+// ErrTableMissing, ErrTableSchema, ErrAccessDenied); anything else is
 // returned wrapped as it is, and the engine takes it as an unknown outcome.
 // The SDK retries failed requests, so a write that applied but whose reply
 // was lost can come back as ErrConditionFailed on the retry: Store reports

@@ -10,6 +10,7 @@ import (
 	"github.com/aws/smithy-go"
 	"github.com/aws/smithy-go/middleware"
 	"github.com/shardlease/shardlease/engine"
+	"github.com/shardlease/shardlease/internal/awserr"
 )
 
 // mapError wraps err from a DynamoDB call with the context what and, when
@@ -18,9 +19,14 @@ import (
 //	ConditionalCheckFailedException                 engine.ErrConditionFailed
 //	ProvisionedThroughputExceededException,
 //	RequestLimitExceeded, ThrottlingException       engine.ErrThrottled
-//	ResourceNotFoundException                       engine.ErrNotFound (the table is missing)
+//	ResourceNotFoundException                       engine.ErrTableMissing
+//	AccessDeniedException, UnrecognizedClientException,
+//	InvalidSignatureException, ExpiredTokenException,
+//	... (credentials rejected or not authorized)    engine.ErrAccessDenied
 //
-// Any other error is wrapped as it is: an unknown outcome.
+// A missing table is not engine.ErrNotFound, which a store returns only
+// for a missing row. Any other error is wrapped as it is: an unknown
+// outcome.
 func (s *Store) mapError(what string, err error) error {
 	var api smithy.APIError
 	if !errors.As(err, &api) {
@@ -33,7 +39,11 @@ func (s *Store) mapError(what string, err error) error {
 		return fmt.Errorf("dynamostore: %s: %w: %w", what, engine.ErrThrottled, err)
 	case "ResourceNotFoundException":
 		return fmt.Errorf("dynamostore: %s: lease table %q not found in %s: %w: %w",
-			what, s.table, s.where, engine.ErrNotFound, err)
+			what, s.table, s.where, engine.ErrTableMissing, err)
+	}
+	if awserr.Credentials(api.ErrorCode()) {
+		// The error names the code and the message, never the keys.
+		return fmt.Errorf("dynamostore: %s on table %q in %s: %w: %w", what, s.table, s.where, engine.ErrAccessDenied, err)
 	}
 	return fmt.Errorf("dynamostore: %s: %w", what, err)
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -175,5 +176,33 @@ func TestThrottledRetryOfAppliedWriteIsUnknown(t *testing.T) {
 	p.Reject("PutItem", -1, http.StatusBadRequest, "ProvisionedThroughputExceededException")
 	if err := s.CreateLease(ctx(t), c); !unknown(err) {
 		t.Fatalf("CreateLease applied, reply lost, retries throttled = %v; want an unknown outcome", err)
+	}
+}
+
+// TestRejectedCredentialsMapToErrAccessDenied: DynamoDB's answers to an
+// unknown access key, a bad signature, an expired token or a missing
+// permission surface as engine.ErrAccessDenied on every call and on the
+// table check, naming the table, never the credentials.
+func TestRejectedCredentialsMapToErrAccessDenied(t *testing.T) {
+	s, p := proxied(t, false)
+	for _, errType := range []string{"UnrecognizedClientException", "InvalidSignatureException", "ExpiredTokenException", "AccessDeniedException"} {
+		for _, op := range []struct {
+			target string
+			call   func() error
+		}{
+			{"DescribeTable", func() error { return s.CheckTable(ctx(t)) }},
+			{"GetItem", func() error { _, err := s.GetLease(ctx(t), "k"); return err }},
+			{"Scan", func() error { _, err := s.ListLeases(ctx(t), true); return err }},
+		} {
+			p.Clear()
+			p.Reject(op.target, -1, http.StatusBadRequest, "com.amazonaws.dynamodb.v20120810#"+errType)
+			err := op.call()
+			if !errors.Is(err, engine.ErrAccessDenied) || errors.Is(err, engine.ErrNotFound) || errors.Is(err, engine.ErrTableMissing) {
+				t.Errorf("%s answered %s = %v, want engine.ErrAccessDenied alone", op.target, errType, err)
+			}
+			if err != nil && (strings.Contains(err.Error(), "Credential=") || strings.Contains(err.Error(), "Signature=")) {
+				t.Errorf("%s: the error %q shows the request's signature", op.target, err)
+			}
+		}
 	}
 }

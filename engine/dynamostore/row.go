@@ -27,6 +27,10 @@ const (
 	// AttrWriter is shardlease's own attribute (engine.Lease.Writer): which
 	// process wrote this version of the row. KCL ignores it.
 	AttrWriter = "leaseWriter"
+	// AttrStreamID is shardlease's own attribute (engine.Lease.StreamID):
+	// the identity of the stream incarnation the row's shard belongs to
+	// (ARN and creation time). KCL ignores it.
+	AttrStreamID = "streamId"
 )
 
 // Item is one raw DynamoDB row.
@@ -51,6 +55,7 @@ func EncodeLease(l engine.Lease) Item {
 	putSS(item, AttrChildren, l.Children)
 	putS(item, AttrHandoffFrom, l.HandoffFrom)
 	putS(item, AttrWriter, l.Writer)
+	putS(item, AttrStreamID, l.StreamID)
 	return item
 }
 
@@ -93,6 +98,7 @@ func DecodeLease(item Item) (l engine.Lease, key string, err error) {
 	l.EndingHashKey = d.str(AttrEndingHash, false)
 	l.HandoffFrom = d.str(AttrHandoffFrom, false)
 	l.Writer = d.str(AttrWriter, false)
+	l.StreamID = d.str(AttrStreamID, false)
 	if d.err != nil {
 		return engine.Lease{}, key, d.err
 	}

@@ -67,15 +67,17 @@ func waitActive(ctx context.Context, api TableAPI, name string) error {
 }
 
 // CheckTable describes the store's table and reports, in plain words, a
-// missing table (wrapping engine.ErrNotFound) or a key schema other than a
-// single string hash key named leaseKey.
+// missing table (wrapping engine.ErrTableMissing), a key schema other than a
+// single string hash key named leaseKey (engine.ErrTableSchema), or
+// credentials that the service rejects (engine.ErrAccessDenied). It
+// implements engine.TableChecker: Consumer.Run calls it at start.
 func (s *Store) CheckTable(ctx context.Context) error {
 	out, err := s.api.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(s.table)})
 	if err != nil {
 		var api smithy.APIError
 		if errors.As(err, &api) && api.ErrorCode() == "ResourceNotFoundException" {
-			return fmt.Errorf("dynamostore: lease table %q does not exist in %s (create it with dynamostore.CreateTable): %w: %w",
-				s.table, s.where, engine.ErrNotFound, err)
+			return fmt.Errorf("dynamostore: lease table %q does not exist in %s (create it with dynamostore.CreateTable, or `live create`): %w: %w",
+				s.table, s.where, engine.ErrTableMissing, err)
 		}
 		return s.mapError(fmt.Sprintf("describe lease table %q", s.table), err)
 	}
@@ -89,13 +91,13 @@ func checkSchema(name string, t *types.TableDescription) error {
 	}
 	ks := t.KeySchema
 	if len(ks) != 1 || aws.ToString(ks[0].AttributeName) != AttrKey || ks[0].KeyType != types.KeyTypeHash {
-		return fmt.Errorf("dynamostore: table %q is not a lease table: its key schema is %s, want one hash key %s of type S",
-			name, describeKeys(ks), AttrKey)
+		return fmt.Errorf("dynamostore: table %q is not a lease table: its key schema is %s, want one hash key %s of type S: %w",
+			name, describeKeys(ks), AttrKey, engine.ErrTableSchema)
 	}
 	for _, a := range t.AttributeDefinitions {
 		if aws.ToString(a.AttributeName) == AttrKey && a.AttributeType != types.ScalarAttributeTypeS {
-			return fmt.Errorf("dynamostore: table %q is not a lease table: hash key %s has type %s, want S",
-				name, AttrKey, a.AttributeType)
+			return fmt.Errorf("dynamostore: table %q is not a lease table: hash key %s has type %s, want S: %w",
+				name, AttrKey, a.AttributeType, engine.ErrTableSchema)
 		}
 	}
 	return nil

@@ -38,8 +38,8 @@ func TestCheckTableMissing(t *testing.T) {
 	c, _ := client(t)
 	name := localaws.UniqueName(t, "missing")
 	err := dynamostore.New(c, name).CheckTable(ctx(t))
-	if !errors.Is(err, engine.ErrNotFound) || !strings.Contains(err.Error(), name) || !strings.Contains(err.Error(), "does not exist") {
-		t.Fatalf("CheckTable of a missing table = %v, want ErrNotFound naming %s", err, name)
+	if !errors.Is(err, engine.ErrTableMissing) || !strings.Contains(err.Error(), name) || !strings.Contains(err.Error(), "does not exist") {
+		t.Fatalf("CheckTable of a missing table = %v, want ErrTableMissing naming %s", err, name)
 	}
 }
 
@@ -85,9 +85,11 @@ func TestCheckTableWrongSchema(t *testing.T) {
 	}
 }
 
-// TestMissingTableIsNotFound: every call on a missing table wraps
-// ErrNotFound and names the table and where it was looked for.
-func TestMissingTableIsNotFound(t *testing.T) {
+// TestMissingTableIsTableMissing: every call on a missing table wraps
+// ErrTableMissing, not ErrNotFound (which says a row is missing: a missing
+// table read as a missing row would be taken for a deleted lease), and
+// names the table and where it was looked for.
+func TestMissingTableIsTableMissing(t *testing.T) {
 	c, tg := client(t)
 	name := localaws.UniqueName(t, "missing")
 	s := dynamostore.New(c, name)
@@ -100,8 +102,8 @@ func TestMissingTableIsNotFound(t *testing.T) {
 	_, calls["GetLease"] = s.GetLease(ctx(t), "k")
 	_, calls["ListLeases"] = s.ListLeases(ctx(t), true)
 	for op, err := range calls {
-		if !errors.Is(err, engine.ErrNotFound) {
-			t.Errorf("%s on a missing table = %v, want ErrNotFound", op, err)
+		if !errors.Is(err, engine.ErrTableMissing) || errors.Is(err, engine.ErrNotFound) {
+			t.Errorf("%s on a missing table = %v, want ErrTableMissing and not ErrNotFound", op, err)
 			continue
 		}
 		msg := err.Error()

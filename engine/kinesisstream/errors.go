@@ -6,6 +6,7 @@ import (
 
 	"github.com/aws/smithy-go"
 	"github.com/shardlease/shardlease/engine"
+	"github.com/shardlease/shardlease/internal/awserr"
 )
 
 // mapError wraps err from a Kinesis call with the context what and, when
@@ -16,6 +17,9 @@ import (
 //	ExpiredIteratorException                         engine.ErrExpiredIterator
 //	ResourceNotFoundException                        engine.ErrNotFound (notFound says what)
 //	ResourceInUseException                           engine.ErrResourceInUse
+//	AccessDeniedException, UnrecognizedClientException,
+//	InvalidSignatureException, ExpiredTokenException,
+//	... (credentials rejected or not authorized)     engine.ErrAccessDenied
 //
 // Any other error is wrapped as it is.
 func (s *Stream) mapError(what, notFound string, err error) error {
@@ -33,8 +37,14 @@ func (s *Stream) mapError(what, notFound string, err error) error {
 	case "ResourceNotFoundException":
 		return fmt.Errorf("kinesisstream: %s: %s not found in %s: %w: %w", what, notFound, s.where, engine.ErrNotFound, err)
 	}
+	if awserr.Credentials(api.ErrorCode()) {
+		// The error names the code and the message, never the keys.
+		return fmt.Errorf("kinesisstream: %s in %s: %w: %w", what, s.where, engine.ErrAccessDenied, err)
+	}
 	return fmt.Errorf("kinesisstream: %s: %w", what, err)
 }
+
+func isNotFound(err error) bool { return errors.Is(err, engine.ErrNotFound) }
 
 // unsupported reports whether err says the server does not know the
 // operation (a Kinesis-compatible server without ListShards).

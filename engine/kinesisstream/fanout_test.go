@@ -166,6 +166,12 @@ func (l lockedStream) GetShardIterator(ctx context.Context, stream, shard string
 	return l.h.k.GetShardIterator(ctx, stream, shard, pos)
 }
 
+func (l lockedStream) DescribeStream(ctx context.Context, stream string) (engine.StreamInfo, error) {
+	l.h.mu.Lock()
+	defer l.h.mu.Unlock()
+	return l.h.k.DescribeStream(ctx, stream)
+}
+
 func (l lockedStream) GetRecords(ctx context.Context, it string, limit int) (engine.RecordsPage, error) {
 	l.h.mu.Lock()
 	defer l.h.mu.Unlock()

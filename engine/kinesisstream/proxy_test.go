@@ -40,7 +40,8 @@ func TestErrorMapping(t *testing.T) {
 			_, err := s.GetShardIterator(ctx(t), stream, "shardId-000000000000", engine.Position{Type: engine.IterLatest})
 			return err
 		},
-		"GetRecords": func() error { _, err := s.GetRecords(ctx(t), it, 10); return err },
+		"GetRecords":            func() error { _, err := s.GetRecords(ctx(t), it, 10); return err },
+		"DescribeStreamSummary": func() error { _, err := s.DescribeStream(ctx(t), stream); return err },
 		"PutRecords": func() error {
 			_, err := s.PutRecords(ctx(t), stream, []kinesisstream.PutEntry{{PartitionKey: "k", Data: []byte("x")}})
 			return err
@@ -59,6 +60,11 @@ func TestErrorMapping(t *testing.T) {
 		{"ListShards", "LimitExceededException", engine.ErrThrottled},
 		{"ListShards", "ResourceNotFoundException", engine.ErrNotFound},
 		{"PutRecords", "ProvisionedThroughputExceededException", engine.ErrThrottled},
+		{"DescribeStreamSummary", "ResourceNotFoundException", engine.ErrNotFound},
+		{"DescribeStreamSummary", "ResourceNotFoundException", engine.ErrStreamMissing},
+		{"DescribeStreamSummary", "UnrecognizedClientException", engine.ErrAccessDenied},
+		{"GetRecords", "AccessDeniedException", engine.ErrAccessDenied},
+		{"ListShards", "ExpiredTokenException", engine.ErrAccessDenied},
 	} {
 		t.Run(tc.op+"/"+tc.errType, func(t *testing.T) {
 			p.Clear()
@@ -67,8 +73,8 @@ func TestErrorMapping(t *testing.T) {
 			if !errors.Is(err, tc.want) {
 				t.Fatalf("%s answered %s = %v, want %v", tc.op, tc.errType, err, tc.want)
 			}
-			for _, other := range []error{engine.ErrThrottled, engine.ErrExpiredIterator, engine.ErrNotFound, engine.ErrConditionFailed} {
-				if other != tc.want && errors.Is(err, other) {
+			for _, other := range []error{engine.ErrThrottled, engine.ErrExpiredIterator, engine.ErrNotFound, engine.ErrConditionFailed, engine.ErrAccessDenied} {
+				if other != tc.want && errors.Is(err, other) && !(tc.want == engine.ErrStreamMissing && other == engine.ErrNotFound) {
 					t.Fatalf("error also matches %v: %v", other, err)
 				}
 			}

@@ -3,6 +3,7 @@ package streamtest
 import (
 	"math/big"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -41,6 +42,35 @@ var cases = []testCase{
 		if last := new(big.Int).Sub(next, big.NewInt(1)).String(); last != MaxHashKey {
 			x.t.Fatalf("hash ranges end at %s, want %s", last, MaxHashKey)
 		}
+	}},
+	{"describe/identity", func(x *suite) {
+		a, b := x.h.CreateStream(x.t, 1), x.h.CreateStream(x.t, 1)
+		ctx, cancel := x.ctx()
+		defer cancel()
+		ia, err := x.s.DescribeStream(ctx, a)
+		if err != nil {
+			x.t.Fatalf("DescribeStream(%q): %v", a, err)
+		}
+		ib, err := x.s.DescribeStream(ctx, b)
+		if err != nil {
+			x.t.Fatalf("DescribeStream(%q): %v", b, err)
+		}
+		if ia.Name != a || !strings.HasSuffix(ia.ARN, ":stream/"+a) || ia.Created.IsZero() {
+			x.t.Fatalf("DescribeStream(%q) = %+v: want its name, an ARN ending in :stream/%s and a creation time", a, ia, a)
+		}
+		if ia.Identity() == ib.Identity() {
+			x.t.Fatalf("two streams with one identity %s", ia.Identity())
+		}
+		again, err := x.s.DescribeStream(ctx, a)
+		if err != nil || again.Identity() != ia.Identity() {
+			x.t.Fatalf("DescribeStream(%q) again = %+v, %v: the identity changed", a, again, err)
+		}
+	}},
+	{"describe/missing_stream", func(x *suite) {
+		ctx, cancel := x.ctx()
+		defer cancel()
+		_, err := x.s.DescribeStream(ctx, "shardlease-no-such-stream")
+		wantErrIs(x.t, "DescribeStream of a missing stream", err, engine.ErrNotFound)
 	}},
 	{"list/missing_stream", func(x *suite) {
 		_, err := x.listShards("shardlease-no-such-stream")

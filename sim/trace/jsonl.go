@@ -131,7 +131,7 @@ func ParseJSON(line []byte) (Record, error) {
 		r.Proc = *j.Proc
 	}
 	if j.Op != "" {
-		for o := engine.OpListLeases; o <= engine.OpUnsubscribe; o++ {
+		for o := engine.Op(1); o < 64; o++ {
 			if o.String() == j.Op {
 				r.Op = o
 			}

@@ -234,6 +234,10 @@ type tapStream struct {
 	next engine.Stream
 }
 
+func (s *tapStream) DescribeStream(ctx context.Context, stream string) (engine.StreamInfo, error) {
+	return s.next.DescribeStream(ctx, stream)
+}
+
 func (s *tapStream) ListShards(ctx context.Context, stream string) ([]engine.Shard, error) {
 	return s.next.ListShards(ctx, stream)
 }
