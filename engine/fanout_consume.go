@@ -100,7 +100,7 @@ func (w *Worker) onSubscribed(pc pendingCall, r Result) {
 			c.backoff = w.nextBackoff(c.backoff)
 		}
 		c.phase = cIter
-		c.nextAt = now + c.backoff
+		c.nextAt = w.resubscribeAt(h, c.backoff)
 		return
 	}
 	c.backoff = 0
@@ -111,11 +111,18 @@ func (w *Worker) onSubscribed(pc pendingCall, r Result) {
 	w.tickConsumer(h)
 }
 
-// inUseBackoff is the wait after ErrResourceInUse: at least a second,
+// inUseBackoff is the wait after ErrResourceInUse: about a second,
 // doubling to 5 s (past which the other subscription can be taken over).
 func (w *Worker) inUseBackoff(prev time.Duration) time.Duration {
 	d := min(max(2*prev, time.Second), 5*time.Second)
 	return w.jitter(d)
+}
+
+// resubscribeAt returns when h may subscribe again after a wait of
+// backoff: never sooner than minResubscribeGap after its last
+// SubscribeToShard (Kinesis refuses a second call within a second).
+func (w *Worker) resubscribeAt(h *holding, backoff time.Duration) time.Duration {
+	return max(w.now.Mono+backoff, h.c.fo.subscribedAt+minResubscribeGap+minResubscribeGap/20)
 }
 
 // askEvent sends NextEvent for h's subscription, while the worker acts on
@@ -160,7 +167,7 @@ func (w *Worker) onEvent(pc pendingCall, r Result) {
 			c.backoff = w.nextBackoff(c.backoff)
 		}
 		c.phase = cIter
-		c.nextAt = max(now+c.backoff, c.fo.subscribedAt+minResubscribeGap)
+		c.nextAt = w.resubscribeAt(h, c.backoff)
 		w.tickConsumer(h)
 		return
 	}

@@ -213,9 +213,12 @@ func (s *Stream) Subscribe(ctx context.Context, consumerARN, stream, shard strin
 	// ctx only bounds the wait for the subscription to open.
 	subCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	stop := context.AfterFunc(ctx, cancel)
+	// One attempt: the engine backs off itself, and a retry within a second
+	// would only meet LimitExceededException (one call per second per
+	// consumer and shard) or ResourceInUseException.
 	out, err := api.SubscribeToShard(subCtx, &kinesis.SubscribeToShardInput{
 		ConsumerARN: aws.String(consumerARN), ShardId: aws.String(shard), StartingPosition: sp,
-	})
+	}, func(o *kinesis.Options) { o.RetryMaxAttempts = 1 })
 	if !stop() {
 		// ctx ended first: whatever opened is closed.
 		if err == nil {

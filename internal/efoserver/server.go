@@ -101,6 +101,8 @@ type Server struct {
 	subs      map[*subscription]bool
 	protos    map[string]int // protocol of each SubscribeToShard request
 	counts    map[string]int // requests by operation
+	rejects   int            // SubscribeToShard calls still to refuse
+	rejectAs  string
 }
 
 // New starts a server with opts and closes it when t ends.
@@ -209,15 +211,24 @@ func (s *Server) Subscriptions() int {
 	return len(s.subs)
 }
 
-// Drop ends every subscription of shard with the event-stream exception
-// excType (e.g. InternalFailureException), or, with "", by closing the
-// stream as at the end of a lifetime. It returns how many it ended.
+// RejectSubscribes makes the next n SubscribeToShard calls fail with the
+// error excType (e.g. LimitExceededException) before any check.
+func (s *Server) RejectSubscribes(n int, excType string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.rejects, s.rejectAs = n, excType
+}
+
+// Drop ends every subscription of shard (of every shard if shard is "")
+// with the event-stream exception excType (e.g. InternalFailureException),
+// or, with excType "", by closing the stream as at the end of a lifetime.
+// It returns how many it ended.
 func (s *Server) Drop(shard, excType string) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	n := 0
 	for sub := range s.subs {
-		if sub.shard == shard && sub.end(excType) {
+		if (shard == "" || sub.shard == shard) && sub.end(excType) {
 			n++
 		}
 	}

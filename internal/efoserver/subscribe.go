@@ -65,6 +65,12 @@ func (s *Server) subscribe(w http.ResponseWriter, r *http.Request, body []byte) 
 	}
 	now := s.now()
 	s.mu.Lock()
+	if s.rejects > 0 {
+		s.rejects--
+		s.mu.Unlock()
+		writeError(w, http.StatusBadRequest, s.rejectAs, "injected by efoserver.RejectSubscribes")
+		return
+	}
 	c := s.consumers[in.ConsumerARN]
 	if c != nil {
 		c = s.live(c.stream, c.name, now)
