@@ -56,6 +56,9 @@ func (w *Worker) subscribe(h *holding) {
 // subscribePosition returns where a subscription of h starts.
 func (w *Worker) subscribePosition(h *holding) Position {
 	if cont := h.c.fo.cont; cont != "" {
+		if w.bug("resubscribe-at-latest") {
+			return Position{Type: IterLatest}
+		}
 		return Position{Type: IterAfterSequenceNumber, Sequence: cont}
 	}
 	return w.positionAfter(h)

@@ -119,9 +119,11 @@ const (
 	OutcomeThrottled       = "throttled"
 	OutcomeNotFound        = "not-found"
 	OutcomeExpiredIterator = "expired-iterator"
-	OutcomeTimeout         = "timeout"   // no reply within the call timeout
-	OutcomeTransient       = "transient" // a 5xx: may or may not have applied
-	OutcomeError           = "error"     // any other error
+	OutcomeInUse           = "in-use"             // ErrResourceInUse (fan-out)
+	OutcomeEnded           = "subscription-ended" // ErrSubscriptionEnded (fan-out)
+	OutcomeTimeout         = "timeout"            // no reply within the call timeout
+	OutcomeTransient       = "transient"          // a 5xx: may or may not have applied
+	OutcomeError           = "error"              // any other error
 )
 
 // EngineOutcome names the outcome of err when it is nil or one of the
@@ -140,6 +142,10 @@ func EngineOutcome(err error) (outcome string, ok bool) {
 		return OutcomeNotFound, true
 	case errors.Is(err, engine.ErrExpiredIterator):
 		return OutcomeExpiredIterator, true
+	case errors.Is(err, engine.ErrResourceInUse):
+		return OutcomeInUse, true
+	case errors.Is(err, engine.ErrSubscriptionEnded):
+		return OutcomeEnded, true
 	}
 	return "", false
 }
