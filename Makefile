@@ -20,8 +20,19 @@ test: tools chromium toxiproxy
 	$(GO) vet ./...
 	$(GO) vet $(MUTATIONS) ./...
 	$(GO) test -count=1 ./engine ./sim
+	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(or $(FUZZTIME),10s) ./engine/kpl
 	SHARDLEASE_REQUIRE_CHROMIUM=1 SHARDLEASE_REQUIRE_LOCALAWS=1 scripts/localaws.sh run -- $(GO) test $(MUTATIONS) -count=1 -timeout 45m ./...
+	$(MAKE) fuzz
 	$(MAKE) test-chaos
+
+.PHONY: fuzz
+# fuzz runs each Go fuzz target for FUZZTIME (default 10s; go test allows
+# one -fuzz target per run). New failing inputs are written under the
+# package's testdata/fuzz/ and replay in every later go test.
+FUZZTIME ?= 10s
+fuzz:
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeLease$$' -fuzztime $(FUZZTIME) ./engine/dynamostore
+	$(GO) test -run '^$$' -fuzz '^FuzzSequences$$' -fuzztime $(FUZZTIME) ./engine
 
 # sim is the main job: the default simulation sweep (scenario swarm, seeds
 # 1-32, on the in-memory fakes) with a summary and a report under

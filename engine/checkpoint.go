@@ -126,6 +126,9 @@ func ValidateSequence(s string) error {
 	}
 	for i := 0; i < len(s); i++ {
 		if s[i] < '0' || s[i] > '9' {
+			if len(s) > 40 {
+				return fmt.Errorf("sequence number %q... (%d bytes) is not a decimal integer", s[:40], len(s))
+			}
 			return fmt.Errorf("sequence number %q is not a decimal integer", s)
 		}
 	}

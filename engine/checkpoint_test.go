@@ -317,9 +317,10 @@ func TestPositionAfter(t *testing.T) {
 		{Checkpoint{}, Position{Type: IterTrimHorizon}},
 		{SentinelCheckpoint(Latest), Position{Type: IterLatest}},
 		{SentinelCheckpoint(AtTimestamp), Position{Type: IterAtTimestamp, Timestamp: ts}},
-		{SequenceCheckpoint(seq56a), Position{Type: IterAfterSequenceNumber, Sequence: seq56a}},
-		// An aggregated record partly delivered is read again; its
-		// delivered sub-records are skipped.
+		// A sequence number is read again (AT), as the KCL does: (s, 0)
+		// may be the first user record of an aggregate, whose others are
+		// still to deliver. What was delivered is skipped (onRecords).
+		{SequenceCheckpoint(seq56a), Position{Type: IterAtSequenceNumber, Sequence: seq56a}},
 		{Checkpoint{Sequence: seq56a, SubSequence: 2}, Position{Type: IterAtSequenceNumber, Sequence: seq56a}},
 	}
 	for _, tc := range cases {

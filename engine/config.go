@@ -112,6 +112,14 @@ type Config struct {
 	AdoptUnverifiedRows bool
 	// Trace, if set, receives every trace event.
 	Trace Tracer
+	// DeliverCorruptAggregates hands a record that starts with the KPL's
+	// magic bytes but fails its MD5 check or does not parse to the
+	// processor as it was read (as the KCL does), instead of dropping it
+	// (the default). Either way a trace event reports it
+	// (TraceAggregateUndecoded, TraceAggregateDropped), which Consumer
+	// logs at WARN. Set it when producers other than the KPL write binary
+	// payloads: one in 2^32 random payloads starts with the magic bytes.
+	DeliverCorruptAggregates bool
 
 	// planted is a known bug planted by a test (internal/planted); it can
 	// be set only in builds with the shardlease_mutations tag.

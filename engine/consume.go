@@ -51,6 +51,10 @@ type consumer struct {
 	unverified   bool // the shard is not listed and the row is not proven the stream's (reported)
 	children     []string
 
+	// failures counts the failed deliveries in a row of records (reset
+	// when a batch is processed or skipped).
+	failures int
+
 	fo subState // FanOut: the subscription
 }
 
@@ -118,9 +122,11 @@ func (w *Worker) tickConsumer(h *holding) {
 			c.batch = w.batchID()
 			c.phase = cDeliverWait
 			first, last := c.records[0], c.records[len(c.records)-1]
-			w.notice(Notice{Kind: NoticeRecords, Key: h.key, Shard: h.ref, Batch: c.batch, Records: c.records, MillisBehind: c.millisBehind})
+			w.notice(Notice{Kind: NoticeRecords, Key: h.key, Shard: h.ref, Batch: c.batch, Records: c.records, MillisBehind: c.millisBehind,
+				Attempt: c.failures + 1})
 			if w.trace != nil {
-				w.emit(TraceEvent{Kind: TraceDelivered, Key: h.key, Shard: h.ref, Counter: h.row.Counter, First: first.Sequence, Last: last.Sequence, Count: len(c.records)})
+				w.emit(TraceEvent{Kind: TraceDelivered, Key: h.key, Shard: h.ref, Counter: h.row.Counter, First: first.Sequence, Last: last.Sequence,
+					FirstSub: first.SubSequence, LastSub: last.SubSequence, Count: len(c.records)})
 			}
 		}
 	case cShardEnd:
@@ -200,8 +206,12 @@ func (w *Worker) onParentCheck(pc pendingCall, r Result) {
 	w.tickConsumer(h)
 }
 
-// positionAfter returns where to read from: after the last record
-// delivered, or at the lease's start checkpoint.
+// positionAfter returns where to read from: the last record delivered, or
+// the lease's start checkpoint. A sequence number is read AT, not AFTER,
+// as the KCL does, and what was delivered already is skipped (onRecords):
+// a checkpoint (s, n) may name any user record of the aggregate s, even
+// the first (n = 0, the same checkpoint as a record that is not
+// aggregated), so reading after s could lose the rest of the aggregate.
 func (w *Worker) positionAfter(h *holding) Position {
 	p := h.c.position
 	switch {
@@ -215,12 +225,10 @@ func (w *Worker) positionAfter(h *holding) Position {
 			ts = s.Timestamp
 		}
 		return Position{Type: IterAtTimestamp, Timestamp: ts}
-	case p.SubSequence != 0:
-		// Sub-records of an aggregated record: read it again and skip
-		// what was delivered.
-		return Position{Type: IterAtSequenceNumber, Sequence: p.Sequence}
+	case p.SubSequence == 0 && w.bug("resume-after-sequence"):
+		return Position{Type: IterAfterSequenceNumber, Sequence: p.Sequence}
 	}
-	return Position{Type: IterAfterSequenceNumber, Sequence: p.Sequence}
+	return Position{Type: IterAtSequenceNumber, Sequence: p.Sequence}
 }
 
 func (w *Worker) onIterator(pc pendingCall, r Result) {
@@ -288,8 +296,9 @@ func (w *Worker) onRecords(pc pendingCall, r Result) {
 		return
 	}
 	c.backoff = 0
-	recs := r.Page.Records
-	// Drop what was already delivered (an aggregated record read again).
+	recs := w.userRecords(h, r.Page.Records)
+	// Drop what was already delivered (the record at the position, read
+	// again).
 	for len(recs) > 0 && (Checkpoint{Sequence: recs[0].Sequence, SubSequence: recs[0].SubSequence}).Compare(c.position) <= 0 {
 		recs = recs[1:]
 	}
@@ -310,6 +319,11 @@ func (w *Worker) onRecords(pc pendingCall, r Result) {
 		c.nextAt = now
 	case c.end:
 		c.phase = cShardEnd
+	case len(r.Page.Records) > 0:
+		// Nothing new to deliver, but the stream was not idle: the page
+		// held only what was delivered before, or dropped aggregates.
+		c.phase = cFetch
+		c.nextAt = now
 	default:
 		c.phase = cFetch
 		c.nextAt = now + w.cfg.IdleTimeBetweenReads
@@ -317,7 +331,8 @@ func (w *Worker) onRecords(pc pendingCall, r Result) {
 	w.tickConsumer(h)
 }
 
-func (w *Worker) onDone(key string, batch uint64, failed bool) {
+func (w *Worker) onDone(in Input) {
+	key, batch := in.Key, in.Batch
 	h := w.held[key]
 	if h == nil || h.c.batch != batch || !h.c.busyWithProcessor() {
 		return
@@ -330,13 +345,25 @@ func (w *Worker) onDone(key string, batch uint64, failed bool) {
 		c.phase = cIter
 		c.nextAt = now
 	case cDeliverWait:
-		if failed {
+		first, last := c.records[0].Sequence, c.records[len(c.records)-1].Sequence
+		switch {
+		case in.Failed && in.Skipped:
+			// The driver's failure policy passed the batch over: go on as
+			// if it had been processed (nothing is checkpointed for it).
+			w.emit(TraceEvent{Kind: TraceBatchSkipped, Key: h.key, Shard: h.ref, Counter: h.row.Counter,
+				First: first, Last: last, Count: c.failures + 1, Reason: in.Reason})
+		case in.Failed:
 			// Deliver the same records again, after a pause.
+			c.failures++
+			w.emit(TraceEvent{Kind: TraceBatchFailed, Key: h.key, Shard: h.ref, Counter: h.row.Counter,
+				First: first, Last: last, Count: c.failures})
 			c.backoff = w.nextBackoff(c.backoff)
 			c.phase = cDeliver
 			c.nextAt = now + c.backoff
-			break
+			w.tickConsumer(h)
+			return
 		}
+		c.failures = 0
 		c.backoff = 0
 		c.records = nil
 		if c.end {

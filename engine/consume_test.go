@@ -130,8 +130,9 @@ func TestFailedBatchRedelivered(t *testing.T) {
 	}
 }
 
-// An expired iterator is replaced by one after the last record delivered
-// (or at the start position if none was): nothing is skipped or repeated.
+// An expired iterator is replaced by one at the last record delivered (or
+// at the start position if none was), which is skipped: nothing is skipped
+// or repeated.
 func TestExpiredIteratorResumesAfterLastDelivered(t *testing.T) {
 	cases := []struct {
 		name    string
@@ -141,13 +142,13 @@ func TestExpiredIteratorResumesAfterLastDelivered(t *testing.T) {
 	}{
 		{"after_records", func([]Record) Checkpoint { return startSeq() }, 3,
 			func(recs []Record) Position {
-				return Position{Type: IterAfterSequenceNumber, Sequence: recs[2].Sequence}
+				return Position{Type: IterAtSequenceNumber, Sequence: recs[2].Sequence}
 			}},
 		{"nothing_delivered_yet", func([]Record) Checkpoint { return startSeq() }, 0,
 			func([]Record) Position { return Position{Type: IterTrimHorizon} }},
 		{"resumed_from_checkpoint", func(recs []Record) Checkpoint { return SequenceCheckpoint(recs[1].Sequence) }, 2,
 			func(recs []Record) Position {
-				return Position{Type: IterAfterSequenceNumber, Sequence: recs[1].Sequence}
+				return Position{Type: IterAtSequenceNumber, Sequence: recs[1].Sequence}
 			}},
 	}
 	for _, tc := range cases {
@@ -394,9 +395,10 @@ func TestShardEndWrite(t *testing.T) {
 				}
 			}
 			u.hold = nil
-			u.runTo(30 * time.Second)
+			u.runTo(u.now + deleteGrace(u.w.cfg) + 2*DefaultShardSyncInterval)
 			// The children get leases and are consumed; the parent row
-			// is deleted once both started.
+			// is deleted once both started (and it has been finished for
+			// the deletion's grace).
 			if !slices.Equal(u.w.Held(), []string{shardKey(1), shardKey(2)}) {
 				t.Errorf("held %v, want the children", u.w.Held())
 			}

@@ -46,7 +46,13 @@ type ConsumerOptions struct {
 	// credentials without dynamodb:DescribeTable. The checks of the
 	// streams and of the stream marker always run.
 	SkipTableCheck bool
-	// Logger receives the driver's logs. Nil means slog.Default().
+	// FailurePolicy decides what becomes of a batch its processor keeps
+	// failing (see FailurePolicy). Nil: it is delivered again for as long
+	// as the lease is held (at-least-once).
+	FailurePolicy *FailurePolicy
+	// Logger receives the driver's logs. Nil means slog.Default(). The
+	// driver adds an "owner" attribute to every line: a logger given here
+	// should not carry one already (a JSON line would hold the key twice).
 	Logger *slog.Logger
 }
 
@@ -68,6 +74,7 @@ type Consumer struct {
 	waiters     map[uint64]chan error
 	nextToken   uint64
 	done        chan struct{}
+	health      *health
 }
 
 // NewConsumer checks opts and returns a Consumer ready to Run. An invalid
@@ -83,12 +90,25 @@ func NewConsumer(opts ConsumerOptions) (*Consumer, error) {
 	if opts.MaxStoreCalls < 0 || opts.MaxStreamCalls < 0 || opts.CallTimeout < 0 || opts.ShutdownTimeout < 0 || opts.StartTimeout < 0 {
 		errs = append(errs, errors.New("ConsumerOptions limits and timeouts must not be negative"))
 	}
+	if err := opts.FailurePolicy.validate(); err != nil {
+		errs = append(errs, err)
+	}
 	if opts.Config.Seed == 0 {
 		// Every process needs its own seed (see Config.Seed): the driver,
 		// not the decision core, is where randomness may come from.
 		var b [8]byte
 		_, _ = crand.Read(b[:])
 		opts.Config.Seed = binary.LittleEndian.Uint64(b[:]) | 1
+	}
+	// The driver sees every trace event first (driver_observe.go), then
+	// the configured Tracer does.
+	var c *Consumer
+	userTrace := opts.Config.Trace
+	opts.Config.Trace = func(e TraceEvent) {
+		c.observe(e)
+		if userTrace != nil {
+			userTrace(e)
+		}
 	}
 	w, err := NewWorker(opts.Config)
 	if err != nil {
@@ -101,6 +121,11 @@ func NewConsumer(opts ConsumerOptions) (*Consumer, error) {
 		return nil, fmt.Errorf("new consumer: %w", errors.Join(errs...))
 	}
 	cfg := w.Config()
+	if opts.CallTimeout > cfg.LeaseDuration {
+		// Shard sync relies on a write applying within a lease duration of
+		// being sent (see deleteGrace).
+		return nil, fmt.Errorf("new consumer: CallTimeout (%v) must be at most LeaseDuration (%v): a write that applies later could re-create a finished shard's row", opts.CallTimeout, cfg.LeaseDuration)
+	}
 	if opts.Store == nil {
 		opts.Store = NewMemStore()
 	}
@@ -122,7 +147,7 @@ func NewConsumer(opts ConsumerOptions) (*Consumer, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	return &Consumer{
+	c = &Consumer{
 		opts:        opts,
 		worker:      w,
 		clk:         opts.Clock,
@@ -134,7 +159,9 @@ func NewConsumer(opts ConsumerOptions) (*Consumer, error) {
 		runners:     make(map[string]*runner),
 		waiters:     make(map[uint64]chan error),
 		done:        make(chan struct{}),
-	}, nil
+		health:      newHealth(cfg.LeaseDuration, opts.StartTimeout),
+	}
+	return c, nil
 }
 
 // Run runs the worker until ctx is cancelled, then shuts down gracefully:
@@ -156,6 +183,8 @@ func NewConsumer(opts ConsumerOptions) (*Consumer, error) {
 func (c *Consumer) Run(ctx context.Context) error {
 	defer close(c.done)
 	c.start = c.clk.Now()
+	c.health.run(c.start)
+	defer func() { c.health.stop(c.clk.Now()) }()
 	if tc, ok := c.opts.Store.(TableChecker); ok && !c.opts.SkipTableCheck {
 		if err := c.checkTable(ctx, tc); err != nil {
 			return err
@@ -177,11 +206,14 @@ func (c *Consumer) Run(ctx context.Context) error {
 	shutdown, started := false, false
 	in := Input{Kind: InputTick}
 	for {
-		rd := c.worker.Step(c.now(), in)
+		now := c.now()
+		rd := c.worker.Step(now, in)
+		c.health.stepped(now.Wall, c.start.Add(rd.WakeAt), len(c.worker.heldKeys))
 		c.carryOut(callCtx, procCtx, rd)
 		c.publishActingUntil()
 		if !started && c.worker.Started() {
 			started, startBy = true, nil
+			c.health.started()
 			c.log.Info("start-up checks passed")
 		}
 		if rd.Stopped {
@@ -216,6 +248,7 @@ func (c *Consumer) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			if !shutdown {
 				shutdown = true
+				c.health.shuttingDown(c.clk.Now())
 				c.log.Info("shutting down: draining, checkpointing and releasing leases")
 				deadline = c.clk.After(c.opts.ShutdownTimeout)
 				in = Input{Kind: InputShutdown}
@@ -319,6 +352,7 @@ func (c *Consumer) dispatch(ctx context.Context, call Call) {
 		defer cancel()
 		r := Execute(cctx, c.opts.Store, c.opts.Stream, call)
 		r.ID = call.ID
+		c.health.call(call.Op, r.Err, c.clk.Now())
 		c.logCallError(call, r.Err)
 		c.feed(Input{Kind: InputResult, Result: r})
 	}()

@@ -136,19 +136,44 @@ func (r *runner) handle(ctx context.Context, n Notice) (final bool) {
 			r.proc.LeaseLost(ctx, LeaseLostInput{Shard: n.Shard})
 		}
 	}()
-	if err != nil {
-		r.c.log.Warn("record processor failed; the batch will be delivered again", "lease", r.key, "notice", n.Kind.String(), "err", err)
+	switch {
+	case err == nil:
+	case n.Kind == NoticeRecords:
+		return r.failed(ctx, n, err)
+	default:
+		r.c.log.Warn("record processor failed", "lease", r.key, "notice", n.Kind.String(), "err", err)
 	}
 	switch n.Kind {
 	case NoticeLeaseLost:
 		return true
 	case NoticeRecords:
-		r.c.feed(Input{Kind: InputDone, Key: r.key, Batch: n.Batch, Failed: err != nil})
+		r.c.feed(Input{Kind: InputDone, Key: r.key, Batch: n.Batch})
 		return false
 	default:
 		r.c.feed(Input{Kind: InputDone, Key: r.key, Batch: n.Batch})
 		return n.Kind == NoticeShardEnded || n.Kind == NoticeShutdownRequested
 	}
+}
+
+// failed handles a batch the processor failed: the failure policy, if
+// any and due, decides whether it is delivered again or passed over.
+func (r *runner) failed(ctx context.Context, n Notice, err error) (final bool) {
+	first, last := n.Records[0].Sequence, n.Records[len(n.Records)-1].Sequence
+	d, perr := r.c.opts.FailurePolicy.decide(ctx, n, err)
+	if perr != nil {
+		r.c.log.Error("failure policy failed; the batch will be delivered again", "lease", r.key, "err", perr)
+	}
+	in := Input{Kind: InputDone, Key: r.key, Batch: n.Batch, Failed: true}
+	if d == RetryBatch {
+		r.c.log.Warn("record processor failed; the batch will be delivered again", "lease", r.key,
+			"consecutive_failures", n.Attempt, "first", first, "last", last, "records", len(n.Records), "err", err)
+	} else {
+		in.Skipped, in.Reason = true, d.String()
+		r.c.log.Warn("record processor failed; the failure policy passed the batch over (not checkpointed)", "lease", r.key,
+			"decision", d.String(), "consecutive_failures", n.Attempt, "first", first, "last", last, "records", len(n.Records), "err", err)
+	}
+	r.c.feed(in)
+	return false
 }
 
 // checkpointer asks the loop for a checkpoint and waits for its outcome.

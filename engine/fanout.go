@@ -60,6 +60,10 @@ var (
 	// or fails; the consumer subscribes again from the last continuation
 	// sequence number.
 	ErrSubscriptionEnded = errors.New("subscription ended")
+	// ErrSubscriptionExpired is wrapped, with ErrSubscriptionEnded, by the
+	// error of a subscription that ended at the end of its lifetime (not
+	// taken over, not failed).
+	ErrSubscriptionExpired = errors.New("the subscription's lifetime is over")
 )
 
 // ConsumerStatus is the status of a registered stream consumer.

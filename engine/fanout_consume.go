@@ -176,7 +176,7 @@ func (w *Worker) onEvent(pc pendingCall, r Result) {
 	}
 	c.backoff = 0
 	ev := r.Event
-	recs := ev.Records
+	recs := w.userRecords(h, ev.Records)
 	for len(recs) > 0 && (Checkpoint{Sequence: recs[0].Sequence, SubSequence: recs[0].SubSequence}).Compare(c.position) <= 0 {
 		recs = recs[1:]
 	}
@@ -200,6 +200,10 @@ func (w *Worker) onEvent(pc pendingCall, r Result) {
 		c.nextAt = now
 	case c.end:
 		c.phase = cShardEnd
+	case len(ev.Records) > 0:
+		// Only what was delivered before (or dropped aggregates): go on.
+		c.phase = cFetch
+		c.nextAt = now
 	default:
 		// Nothing came: ask again (the stream waited for an event).
 		c.phase = cFetch

@@ -151,6 +151,8 @@ type tWorker struct {
 	inbox []Input
 	// delivered sequence numbers per lease key, in order
 	got map[string][]string
+	// delivered records per lease key, in order
+	recs map[string][]Record
 	// checkpointEvery: checkpoint after each batch (the default)
 	noCheckpoint bool
 	token        uint64
@@ -192,7 +194,7 @@ func (c *cluster) start(id string) *tWorker {
 	if err != nil {
 		c.t.Fatal(err)
 	}
-	tw := &tWorker{id: id, w: w, got: map[string][]string{}}
+	tw := &tWorker{id: id, w: w, got: map[string][]string{}, recs: map[string][]Record{}}
 	c.workers = append(c.workers, tw)
 	c.step(tw, Input{Kind: InputTick})
 	return tw
@@ -308,11 +310,12 @@ func (c *cluster) process(tw *tWorker, n Notice) {
 		for _, r := range n.Records {
 			tw.got[n.Key] = append(tw.got[n.Key], r.Sequence)
 		}
+		tw.recs[n.Key] = append(tw.recs[n.Key], n.Records...)
 		tw.inbox = append(tw.inbox, Input{Kind: InputDone, Key: n.Key, Batch: n.Batch})
 		if !tw.noCheckpoint {
 			tw.token++
 			last := n.Records[len(n.Records)-1]
-			tw.inbox = append(tw.inbox, Input{Kind: InputCheckpoint, Key: n.Key, Checkpoint: SequenceCheckpoint(last.Sequence), Token: tw.token})
+			tw.inbox = append(tw.inbox, Input{Kind: InputCheckpoint, Key: n.Key, Checkpoint: Checkpoint{Sequence: last.Sequence, SubSequence: last.SubSequence}, Token: tw.token})
 		}
 	case NoticeInitialize, NoticeShardEnded, NoticeShutdownRequested:
 		tw.inbox = append(tw.inbox, Input{Kind: InputDone, Key: n.Key, Batch: n.Batch})

@@ -46,6 +46,9 @@ type Notice struct {
 	Start        Checkpoint // Initialize: where processing resumes
 	Records      []Record   // Records: in sequence order
 	MillisBehind int64      // Records
+	// Attempt (Records) is 1 on the first delivery of these records and
+	// n+1 after n failed deliveries of them in a row.
+	Attempt int
 
 	Token      uint64     // CheckpointDone: the request's token
 	Checkpoint Checkpoint // CheckpointDone: the checkpoint asked for
@@ -63,7 +66,9 @@ const (
 	// InputResult: the Result of an earlier Call.
 	InputResult
 	// InputDone: the processor has handled the notice Batch of lease Key;
-	// Failed asks for the same records to be delivered again.
+	// Failed asks for the same records to be delivered again, unless
+	// Skipped is set too: then the core passes them over as if they had
+	// been processed (a failure policy's decision; Reason says which).
 	InputDone
 	// InputCheckpoint: the processor asks to checkpoint lease Key at
 	// Checkpoint; the answer is a CheckpointDone notice with Token.
@@ -80,6 +85,8 @@ type Input struct {
 	Key        string     // InputDone, InputCheckpoint
 	Batch      uint64     // InputDone
 	Failed     bool       // InputDone
+	Skipped    bool       // InputDone with Failed: pass the batch over
+	Reason     string     // InputDone with Skipped: the decision, for the trace
 	Checkpoint Checkpoint // InputCheckpoint
 	Token      uint64     // InputCheckpoint
 }

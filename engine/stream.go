@@ -70,13 +70,26 @@ type Position struct {
 	Timestamp time.Time // AT_TIMESTAMP
 }
 
-// Record is one Kinesis record.
+// Record is one Kinesis record, or one user record of a record aggregated
+// by the Kinesis Producer Library (see package kpl): the engine hands
+// processors user records, never aggregates.
 type Record struct {
-	Sequence     string
+	// Sequence is the Kinesis record's sequence number; all the user
+	// records of an aggregate share it.
+	Sequence string
+	// SubSequence is the user record's index in its aggregate; 0 for a
+	// record that is not aggregated. (Sequence, SubSequence) orders the
+	// records of a shard and is what a checkpoint names.
 	SubSequence  int64
 	PartitionKey string
-	Data         []byte
-	Arrival      time.Time
+	// ExplicitHashKey is the explicit hash key of a user record that has
+	// one; "" otherwise (GetRecords does not return a Kinesis record's).
+	ExplicitHashKey string
+	Data            []byte
+	Arrival         time.Time
+	// Aggregated reports whether the record is a user record of an
+	// aggregate.
+	Aggregated bool
 }
 
 // RecordsPage is the result of one GetRecords call.

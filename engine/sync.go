@@ -114,10 +114,7 @@ func (w *Worker) onSyncScan(r Result) {
 	s.scanned = true
 	// The round decides from this snapshot alone: take scans in between
 	// may be eventually consistent, row by row.
-	s.rows = make(map[string]Lease, len(r.Listing.Leases))
-	for _, l := range r.Listing.Leases {
-		s.rows[l.Key] = l
-	}
+	s.rows = rowsByKey(r.Listing.Leases)
 	// A consistent scan is as good as a take scan.
 	w.nextScan = w.now.Mono + w.jitter(w.cfg.TakeInterval)
 	w.observeListing(r.Listing)
@@ -155,12 +152,29 @@ func (w *Worker) onSyncDescribe(stream string, r Result) {
 	}
 }
 
+func rowsByKey(rows []Lease) map[string]Lease {
+	m := make(map[string]Lease, len(rows))
+	for _, l := range rows {
+		m[l.Key] = l
+	}
+	return m
+}
+
 func (w *Worker) finishSync() {
 	s := &w.sync
 	if s.failed {
 		s.next = min(s.next, w.now.Mono+w.jitter(w.cfg.ShardSyncInterval/4))
 	}
-	if !s.scanned || w.shutdown {
+	if !s.scanned || w.shutdown || w.stopped {
+		return
+	}
+	if age := w.now.Mono - s.sentAt; age > maxSyncAge(w.cfg) {
+		// The round's scan and listings are too old to decide from: the
+		// worker was paused (or its replies were held) after it sent
+		// them, and meanwhile a shard may have been created, finished and
+		// its row deleted (see deleteGrace). Decide from a fresh round.
+		w.emit(TraceEvent{Kind: TraceSyncAbandoned, Reason: "the shard sync's scan was sent " + age.String() + " ago"})
+		s.soon(w.now.Mono)
 		return
 	}
 	deferred := false
@@ -289,9 +303,25 @@ func (w *Worker) create(stream string, sh Shard, start string) {
 	w.sendWrite(wr)
 }
 
+// maxSyncAge is the oldest a shard sync round's scan may be when the
+// round decides: older (the worker paused, its replies held), the round
+// is abandoned and a fresh one runs.
+func maxSyncAge(c Config) time.Duration { return c.LeaseDuration / 2 }
+
+// deleteGrace is how long a worker must have seen a finished row
+// (SHARD_END, same version) before it deletes it. A sync round decides
+// from a scan at most maxSyncAge old, and its creates apply within the
+// call timeout (at most a lease duration) of being sent, so a create
+// decided from a scan that predates a parent's row can only land while the
+// row is still there, and fails its condition: a finished parent is never
+// re-created, however long a worker was paused. Time is measured on the
+// deleting worker's clock, so the margin covers the drift bound.
+func deleteGrace(c Config) time.Duration { return 2 * c.LeaseDuration }
+
 // cleanup deletes finished rows (SHARD_END) once every child has a row that
-// has started (been taken, or moved past its start): from then on no sync
-// can mistake the parent for a shard without a lease.
+// has started (been taken, or moved past its start) and the row has been
+// finished for deleteGrace in this worker's view: from then on no sync can
+// mistake the parent for a shard without a lease.
 //
 // A finished row whose shard has left the stream's listing and has no
 // known children (its retention has passed) is deleted too: sync never
@@ -311,6 +341,9 @@ func (w *Worker) cleanup(sc *StreamConfig, children map[string][]string, listed 
 	slices.Sort(keys)
 	for _, k := range keys {
 		row := w.sync.rows[k]
+		if o := w.obs[k]; o == nil || o.row.Counter != row.Counter || o.row.Owner != row.Owner || w.now.Mono-o.seenAt < deleteGrace(w.cfg) {
+			continue // not finished long enough in this worker's view
+		}
 		ref, _ := w.keys.Parse(k)
 		kids := append(slices.Clone(row.Children), children[ref.Shard]...)
 		if _, ok := listed[ref.Shard]; len(kids) == 0 && (ok || len(listed) == 0) {

@@ -71,13 +71,39 @@ const (
 	// stream identity on the row, no listed child): the row is left as it
 	// is, neither read nor ended. Reported once per lease.
 	TraceShardUnverified
+	// TraceSyncAbandoned: a shard sync round was abandoned because its
+	// scan was too old to decide from when its replies were processed
+	// (Reason); a fresh round follows.
+	TraceSyncAbandoned
+	// TraceAggregateDropped: the KPL-aggregated record First of Key was
+	// read and none of its user records (Count of them, 0 if it did not
+	// decode) will be delivered. Reason starts with DropCorrupt (an MD5
+	// digest that does not match, a message that does not parse) or
+	// DropHashRange (user records outside the shard's hash key range,
+	// which the KPL puts again), then says what is wrong.
+	TraceAggregateDropped
+	// TraceAggregateUndecoded: the record First of Key has the KPL magic
+	// bytes but does not de-aggregate (Reason, as for a corrupt
+	// TraceAggregateDropped); with Config.DeliverCorruptAggregates it is
+	// delivered as one record, as it was read.
+	TraceAggregateUndecoded
+	// TraceBatchFailed: the processor failed the batch First..Last of Key;
+	// Count is the number of failed deliveries of these records in a row
+	// (it resets when a batch is processed or skipped). The records are
+	// delivered again.
+	TraceBatchFailed
+	// TraceBatchSkipped: a failure policy passed the failed batch
+	// First..Last of Key over after Count failed deliveries; Reason is the
+	// decision ("skipped", "handed-off"). The worker goes on reading after
+	// it; nothing is checkpointed for it.
+	TraceBatchSkipped
 )
 
 var traceNames = [...]string{"", "lease-created", "lease-acquired", "acting", "lease-renewed",
 	"stopped-acting", "lease-lost", "lease-released", "lease-deleted", "delivered",
 	"checkpoint-requested", "checkpoint-written", "checkpoint-rejected", "shard-ended",
 	"child-started", "malformed-row", "resolved", "write-sent", "started", "failed", "foreign-row",
-	"shard-unverified"}
+	"shard-unverified", "sync-abandoned", "aggregate-dropped", "aggregate-undecoded", "batch-failed", "batch-skipped"}
 
 func (k TraceKind) String() string {
 	if int(k) < len(traceNames) && k != 0 {
@@ -95,18 +121,27 @@ type TraceEvent struct {
 	Shard      ShardRef
 	Counter    int64
 	Checkpoint Checkpoint
-	First      string // TraceDelivered: first sequence number
+	First      string // TraceDelivered: first sequence number; TraceAggregate*: the record's
 	Last       string // TraceDelivered: last sequence number
-	Count      int
-	Reason     string
-	Previous   string // TraceLeaseAcquired: the former owner
+	// FirstSub and LastSub are the sub-sequence numbers of the first and
+	// last records of a TraceDelivered batch (0 unless they are user
+	// records of KPL aggregates).
+	FirstSub int64
+	LastSub  int64
+	Count    int
+	Reason   string
+	Previous string // TraceLeaseAcquired: the former owner
 }
 
 func (e TraceEvent) String() string {
 	s := fmt.Sprintf("%v %s %s %s", e.Mono, e.Owner, e.Kind, e.Key)
 	switch e.Kind {
 	case TraceDelivered:
-		s += fmt.Sprintf(" %d records %s..%s", e.Count, e.First, e.Last)
+		s += fmt.Sprintf(" %d records %s..%s", e.Count, Checkpoint{Sequence: e.First, SubSequence: e.FirstSub}, Checkpoint{Sequence: e.Last, SubSequence: e.LastSub})
+	case TraceAggregateDropped, TraceAggregateUndecoded:
+		s += fmt.Sprintf(" record %s (%d user records)", e.First, e.Count)
+	case TraceBatchFailed, TraceBatchSkipped:
+		s += fmt.Sprintf(" %s..%s after %d failed attempts", e.First, e.Last, e.Count)
 	case TraceCheckpointRequested, TraceCheckpointWritten, TraceCheckpointRejected, TraceActing, TraceLeaseCreated:
 		s += " " + e.Checkpoint.String()
 	}

@@ -175,7 +175,7 @@ func (w *Worker) Step(now Now, in Input) Ready {
 		w.onResult(in.Result)
 	case InputDone:
 		w.affected = in.Key
-		w.onDone(in.Key, in.Batch, in.Failed)
+		w.onDone(in)
 	case InputCheckpoint:
 		w.affected = in.Key
 		w.onCheckpointRequest(in.Key, in.Checkpoint, in.Token)

@@ -3,7 +3,6 @@ package fakes
 import (
 	"context"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/shardlease/shardlease/engine"
@@ -131,16 +130,6 @@ func (f *fanOut) live(stream, name string, now time.Time) *kconsumer {
 // arn:aws:kinesis:<region>:<account>:stream/<stream>/consumer/<name>:<epoch>.
 func consumerARN(stream, name string, created time.Time) string {
 	return "arn:aws:kinesis:us-east-1:000000000000:stream/" + stream + "/consumer/" + name + ":" + strconv.FormatInt(created.Unix(), 10)
-}
-
-// streamOfConsumerARN returns the stream named in a consumer ARN.
-func streamOfConsumerARN(arn string) string {
-	_, rest, ok := strings.Cut(arn, ":stream/")
-	if !ok {
-		return ""
-	}
-	stream, _, _ := strings.Cut(rest, "/consumer/")
-	return stream
 }
 
 // RegisterConsumer registers consumer name on stream. It is CREATING for

@@ -159,7 +159,8 @@ func (k *Kinesis) endedAt(s *ksub, now time.Time) error {
 		case st != engine.ConsumerActive:
 			s.ended = &callError{op: engine.OpNextEvent, subject: s.stream.name, sub: s.shard.info.ID, msg: "the consumer was deregistered", err: engine.ErrSubscriptionEnded}
 		case !now.Before(s.started.Add(f.opts.Lifetime)):
-			s.ended = &callError{op: engine.OpNextEvent, subject: s.stream.name, sub: s.shard.info.ID, msg: "lifetime of " + f.opts.Lifetime.String() + " over", err: engine.ErrSubscriptionEnded}
+			s.ended = &callError{op: engine.OpNextEvent, subject: s.stream.name, sub: s.shard.info.ID, msg: "lifetime of " + f.opts.Lifetime.String() + " over",
+				err: fmt.Errorf("%w: %w", engine.ErrSubscriptionEnded, engine.ErrSubscriptionExpired)}
 		}
 	}
 	return s.ended

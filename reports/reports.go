@@ -182,6 +182,9 @@ type Sweep struct {
 	TimelineSeed uint64 `json:"timeline_seed"`
 	TimelineHash string `json:"timeline_trace_hash,omitempty"`
 	TimelineNote string `json:"timeline_note,omitempty"`
+	// Interrupted says that the sweep was stopped (SIGINT) before every
+	// seed ran, and what the summary covers; empty for a whole sweep.
+	Interrupted string `json:"interrupted,omitempty"`
 }
 
 // NewSweep sorts seeds by seed and computes the totals. wall is the

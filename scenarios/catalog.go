@@ -191,6 +191,24 @@ func catalog() []Scenario {
 				}},
 		},
 		{
+			Name: "foreign-app",
+			Story: "A second application, started with a stream name that is not this table's (a typo, or two applications " +
+				"that picked the same table name), joins at 30 s: it must stop at start, naming the mismatch, and write nothing, " +
+				"while the application that owns the table goes on as if nothing happened.",
+			Options: sim.Options{Workers: 3, Shards: 4, Faults: "crash,partition,latency", Chaos: 90 * s, Actions: []sim.Action{
+				{At: 30 * s, Kind: sim.ActForeignApp, Value: 2},
+				{At: 50 * s, Kind: sim.ActForeignApp, Value: 6},
+			}},
+		},
+		{
+			Name: "stream-recreated",
+			Story: "At 40 s the stream is deleted and created again under its name, with one shard less (its shard ids start " +
+				"again at 0): every worker must stop at its next shard sync, without ending, deleting or moving back any row.",
+			Options: sim.Options{Workers: 3, Shards: 4, Faults: "latency,loss", Chaos: 60 * s, Quiet: 120 * s, Actions: []sim.Action{
+				{At: 40 * s, Kind: sim.ActRecreateStream},
+			}},
+		},
+		{
 			Name: "checkpoint-older-than-retention",
 			Story: "The only worker is down for 6 minutes while the stream keeps a short retention (30 s to 5 min): when " +
 				"it comes back its checkpoints point below the trim horizon, and the lost records are counted, not hidden.",

@@ -377,6 +377,55 @@ var expectations = map[string]func(sim.Options, *sim.Result) error{
 		}
 		return atLeast("shards handed from the slow cut-off holder to the fast taker", tight, 1)
 	},
+	"foreign-app": func(o sim.Options, r *sim.Result) error {
+		// each foreign process stopped at start with a mismatch and sent
+		// nothing to the table but its reads
+		foreign := map[int32]bool{}
+		for i := range r.Trace {
+			if x := &r.Trace[i]; x.Kind == trace.KindProcStart && strings.HasPrefix(x.Owner, "other-app-") {
+				foreign[x.Proc] = true
+			}
+		}
+		if len(foreign) != 2 {
+			return fmt.Errorf("%d foreign processes started, want 2", len(foreign))
+		}
+		failed := 0
+		for i := range r.Trace {
+			x := &r.Trace[i]
+			if !foreign[x.Proc] {
+				continue
+			}
+			switch {
+			case x.Kind == trace.KindSend:
+				return fmt.Errorf("%v: the foreign process %s sent a write: %s", x.T, x.Owner, x.String())
+			case x.Kind == trace.Failed && strings.Contains(x.Reason, "belongs to another stream"):
+				failed++
+			}
+		}
+		return atLeast("foreign processes stopped with a stream mismatch", failed, 2)
+	},
+	"stream-recreated": func(o sim.Options, r *sim.Result) error {
+		at := o.Actions[0].At
+		stopped := map[int32]bool{}
+		live := map[int32]bool{}
+		for i := range r.Trace {
+			x := &r.Trace[i]
+			switch {
+			case x.Kind == trace.KindProcStart:
+				live[x.Proc] = true
+			case x.Kind == trace.KindProcStop:
+				delete(live, x.Proc)
+			case x.Kind == trace.Failed && x.T > at && strings.Contains(x.Reason, "re-created"):
+				stopped[x.Proc] = true
+			case x.Kind == trace.KindApply && x.T > at && x.Outcome == trace.OutcomeOK && (x.Op == engine.OpDeleteLease || x.Checkpoint.IsShardEnd() || x.Op == engine.OpCreateLease):
+				return fmt.Errorf("%v: a write after the stream was re-created: %s", x.T, x.String())
+			}
+		}
+		if len(live) != 0 {
+			return fmt.Errorf("processes %v still run after the stream was re-created", live)
+		}
+		return atLeast("workers stopped because the stream was re-created", len(stopped), 3)
+	},
 	"checkpoint-older-than-retention": func(o sim.Options, r *sim.Result) error {
 		return atLeast("records lost to retention", r.Figures.LostToRetention, 1)
 	},

@@ -4,7 +4,8 @@
 # (Kinesis), both bound to 127.0.0.1 on free ports.
 #
 #   scripts/localaws.sh start   install (npm ci) if needed, start both, wait until healthy
-#   scripts/localaws.sh stop    stop both (SIGTERM by PID, SIGKILL after a few seconds)
+#   scripts/localaws.sh stop    stop every server of the state directory (SIGTERM,
+#                               SIGKILL after a few seconds)
 #   scripts/localaws.sh env     print the export line that points the AWS SDK at them
 #   scripts/localaws.sh status  say whether they are running
 #   scripts/localaws.sh run -- CMD...
@@ -25,15 +26,46 @@ STOP_TIMEOUT_S=5
 
 die() { echo "localaws: $*" >&2; exit 1; }
 
+# Every server this script starts carries the marker argument
+# --localaws-state=$STATE on its command line, so that the servers of a state
+# directory can be found (and stopped) even when a PID file is missing or
+# names another process: a retry never leaves a stray behind.
+MARK="--localaws-state=$STATE"
+
+# has_arg PID ARG: the command line of PID has the exact argument ARG.
+has_arg() {
+  local arg
+  [[ -r "/proc/$1/cmdline" ]] || return 1
+  while IFS= read -r -d '' arg; do
+    [[ "$arg" == "$2" ]] && return 0
+  done <"/proc/$1/cmdline" 2>/dev/null
+  return 1
+}
+
+# server_pids NAME: the PIDs of every NAME server of this state directory
+# (node running scripts/NAME-server.js with this directory's marker).
+server_pids() {
+  local dir pid
+  for dir in /proc/[0-9]*; do
+    pid="${dir#/proc/}"
+    has_arg "$pid" "$MARK" && has_arg "$pid" "$ROOT/scripts/$1-server.js" && echo "$pid"
+  done
+  return 0
+}
+
+# is_server NAME PID: PID is a NAME server of this state directory (guards
+# against killing a recycled PID, and against the shell that has forked but
+# not yet exec'd node).
+is_server() { has_arg "$2" "$MARK" && has_arg "$2" "$ROOT/scripts/$1-server.js"; }
+
 # alive NAME: the server NAME has a PID file and that PID is still our node
-# process (guards against killing a recycled PID).
+# process.
 alive() {
   local pidfile="$STATE/$1.pid" pid
   [[ -f "$pidfile" ]] || return 1
   pid="$(cat "$pidfile")"
   [[ "$pid" =~ ^[0-9]+$ ]] || return 1
-  [[ -r "/proc/$pid/cmdline" ]] || return 1
-  tr '\0' ' ' <"/proc/$pid/cmdline" | grep -q "$1" || return 1
+  is_server "$1" "$pid"
 }
 
 # free_port prints a port on 127.0.0.1 that nothing listens on right now.
@@ -43,16 +75,20 @@ free_port() {
 
 tcp_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
-# wait_healthy NAME PORT: dynalite answers 200 on GET /; kinesalite answers
-# 403 there, so for it an open TCP port is the signal.
+# wait_healthy NAME PORT PID: wait until PID has become the NAME server
+# (under load the forked shell can take a while to exec node), then until
+# it is healthy. dynalite answers 200 on GET /; kinesalite answers 403
+# there, so for it an open TCP port is the signal.
 wait_healthy() {
-  local name="$1" port="$2" deadline=$((SECONDS + HEALTH_TIMEOUT_S))
+  local name="$1" port="$2" pid="$3" deadline=$((SECONDS + HEALTH_TIMEOUT_S))
   while ((SECONDS < deadline)); do
-    alive "$name" || return 1
-    if [[ "$name" == dynalite ]]; then
-      [[ "$(curl -s -o /dev/null -w '%{http_code}' --max-time 1 "http://127.0.0.1:$port/" || true)" == 200 ]] && return 0
-    else
-      tcp_open "$port" && return 0
+    kill -0 "$pid" 2>/dev/null || return 1
+    if is_server "$name" "$pid"; then
+      if [[ "$name" == dynalite ]]; then
+        [[ "$(curl -s -o /dev/null -w '%{http_code}' --max-time 1 "http://127.0.0.1:$port/" || true)" == 200 ]] && return 0
+      else
+        tcp_open "$port" && return 0
+      fi
     fi
     sleep 0.1
   done
@@ -60,7 +96,9 @@ wait_healthy() {
 }
 
 # launch NAME: start one server on a free port, retrying with another port
-# if the first one was taken in between.
+# if the first one was taken in between. Before each start every server of
+# this name and state directory is stopped, so a retry never leaves a
+# second server running.
 launch() {
   local name="$1" port pid try
   if alive "$name"; then
@@ -68,44 +106,60 @@ launch() {
     return 0
   fi
   for try in 1 2 3; do
+    stop_one "$name" >/dev/null 2>&1 || true
     port="$(free_port)"
+    # $! is the forked shell, which becomes node once nohup has exec'd it
+    # (wait_healthy waits for that).
     if [[ "$name" == dynalite ]]; then
-      nohup node "$ROOT/scripts/dynalite-server.js" "$port" >"$STATE/$name.log" 2>&1 &
+      nohup node "$ROOT/scripts/dynalite-server.js" "$port" "$MARK" >"$STATE/$name.log" 2>&1 &
     else
-      nohup node "$ROOT/scripts/kinesalite-server.js" "$port" >"$STATE/$name.log" 2>&1 &
+      nohup node "$ROOT/scripts/kinesalite-server.js" "$port" "$MARK" >"$STATE/$name.log" 2>&1 &
     fi
     pid=$!
     echo "$pid" >"$STATE/$name.pid"
     echo "$port" >"$STATE/$name.port"
-    if wait_healthy "$name" "$port"; then
+    if wait_healthy "$name" "$port" "$pid"; then
       echo "localaws: $name listening on 127.0.0.1:$port (pid $pid)"
       return 0
     fi
-    stop_one "$name" >/dev/null 2>&1 || true
     echo "localaws: $name did not become healthy on port $port (try $try); log:" >&2
     tail -n 5 "$STATE/$name.log" >&2 || true
   done
+  stop_one "$name" >/dev/null 2>&1 || true
   die "could not start $name"
 }
 
+# stop_one NAME: stop every NAME server of this state directory: the one
+# the PID file names, and any other found by its marker (SIGTERM, then
+# SIGKILL after a few seconds).
 stop_one() {
-  local name="$1" pid i
-  if ! alive "$name"; then
-    rm -f "$STATE/$name.pid" "$STATE/$name.port"
-    return 0
+  local name="$1" pid pids i left
+  pids="$(server_pids "$name")"
+  if [[ -f "$STATE/$name.pid" ]]; then
+    pid="$(cat "$STATE/$name.pid")"
+    # the PID file's process may still be the shell about to exec node
+    if [[ "$pid" =~ ^[0-9]+$ ]] && ! grep -qx "$pid" <<<"$pids" && kill -0 "$pid" 2>/dev/null &&
+      [[ "$(ps -o ppid= -p "$pid" 2>/dev/null | tr -d ' ')" == "$$" ]]; then
+      pids="$pids"$'\n'"$pid"
+    fi
   fi
-  pid="$(cat "$STATE/$name.pid")"
-  kill -TERM "$pid" 2>/dev/null || true
+  pids="$(grep -E '^[0-9]+$' <<<"$pids" || true)"
+  rm -f "$STATE/$name.pid" "$STATE/$name.port"
+  [[ -n "$pids" ]] || return 0
+  # shellcheck disable=SC2086 # one PID per word
+  kill -TERM $pids 2>/dev/null || true
   for ((i = 0; i < STOP_TIMEOUT_S * 10; i++)); do
-    kill -0 "$pid" 2>/dev/null || break
+    left=""
+    for pid in $pids; do kill -0 "$pid" 2>/dev/null && left="$left $pid"; done
+    [[ -z "$left" ]] && break
     sleep 0.1
   done
-  if kill -0 "$pid" 2>/dev/null; then
-    echo "localaws: $name (pid $pid) ignored SIGTERM for ${STOP_TIMEOUT_S}s; sending SIGKILL" >&2
-    kill -KILL "$pid" 2>/dev/null || true
+  if [[ -n "$left" ]]; then
+    echo "localaws: $name (pid$left) ignored SIGTERM for ${STOP_TIMEOUT_S}s; sending SIGKILL" >&2
+    # shellcheck disable=SC2086
+    kill -KILL $left 2>/dev/null || true
   fi
-  rm -f "$STATE/$name.pid" "$STATE/$name.port"
-  echo "localaws: stopped $name (pid $pid)"
+  echo "localaws: stopped $name (pid $(tr '\n' ' ' <<<"$pids" | sed 's/ $//'))"
 }
 
 cmd_start() {

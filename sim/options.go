@@ -128,7 +128,7 @@ var Mutations = map[string]string{
 	"unfenced-take":        "takes reach the table without their counter condition",
 	"orphan-children":      "ListShards and GetRecords hide every shard's parents",
 	"ignore-second-parent": "ListShards and GetRecords hide the second parent of merges",
-	"skip-on-resume":       "AFTER_SEQUENCE_NUMBER iterators start one record late",
+	"skip-on-resume":       "AT_ and AFTER_SEQUENCE_NUMBER iterators start one record late (after the record that follows the position)",
 }
 
 // EngineMutationPrefix marks a Mutation planted inside the engine rather

@@ -51,6 +51,7 @@ type job struct {
 	key    string
 	batch  uint64
 	failed bool
+	skip   bool // failed, and the failure policy skips it (World.SkipAfter)
 	first  string
 	last   string
 	cp     string // checkpoint to ask for before answering
@@ -69,6 +70,7 @@ type slot struct {
 	stream     link
 	owner      string // the owner id of the next start
 	dup        bool   // a duplicate-owner slot (outside the assumptions)
+	consumes   string // the stream its processes consume ("": streamName)
 }
 
 type link struct {
@@ -164,6 +166,7 @@ type simulator struct {
 	lastPauseID    uint64
 	pauseProc      map[uint64]int32
 	putsN          int
+	noPuts         bool // the producers stopped (ActRecreateStream)
 }
 
 const chunkSize = 4096
@@ -313,6 +316,7 @@ func (s *simulator) startProc(sl *slot) {
 		s.o.Engine(&cfg)
 		cfg.Owner = p.owner
 	}
+	s.configure(sl, &cfg)
 	cfg.Trace = func(e engine.TraceEvent) { s.traceEngine(p, e) }
 	if m, ok := strings.CutPrefix(s.o.Mutation, EngineMutationPrefix); ok {
 		if err := planted.Set(&cfg, m); err != nil {
@@ -379,6 +383,10 @@ func (s *simulator) step(p *proc, in engine.Input) {
 		}
 	}
 	if rd.Stopped {
+		if rd.Err != nil {
+			// a worker that cannot start (or go on) would fail again
+			s.slots[p.slot].desired = false
+		}
 		s.exited(p)
 		return
 	}
@@ -746,14 +754,14 @@ func (s *simulator) execStream(f *inflight, res *engine.Result) {
 }
 
 // resumePosition is where a read of shard starts from pos: pos itself, or,
-// under the planted bug skip-on-resume, one record past an
+// under the planted bug skip-on-resume, one record past an AT_ or
 // AFTER_SEQUENCE_NUMBER position.
 func (s *simulator) resumePosition(stream, shard string, pos engine.Position) engine.Position {
-	if s.o.Mutation == "skip-on-resume" && pos.Type == engine.IterAfterSequenceNumber {
+	if s.o.Mutation == "skip-on-resume" && (pos.Type == engine.IterAfterSequenceNumber || pos.Type == engine.IterAtSequenceNumber) {
 		if recs, err := s.st.Records(stream, shard); err == nil {
 			j := sort.Search(len(recs), func(i int) bool { return engine.CompareSequences(recs[i].Sequence, pos.Sequence) > 0 })
 			if j < len(recs) {
-				pos.Sequence = recs[j].Sequence
+				pos = engine.Position{Type: engine.IterAfterSequenceNumber, Sequence: recs[j].Sequence}
 			}
 		}
 	}
@@ -879,6 +887,7 @@ func (s *simulator) notice(p *proc, n *engine.Notice) {
 		jb := job{proc: p.id, key: n.Key, batch: n.Batch, first: r.First, last: r.Last, gen: s.pk(p, n.Key).gen}
 		if len(n.Records) > 0 && s.rProc.chance(s.rate(s.w.Rates.FailedBatch)) {
 			jb.failed = true
+			jb.skip = s.w.SkipAfter > 0 && n.Attempt >= s.w.SkipAfter
 		} else if len(n.Records) > 0 && s.rProc.chance(s.w.Rates.Checkpoint) {
 			jb.cp = n.Records[s.rProc.IntN(len(n.Records))].Sequence
 			if s.rProc.chance(0.7) {
@@ -927,7 +936,7 @@ func (s *simulator) onJob(i int) {
 	current := false
 	if k := p.keys[j.key]; k != nil && k.gen == j.gen {
 		current = true
-		if j.first != "" && !j.failed {
+		if j.first != "" && (!j.failed || j.skip) {
 			k.processed = j.last
 		}
 	}
@@ -940,7 +949,11 @@ func (s *simulator) onJob(i int) {
 	}
 	s.emit(s.procRec(p, &r))
 	if j.batch != 0 {
-		s.deliver(p, engine.Input{Kind: engine.InputDone, Key: j.key, Batch: j.batch, Failed: j.failed})
+		in := engine.Input{Kind: engine.InputDone, Key: j.key, Batch: j.batch, Failed: j.failed}
+		if j.skip {
+			in.Skipped, in.Reason = true, "skipped"
+		}
+		s.deliver(p, in)
 	}
 }
 
@@ -978,6 +991,9 @@ func (s *simulator) onCheckpointTimer(p *proc) {
 // ---- the workload ----
 
 func (s *simulator) onPut() {
+	if s.noPuts {
+		return
+	}
 	var h uint64
 	width := ^uint64(0) / uint64(len(s.idle))
 	for tries := 0; ; tries++ {

@@ -28,7 +28,13 @@ type World struct {
 	CheckpointPace time.Duration // the processor checkpoints at least this often
 	Bound          time.Duration // liveness bound after healing
 	Balance        bool          // L1 checks balance
-	FanOut         FanOutWorld   // enhanced fan-out (see fanout.go)
+	// SkipAfter is the processors' failure policy (as an
+	// engine.FailurePolicy with MaxAttempts SkipAfter that skips): a batch
+	// is skipped when its SkipAfter-th delivery in a row fails; 0: none,
+	// failed batches are retried forever. Set, not drawn (no draw shifts
+	// the other parameters): 3 on odd seeds.
+	SkipAfter int
+	FanOut    FanOutWorld // enhanced fan-out (see fanout.go)
 }
 
 // EngineParams are the drawn engine settings (zero: the engine default).
@@ -73,7 +79,15 @@ func (w World) String() string {
 		"rates %+v; table latency %v+%v, stream latency %v+%v, call timeout %v, retention %v, put rate %.2f/s/shard, clock drift ±%.4f, checkpoint pace %v, liveness bound %v, balance %v; reading %v",
 		w.Workers, w.Shards, w.Chaos, w.Quiet, strings.Join(w.Faults, ","), e.LeaseDuration, e.RenewInterval, e.SafetyMargin, e.MaxClockDrift,
 		e.TakeInterval, e.ShardSyncInterval, e.MaxLeasesForWorker, e.MaxLeasesToStealAtOnce, e.GetRecordsLimit, e.IdleTimeBetweenReads, e.ConsistentTakeScans,
-		w.Rates, w.TableLatency.Base, w.TableLatency.Tail, w.StreamLatency.Base, w.StreamLatency.Tail, w.CallTimeout, w.Retention, w.PutRate, w.DriftBound, w.CheckpointPace, w.Bound, w.Balance, w.FanOut)
+		w.Rates, w.TableLatency.Base, w.TableLatency.Tail, w.StreamLatency.Base, w.StreamLatency.Tail, w.CallTimeout, w.Retention, w.PutRate, w.DriftBound, w.CheckpointPace, w.Bound, w.Balance, w.FanOut) +
+		w.policyString()
+}
+
+func (w World) policyString() string {
+	if w.SkipAfter == 0 {
+		return ""
+	}
+	return fmt.Sprintf(", a batch skipped after %d failed deliveries in a row", w.SkipAfter)
 }
 
 func (w World) has(class string) bool {
@@ -277,6 +291,9 @@ func drawWorld(o Options) (World, error) {
 		8*w.CallTimeout + 4*full.IdleTimeBetweenReads + w.CheckpointPace + 10*time.Second + w.FanOut.boundExtra()
 	w.Bound = b.Round(time.Second)
 	w.Balance = full.MaxLeasesToStealAtOnce > 0 && full.MaxLeasesForWorker == 0
+	if o.Seed%2 == 1 {
+		w.SkipAfter = 3
+	}
 	w.Quiet = o.Quiet
 	if w.Quiet <= 0 {
 		per := (w.Shards*3+w.Workers-1)/w.Workers + 3

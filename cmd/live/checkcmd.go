@@ -63,12 +63,20 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		ctx, cancel := context.WithTimeout(ctx, *timeout)
 		defer cancel()
 		if *table != "" {
-			l, err := dynamostore.New(clients.DynamoDB, *table).ListLeases(ctx, true)
+			store := dynamostore.New(clients.DynamoDB, *table)
+			// A table that is not a lease table (another key schema)
+			// would read as rows without leases, and every checkpoint as
+			// lost: say what is wrong with it instead.
+			if err := store.CheckTable(ctx); err != nil {
+				fmt.Fprintf(stderr, "live check: -table %s: %v\n", *table, err)
+				return exitUsage
+			}
+			l, err := store.ListLeases(ctx, true)
 			if err != nil {
 				fmt.Fprintf(stderr, "live check: reading the final lease table %q: %v\n", *table, err)
 				return exitFailed
 			}
-			o.Final, o.FinalKnown = l.Leases, true
+			o.Final, o.FinalKnown, o.Malformed = l.Leases, true, l.Malformed
 			mo.Final = l.Leases
 		}
 		if *stream != "" {

@@ -4,7 +4,8 @@
 //	live [run] -stream S -table T [flags]   run one worker (the default command)
 //	live create -stream S -table T [-shards N]
 //	                                        create the lease table and the stream if missing
-//	live produce -stream S [-rate R]        put records at a rate (demos and tests)
+//	live produce -stream S [-rate R] [-aggregate N]
+//	                                        put records at a rate, KPL-aggregated with -aggregate
 //	live reshard -stream S split SHARD | merge SHARD ADJACENT
 //	                                        split a shard, or merge two adjacent ones
 //	live check [-table T] [-stream S] DIR...
@@ -70,6 +71,7 @@ const usage = `usage:
   live [run] -stream S -table T [flags]     run one worker (the default command)
   live create -stream S -table T [-shards N] create the lease table and the stream if missing
   live produce -stream S [-rate R]          put records at a rate, recording what was put
+                           [-aggregate N]   N user records per Kinesis record, as the KPL aggregates
   live reshard -stream S split SHARD        split a shard at the middle of its hash range
   live reshard -stream S merge SHARD ADJ    merge two adjacent shards
   live check [-table T] [-stream S] DIR...  check recorded histories (S1-S6 and the live figures)
@@ -121,7 +123,7 @@ func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
 	if err := lv.UnmarshalText([]byte(level)); err != nil {
 		return nil, fmt.Errorf("-log-level %q: want debug, info, warn or error", level)
 	}
-	opts := &slog.HandlerOptions{Level: lv}
+	opts := &slog.HandlerOptions{Level: lv, ReplaceAttr: durationString}
 	switch format {
 	case "text":
 		return slog.New(slog.NewTextHandler(w, opts)), nil
@@ -129,4 +131,14 @@ func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
 		return slog.New(slog.NewJSONHandler(w, opts)), nil
 	}
 	return nil, fmt.Errorf("-log-format %q: want text or json", format)
+}
+
+// durationString writes durations as Go duration strings ("1.5s") in
+// both formats; slog's JSON handler would write them as integer
+// nanoseconds.
+func durationString(_ []string, a slog.Attr) slog.Attr {
+	if a.Value.Kind() == slog.KindDuration {
+		a.Value = slog.StringValue(a.Value.Duration().String())
+	}
+	return a
 }

@@ -17,22 +17,25 @@ import (
 	"github.com/shardlease/shardlease/cmd/live/internal/history"
 	"github.com/shardlease/shardlease/engine"
 	"github.com/shardlease/shardlease/engine/kinesisstream"
+	"github.com/shardlease/shardlease/engine/kpl"
 	"github.com/shardlease/shardlease/sim/trace"
 )
 
 // runProduce puts records into a stream at a given rate until -duration
 // passes or SIGTERM/SIGINT, recording each record put (shard and sequence
 // number) so that `live check` can judge what was lost against what was
-// really put.
+// really put. With -aggregate N it puts N user records per Kinesis record,
+// aggregated as the KPL does (package kpl).
 func runProduce(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("live produce", flag.ContinueOnError)
 	var a awsFlags
 	a.register(fs)
 	stream := fs.String("stream", "", "Kinesis stream to write to (required)")
-	rate := fs.Float64("rate", 100, "records per second")
+	rate := fs.Float64("rate", 100, "records per second (user records, with -aggregate)")
 	duration := fs.Duration("duration", 0, "how long to produce (0: until SIGTERM/SIGINT)")
 	count := fs.Int("count", 0, "stop after this many records (0: no limit)")
-	size := fs.Int("size", 64, "bytes per record")
+	size := fs.Int("size", 64, "bytes per record (per user record, with -aggregate)")
+	aggregate := fs.Int("aggregate", 1, "user records per Kinesis record, aggregated as the KPL does (1: no aggregation)")
 	tick := fs.Duration("tick", 100*time.Millisecond, "how often to send a PutRecords call")
 	record := fs.String("record", "", "directory to write the history of what was put to (for `live check`)")
 	callTimeout := fs.Duration("call-timeout", 10*time.Second, "deadline of each PutRecords call")
@@ -53,6 +56,10 @@ func runProduce(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	}
 	if *stream == "" || *rate <= 0 || *size < 1 || *tick <= 0 {
 		fmt.Fprintln(stderr, "live produce: need -stream, a positive -rate, -size and -tick")
+		return exitUsage
+	}
+	if err := checkAggregate(*aggregate, *size, *record); err != nil {
+		fmt.Fprintln(stderr, "live produce:", err)
 		return exitUsage
 	}
 	clients, err := awsenv.Load(ctx, awsenv.Settings{Region: a.region, DynamoDBEndpoint: a.dynamoEndpoint, KinesisEndpoint: a.kinesisEndpoint})
@@ -111,7 +118,7 @@ func runProduce(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	start := time.Now()
 	lastPoll := start
 	var sent, failed, unknown int
-	var retry []kinesisstream.PutEntry
+	var retry []putEntry
 	t := time.NewTicker(*tick)
 	defer t.Stop()
 	pid := os.Getpid()
@@ -123,25 +130,48 @@ loop:
 			break loop
 		case <-t.C:
 		}
-		want := int(time.Since(start).Seconds()**rate) - sent - len(retry)
-		if *count > 0 && sent+len(retry)+want > *count {
-			want = *count - sent - len(retry)
+		want := int(time.Since(start).Seconds()**rate) - sent - users(retry)
+		if *count > 0 && sent+users(retry)+want > *count {
+			want = *count - sent - users(retry)
 		}
 		entries := retry
 		retry = nil
-		for i := 0; i < want; i++ {
-			n++
-			copy(payload, fmt.Sprintf("p%d-%d ", pid, n))
+		for want > 0 {
 			hash := new(big.Int).Lsh(new(big.Int).SetUint64(rng.Uint64()), 64)
 			hash.Or(hash, new(big.Int).SetUint64(rng.Uint64()))
-			entries = append(entries, kinesisstream.PutEntry{PartitionKey: fmt.Sprintf("k%d", n), ExplicitHashKey: hash.String(), Data: append([]byte(nil), payload...)})
+			if *aggregate <= 1 {
+				n++
+				copy(payload, fmt.Sprintf("p%d-%d ", pid, n))
+				entries = append(entries, putEntry{PutEntry: kinesisstream.PutEntry{PartitionKey: fmt.Sprintf("k%d", n), ExplicitHashKey: hash.String(), Data: append([]byte(nil), payload...)}, users: 1})
+				want--
+				continue
+			}
+			// One aggregate of user records that all go to the shard of
+			// one random hash key, as the KPL aggregates per shard.
+			users := make([]kpl.UserRecord, min(want, *aggregate))
+			for i := range users {
+				n++
+				copy(payload, fmt.Sprintf("p%d-%d ", pid, n))
+				users[i] = kpl.UserRecord{PartitionKey: fmt.Sprintf("k%d", n), ExplicitHashKey: hash.String(), Data: append([]byte(nil), payload...)}
+			}
+			e, err := aggregateEntry(users)
+			if err != nil {
+				fmt.Fprintln(stderr, "live produce:", err)
+				return exitFailed
+			}
+			entries = append(entries, e)
+			want -= len(users)
 		}
 		for len(entries) > 0 {
 			batch := entries[:min(len(entries), kinesisstream.MaxPutRecords)]
 			entries = entries[len(batch):]
+			puts := make([]kinesisstream.PutEntry, len(batch))
+			for i, e := range batch {
+				puts[i] = e.PutEntry
+			}
 			callSent := time.Now()
 			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), *callTimeout)
-			results, err := ks.PutRecords(cctx, *stream, batch)
+			results, err := ks.PutRecords(cctx, *stream, puts)
 			cancel()
 			replied := time.Now()
 			if err != nil {
@@ -151,7 +181,7 @@ loop:
 				}
 				// The call failed as a whole: some records may have been
 				// written without our knowing where. Say so in the history.
-				unknown += len(batch)
+				unknown += users(batch)
 				log.Warn("PutRecords failed; its records may or may not have been written", "records", len(batch), "err", err)
 				rec.Write(trace.Record{Kind: trace.KindFault, Reason: fmt.Sprintf("put-unknown %d records", len(batch))})
 				continue
@@ -162,7 +192,7 @@ loop:
 					retry = append(retry, batch[i])
 					continue
 				}
-				sent++
+				sent += batch[i].users
 				rec.Write(trace.Record{T: history.Stamp(replied), Wall: replied.UnixNano(), Kind: trace.KindPut, Key: r.Shard, First: r.Sequence,
 					Sent: history.Stamp(callSent)})
 			}
@@ -180,11 +210,72 @@ loop:
 		}
 	}
 	rec.ProcStop("exit")
-	fmt.Fprintf(stdout, "produced %d records to %s in %v (%d entry failures retried, %d of unknown outcome)\n",
-		sent, *stream, time.Since(start).Round(time.Millisecond), failed, unknown)
+	what := "records"
+	if *aggregate > 1 {
+		what = fmt.Sprintf("user records (aggregated by up to %d)", *aggregate)
+	}
+	fmt.Fprintf(stdout, "produced %d %s to %s in %v (%d entry failures retried, %d of unknown outcome)\n",
+		sent, what, *stream, time.Since(start).Round(time.Millisecond), failed, unknown)
 	if err := rec.Err(); err != nil {
 		fmt.Fprintln(stderr, "live produce: writing the history:", err)
 		return exitFailed
 	}
 	return exitOK
+}
+
+// putEntry is a record to put and the number of user records it carries.
+type putEntry struct {
+	kinesisstream.PutEntry
+	users int
+}
+
+func users(entries []putEntry) int {
+	n := 0
+	for _, e := range entries {
+		n += e.users
+	}
+	return n
+}
+
+// maxRecordBytes is the most data a Kinesis record holds (1 MiB, less the
+// partition key the KPL uses); an aggregate must fit.
+const maxRecordBytes = 1<<20 - 1
+
+// checkAggregate checks -aggregate against -size and -record.
+func checkAggregate(aggregate, size int, record string) error {
+	switch {
+	case aggregate < 1:
+		return fmt.Errorf("-aggregate %d: need at least 1 user record per Kinesis record", aggregate)
+	case aggregate == 1:
+		return nil
+	case record != "":
+		// What the history records, and `live check` judges, is one
+		// record per put: it does not count the user records of an
+		// aggregate (sub-sequence deliveries) yet, and would report them
+		// as lost or out of order.
+		return fmt.Errorf("-aggregate cannot be used with -record: live check does not judge the user records of aggregates yet")
+	}
+	// Each user record costs its data, its partition and explicit hash
+	// keys (under 70 bytes) and a few bytes of framing.
+	if est := aggregate * (size + 80); est > maxRecordBytes {
+		return fmt.Errorf("-aggregate %d of %d-byte records makes aggregates of about %d bytes: a Kinesis record holds %d", aggregate, size, est, maxRecordBytes)
+	}
+	return nil
+}
+
+// aggregateEntry returns the Kinesis record that carries users, put as the
+// KPL puts it.
+func aggregateEntry(users []kpl.UserRecord) (putEntry, error) {
+	data, err := kpl.Encode(users)
+	if err != nil {
+		return putEntry{}, err
+	}
+	pk, h, err := kpl.Route(users)
+	if err != nil {
+		return putEntry{}, err
+	}
+	if len(data) > maxRecordBytes {
+		return putEntry{}, fmt.Errorf("an aggregate of %d user records is %d bytes: a Kinesis record holds %d", len(users), len(data), maxRecordBytes)
+	}
+	return putEntry{PutEntry: kinesisstream.PutEntry{PartitionKey: pk, ExplicitHashKey: h.String(), Data: data}, users: len(users)}, nil
 }

@@ -19,10 +19,10 @@ import (
 
 	"github.com/shardlease/shardlease/cmd/live/internal/awsenv"
 	"github.com/shardlease/shardlease/cmd/live/internal/history"
-	"github.com/shardlease/shardlease/cmd/live/internal/metrics"
 	"github.com/shardlease/shardlease/engine"
 	"github.com/shardlease/shardlease/engine/dynamostore"
 	"github.com/shardlease/shardlease/engine/kinesisstream"
+	"github.com/shardlease/shardlease/metrics"
 )
 
 // workerFlags are the flags of `live run`.
@@ -53,6 +53,7 @@ type workerFlags struct {
 	cpInterval   time.Duration
 	batchDelay   time.Duration
 	failEvery    int
+	skipAfter    int
 	logLevel     string
 	logFormat    string
 	startTimeout time.Duration
@@ -82,13 +83,14 @@ func (f *workerFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.consistent, "consistent-take-scans", false, "make the take scans strongly consistent")
 	fs.DurationVar(&f.callTimeout, "call-timeout", 0, "deadline of each AWS call (default: the renew interval)")
 	fs.DurationVar(&f.shutdownTime, "shutdown-timeout", 0, "bound on the graceful shutdown (default: the lease duration)")
-	fs.StringVar(&f.metricsAddr, "metrics-addr", ":9464", "address of the Prometheus /metrics endpoint (empty: none)")
+	fs.StringVar(&f.metricsAddr, "metrics-addr", ":9464", "address of the Prometheus /metrics endpoint and the /livez, /readyz (and /healthz, its alias) probes (empty: none)")
 	fs.StringVar(&f.record, "record", "", "directory to write this worker's history to (for `live check`)")
 	fs.IntVar(&f.worker, "worker", -1, "worker slot number written into the history (harnesses restart a slot under new processes)")
 	fs.IntVar(&f.cpEvery, "checkpoint-every", 100, "example processor: checkpoint after this many records")
 	fs.DurationVar(&f.cpInterval, "checkpoint-interval", 5*time.Second, "example processor: checkpoint at least this often while records flow")
 	fs.DurationVar(&f.batchDelay, "batch-delay", 0, "example processor: simulated work per batch")
 	fs.IntVar(&f.failEvery, "fail-every", 0, "example processor: fail every N-th batch once, to exercise re-delivery (0: never)")
+	fs.IntVar(&f.skipAfter, "skip-failed-after", 0, "failure policy: skip a batch (logged at WARN, not checkpointed) once N deliveries of it in a row have failed (0: retry it for as long as the lease is held)")
 	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fs.StringVar(&f.logFormat, "log-format", "text", "log format: text or json")
 	fs.DurationVar(&f.startTimeout, "start-timeout", 30*time.Second, "bound on the start-up checks of the table and the stream")
@@ -188,9 +190,12 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		fmt.Fprintln(stderr, "live run:", err)
 		return exitUsage
 	}
+	// The consumer adds owner to its own lines: it gets the logger without
+	// it, so that no JSON line carries the key twice.
+	base := log
 	log = log.With("owner", f.owner)
 
-	clients, err := awsenv.Load(ctx, awsenv.Settings{Region: f.aws.region, DynamoDBEndpoint: f.aws.dynamoEndpoint, KinesisEndpoint: f.aws.kinesisEndpoint})
+	clients, err := awsenv.Load(ctx, awsenv.Settings{Region: f.aws.region, DynamoDBEndpoint: f.aws.dynamoEndpoint, KinesisEndpoint: f.aws.kinesisEndpoint, Logger: log})
 	if err != nil {
 		fmt.Fprintln(stderr, "live run:", err)
 		return exitUsage
@@ -208,21 +213,26 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		}
 		defer rec.Close()
 	}
-	m := metrics.New(f.owner)
-	tap := history.NewTap(rec, m)
-	cfg.Trace = tap.Tracer()
+	m, err := metrics.New(metrics.Options{Owner: f.owner})
+	if err != nil {
+		fmt.Fprintln(stderr, "live run: metrics:", err)
+		return exitFailed
+	}
+	tap := history.NewTap(rec, nil)
+	cfg.Trace = m.Tracer(tap.Tracer())
 	total := new(atomic.Int64)
 	consumer, err := engine.NewConsumer(engine.ConsumerOptions{
 		Config: cfg,
-		Store:  tap.Store(store),
-		Stream: tap.Stream(stream),
-		Processor: tap.Processors(newCounterFactory(counterOptions{
+		Store:  tap.Store(m.Store(store)),
+		Stream: tap.Stream(m.Stream(stream)),
+		Processor: tap.Processors(m.Processors(newCounterFactory(counterOptions{
 			Every: f.cpEvery, Interval: f.cpInterval, BatchDelay: f.batchDelay, FailEvery: f.failEvery, Total: total, Log: log,
-		})),
+		}))),
 		CallTimeout:     f.callTimeout,
 		ShutdownTimeout: f.shutdownTime,
 		StartTimeout:    f.startTimeout,
-		Logger:          log,
+		FailurePolicy:   skipPolicy(f.skipAfter),
+		Logger:          base,
 	})
 	if err != nil {
 		// NewConsumer names every rule the configuration breaks.
@@ -248,12 +258,10 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) int
 			fmt.Fprintf(stderr, "live run: -metrics-addr %s: %v\n", f.metricsAddr, err)
 			return exitUsage
 		}
-		mux := http.NewServeMux()
-		mux.Handle("/metrics", m.Handler())
-		mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok\n") })
-		srv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+		srv = &http.Server{Handler: healthMux(m.Handler(), consumer.Health), ReadHeaderTimeout: 5 * time.Second}
 		go func() { _ = srv.Serve(ln) }()
-		log.Info("metrics endpoint up", "url", "http://"+ln.Addr().String()+"/metrics")
+		log.Info("metrics endpoint up", "url", "http://"+ln.Addr().String()+"/metrics",
+			"livez", "http://"+ln.Addr().String()+"/livez", "readyz", "http://"+ln.Addr().String()+"/readyz")
 	}
 
 	rec.ProcStart(history.ConfigString("role", "worker", "stream", f.stream, "table", f.table,
@@ -324,4 +332,16 @@ func startupFailure(err error, f workerFlags, region, dynEP, kinEP string) (int,
 		return exitUsage, fmt.Sprintf("the credentials were rejected or lack a permission (region %s; see the README's IAM policy): %v", region, err)
 	}
 	return 0, ""
+}
+
+// skipPolicy is the failure policy of -skip-failed-after: nil for 0 (retry
+// forever), else skip once n deliveries in a row have failed. A negative n
+// is left to NewConsumer to reject.
+func skipPolicy(n int) *engine.FailurePolicy {
+	if n == 0 {
+		return nil
+	}
+	return &engine.FailurePolicy{MaxAttempts: n, Decide: func(context.Context, engine.FailedBatch) engine.FailureDecision {
+		return engine.SkipBatch
+	}}
 }

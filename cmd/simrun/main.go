@@ -13,8 +13,23 @@ package main
 
 import (
 	"os"
+	"os/signal"
+	"syscall"
 )
 
 func main() {
-	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	// The first SIGINT (Ctrl-C) or SIGTERM stops the sweep: no new seed
+	// starts, the seeds in flight finish, and the partial summary and
+	// report are written; a second abandons the seeds in flight. Either
+	// way simrun exits 130.
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	stop, abandon := make(chan struct{}), make(chan struct{})
+	go func() {
+		<-sigs
+		close(stop)
+		<-sigs
+		close(abandon)
+	}()
+	os.Exit(runWith(os.Args[1:], os.Stdout, os.Stderr, interrupts{stop: stop, abandon: abandon}))
 }

@@ -340,6 +340,15 @@ func TestIsTerminal(t *testing.T) {
 	if isTerminal(f) {
 		t.Error("/dev/null is a terminal")
 	}
+	_, pts := openPTY(t)
+	t.Setenv("TERM", "xterm")
+	if !isTerminal(pts) {
+		t.Error("a pseudo-terminal is not a terminal")
+	}
+	t.Setenv("TERM", "dumb")
+	if isTerminal(pts) {
+		t.Error("TERM=dumb: still a terminal")
+	}
 }
 
 // TestReplayOverridesScenario: a flag that sets back to "drawn" what the

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"golang.org/x/term"
 )
 
 // progress draws a one-line progress bar on a terminal; it does nothing
@@ -86,19 +88,12 @@ func (p *progress) finish() {
 	p.stopped = true
 }
 
-// isTerminal reports whether w is a terminal (a character device other
-// than /dev/null), without dependencies beyond the standard library.
+// isTerminal reports whether w is a terminal (golang.org/x/term) and TERM
+// is not "dumb".
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	if !ok {
 		return false
 	}
-	fi, err := f.Stat()
-	if err != nil || fi.Mode()&os.ModeCharDevice == 0 {
-		return false
-	}
-	if null, err := os.Stat(os.DevNull); err == nil && os.SameFile(fi, null) {
-		return false
-	}
-	return os.Getenv("TERM") != "dumb"
+	return term.IsTerminal(int(f.Fd())) && os.Getenv("TERM") != "dumb"
 }

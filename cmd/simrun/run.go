@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/shardlease/shardlease/reports"
@@ -19,10 +20,18 @@ import (
 
 // Exit statuses.
 const (
-	exitPass      = 0
-	exitViolation = 1
-	exitUsage     = 2
+	exitPass        = 0
+	exitViolation   = 1
+	exitUsage       = 2
+	exitInterrupted = 130 // SIGINT or SIGTERM: a partial sweep
 )
+
+// interrupts tell a sweep to stop: stop closes at the first SIGINT or
+// SIGTERM (no new seed starts, the seeds in flight finish), abandon at the
+// second (the seeds in flight are given up). Nil channels never close.
+type interrupts struct {
+	stop, abandon <-chan struct{}
+}
 
 // outcome is one seed's run.
 type outcome struct {
@@ -31,8 +40,14 @@ type outcome struct {
 	err  error
 }
 
-// run is the command; it returns the exit status.
+// run is the command, without signals; it returns the exit status.
 func run(args []string, stdout, stderr io.Writer) int {
+	return runWith(args, stdout, stderr, interrupts{})
+}
+
+// runWith is the command; intr interrupts a sweep. It returns the exit
+// status.
+func runWith(args []string, stdout, stderr io.Writer, intr interrupts) int {
 	c, err := parseArgs(args, stderr)
 	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -75,11 +90,18 @@ func run(args []string, stdout, stderr io.Writer) int {
 	// one goroutine, a pure function of its options
 	next := make(chan int)
 	var wg sync.WaitGroup
+	var started atomic.Int64
 	for w := 0; w < c.parallel; w++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for i := range next {
+				select {
+				case <-intr.stop:
+					continue // interrupted: start nothing new
+				default:
+				}
+				started.Add(1)
 				o := c.base
 				o.Seed = c.first + uint64(i)
 				if single {
@@ -108,17 +130,37 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}()
 	}
 	go func() {
+		defer close(next)
 		for i := 0; i < n; i++ {
-			next <- i
+			select {
+			case next <- i:
+			case <-intr.stop:
+				return
+			}
 		}
-		close(next)
 	}()
 
-	// print in seed order as results arrive
+	// print in seed order as results arrive; after an interrupt, the seeds
+	// that finish (or finished out of order) are taken as they are
 	var seeds []reports.Seed
 	status := exitPass
+	interrupted, abandonedAny := false, false
 	for i := 0; i < n; i++ {
-		<-done[i]
+		if !interrupted {
+			select {
+			case <-done[i]:
+			case <-intr.stop:
+				interrupted = true
+				abandonedAny = stopSweep(&wg, intr, prog, stderr)
+			}
+		}
+		if interrupted {
+			select {
+			case <-done[i]:
+			default:
+				continue // not run, or abandoned
+			}
+		}
 		r := results[i]
 		seeds = append(seeds, r.seed)
 		switch {
@@ -148,7 +190,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 			})
 		}
 	}
-	wg.Wait()
+	if !abandonedAny {
+		wg.Wait()
+	}
 	wall := time.Since(start)
 	prog.finish()
 	if traceFile != nil {
@@ -160,6 +204,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 	sw := reports.NewSweep(c.scenario.Name, c.scenario.Story, c.command, seeds, wall, c.parallel)
 	sw.Options = c.options
+	if interrupted {
+		// no seed starts after the interrupt: started is final
+		st := int(started.Load())
+		sw.Interrupted = fmt.Sprintf("interrupted: %d of %d seeds finished (%d abandoned, %d not started); this summary covers the finished seeds only",
+			len(seeds), n, st-len(seeds), n-st)
+		status = exitInterrupted
+	}
 
 	// the timeline: the one-seed run's own result, or a re-run of the
 	// first violating seed (or the first seed) of a sweep with its trace
@@ -167,7 +218,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if c.out != "" {
 		if single {
 			drawn = results[0].res
-		} else if anyRan(seeds) {
+		} else if anyRan(seeds) && !interrupted { // no re-run after Ctrl-C
 			ts := sw.TimelineSeed
 			o := c.base
 			o.Seed = ts
@@ -199,10 +250,37 @@ func run(args []string, stdout, stderr io.Writer) int {
 		if c.out != "" {
 			fmt.Fprintf(stderr, "report: %s\n", filepath.Join(c.out, reports.HTMLFile))
 		}
+		if interrupted {
+			fmt.Fprintf(stderr, "simrun: %s\n", sw.Interrupted)
+		}
 		return status
+	}
+	if interrupted {
+		fmt.Fprintf(out, "INTERRUPTED: %s\n", strings.TrimPrefix(sw.Interrupted, "interrupted: "))
 	}
 	printTotals(out, c, sw, single)
 	return status
+}
+
+// stopSweep handles the first interrupt of a sweep: it says so (with the
+// progress bar erased), then waits for the seeds in flight to finish, or
+// for the second interrupt. It reports whether seeds were abandoned.
+func stopSweep(wg *sync.WaitGroup, intr interrupts, prog *progress, stderr io.Writer) (abandoned bool) {
+	prog.print(func() {
+		fmt.Fprintf(stderr, "simrun: interrupted: finishing the seeds in flight (interrupt again to abandon them), then writing the partial summary\n")
+	})
+	finished := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(finished)
+	}()
+	select {
+	case <-finished:
+		return false
+	case <-intr.abandon:
+		prog.print(func() { fmt.Fprintf(stderr, "simrun: interrupted again: abandoning the seeds in flight\n") })
+		return true
+	}
 }
 
 func anyRan(seeds []reports.Seed) bool {
@@ -314,7 +392,10 @@ func printTotals(w io.Writer, c *config, sw *reports.Sweep, single bool) {
 	if sw.TimelineNote != "" {
 		fmt.Fprintf(w, "WARNING: %s\n", sw.TimelineNote)
 	}
-	if c.out != "" {
+	switch {
+	case c.out != "" && sw.Interrupted != "" && !single:
+		fmt.Fprintf(w, "report: %s (partial, without a timeline; summary.json beside it)\n", rel(filepath.Join(c.out, reports.HTMLFile)))
+	case c.out != "":
 		fmt.Fprintf(w, "report: %s (timeline of seed %d; summary.json beside it)\n", rel(filepath.Join(c.out, reports.HTMLFile)), sw.TimelineSeed)
 	}
 }

@@ -80,7 +80,8 @@ func putSS(item Item, name string, v []string) {
 // attribute has the wrong type or an unreadable number, or when the lease
 // does not pass engine.Lease.Validate. Other attributes are ignored. An
 // empty leaseOwner reads as unowned; the string sets come back sorted
-// (DynamoDB keeps no order) and nil when absent.
+// (DynamoDB keeps no order), without duplicates, and nil when absent; an
+// empty string in a set is malformed.
 //
 // The returned key is the leaseKey when it could be read, even on error.
 func DecodeLease(item Item) (l engine.Lease, key string, err error) {
@@ -176,7 +177,12 @@ func (d *decoder) set(name string) []string {
 	if len(ss.Value) == 0 {
 		return nil
 	}
-	return slices.Sorted(slices.Values(ss.Value))
+	if slices.Contains(ss.Value, "") && d.err == nil {
+		d.err = fmt.Errorf("attribute %s: an empty shard id", name)
+		return nil
+	}
+	// a set has no duplicates; a hand-made list might
+	return slices.Compact(slices.Sorted(slices.Values(ss.Value)))
 }
 
 func typeName(v types.AttributeValue) string {

@@ -195,3 +195,109 @@ func TestWriterRoundTrips(t *testing.T) {
 		t.Fatalf("a row without leaseWriter decoded as %v, %v", got, err)
 	}
 }
+
+// issueRows are the twelve kinds of malformed row of issue 8 (put by hand,
+// each a valid row of its key with one thing wrong), with the attribute
+// the reason must name. They can all be stored in a lease table (leaseKey
+// is a string).
+func issueRows() []struct {
+	name, attr string
+	item       dynamostore.Item
+} {
+	key := func(name string) string { return "bad-" + name }
+	mk := func(name string, edit func(dynamostore.Item)) dynamostore.Item {
+		item := dynamostore.EncodeLease(engine.Lease{Key: key(name), Owner: "w", Counter: 1, Checkpoint: engine.SequenceCheckpoint("5")})
+		edit(item)
+		return item
+	}
+	n := func(v string) types.AttributeValue { return &types.AttributeValueMemberN{Value: v} }
+	str := func(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
+	rows := []struct {
+		name, attr string
+		edit       func(dynamostore.Item)
+	}{
+		{"owner-number", "leaseOwner", func(i dynamostore.Item) { i["leaseOwner"] = n("42") }},
+		{"counter-string", "leaseCounter", func(i dynamostore.Item) { i["leaseCounter"] = str("7") }},
+		{"checkpoint-not-a-seq", "checkpoint", func(i dynamostore.Item) { i["checkpoint"] = str("not-a-seq-!!") }},
+		{"counter-1e23", "leaseCounter", func(i dynamostore.Item) { i["leaseCounter"] = n("100000000000000000000000") }},
+		{"checkpoint-200-digits", "checkpoint", func(i dynamostore.Item) { i["checkpoint"] = str(strings.Repeat("7", 200)) }},
+		{"counter-negative", "leaseCounter", func(i dynamostore.Item) { i["leaseCounter"] = n("-3") }},
+		{"counter-fractional", "leaseCounter", func(i dynamostore.Item) { i["leaseCounter"] = n("2.5") }},
+		{"parents-string", "parentShardId", func(i dynamostore.Item) { i["parentShardId"] = str("shardId-000000000000") }},
+		{"shard-end-with-subsequence", "SHARD_END", func(i dynamostore.Item) { i["checkpoint"], i["checkpointSubSequenceNumber"] = str("SHARD_END"), n("4") }},
+		{"subsequence-negative", "sub-sequence", func(i dynamostore.Item) { i["checkpointSubSequenceNumber"] = n("-1") }},
+		{"checkpoint-missing", "checkpoint", func(i dynamostore.Item) { delete(i, "checkpoint") }},
+		{"children-list", "childShardIds", func(i dynamostore.Item) {
+			i["childShardIds"] = &types.AttributeValueMemberL{Value: []types.AttributeValue{str("shardId-000000000009")}}
+		}},
+	}
+	out := make([]struct {
+		name, attr string
+		item       dynamostore.Item
+	}, len(rows))
+	for i, r := range rows {
+		out[i].name, out[i].attr, out[i].item = r.name, r.attr, mk(r.name, r.edit)
+	}
+	return out
+}
+
+// TestDecodeIssueRows: each of the twelve kinds is rejected with its key
+// and a reason naming what is wrong.
+func TestDecodeIssueRows(t *testing.T) {
+	rows := issueRows()
+	if len(rows) != 12 {
+		t.Fatalf("%d kinds, want the twelve", len(rows))
+	}
+	for _, tc := range rows {
+		t.Run(tc.name, func(t *testing.T) {
+			_, key, err := dynamostore.DecodeLease(tc.item)
+			if err == nil {
+				t.Fatal("DecodeLease accepted a malformed row")
+			}
+			if key != "bad-"+tc.name {
+				t.Errorf("key = %q, want bad-%s", key, tc.name)
+			}
+			if !strings.Contains(err.Error(), tc.attr) {
+				t.Errorf("reason %q does not name %s", err, tc.attr)
+			}
+			if len(err.Error()) > 200 {
+				t.Errorf("reason of %d bytes: %q", len(err.Error()), err)
+			}
+		})
+	}
+}
+
+// TestListLeasesReportsIssueRows: the twelve kinds, stored in dynalite
+// beside a valid lease, come back from a scan as twelve malformed rows
+// with their keys and reasons, and the lease as a lease; nothing fails.
+func TestListLeasesReportsIssueRows(t *testing.T) {
+	c, _ := client(t)
+	table := newTable(t, c)
+	rows := issueRows()
+	for _, r := range rows {
+		putRaw(t, c, table, r.item)
+	}
+	good := engine.Lease{Key: "good", Counter: 3, Checkpoint: engine.SentinelCheckpoint(engine.TrimHorizon)}
+	putRaw(t, c, table, dynamostore.EncodeLease(good))
+	for _, consistent := range []bool{true, false} {
+		l, err := dynamostore.New(c, table).ListLeases(ctx(t), consistent)
+		if err != nil {
+			t.Fatalf("ListLeases: %v", err)
+		}
+		if len(l.Leases) != 1 || l.Leases[0].Key != "good" {
+			t.Errorf("leases %v, want only good", l.Leases)
+		}
+		if len(l.Malformed) != len(rows) {
+			t.Fatalf("%d malformed rows, want %d: %+v", len(l.Malformed), len(rows), l.Malformed)
+		}
+		byKey := map[string]string{}
+		for _, m := range l.Malformed {
+			byKey[m.Key] = m.Reason
+		}
+		for _, r := range rows {
+			if reason, ok := byKey["bad-"+r.name]; !ok || !strings.Contains(reason, r.attr) {
+				t.Errorf("bad-%s: reported %v with reason %q, want a reason naming %s", r.name, ok, reason, r.attr)
+			}
+		}
+	}
+}

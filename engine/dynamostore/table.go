@@ -40,30 +40,42 @@ func CreateTable(ctx context.Context, api TableAPI, name string) error {
 	return waitActive(ctx, api, name)
 }
 
-// waitActive polls DescribeTable until the table is ACTIVE, backing off
-// from 50 ms to 2 s between polls, until ctx ends.
+// Waiter timing: the SDK's TableExistsWaiter with a short first delay, so
+// that local servers that create tables at once are not waited on for the
+// SDK's default 20 s; the waiter backs off (with jitter) up to
+// waitMaxDelay against DynamoDB, where creation takes seconds.
+const (
+	waitMinDelay = 50 * time.Millisecond
+	waitMaxDelay = 5 * time.Second
+	// waitDefault bounds the wait when ctx has no deadline.
+	waitDefault = 10 * time.Minute
+)
+
+// waitActive waits with the SDK's TableExistsWaiter until the table is
+// ACTIVE (a ResourceNotFoundException right after CreateTable is waited
+// out), then checks its key schema. It ends with ctx, or after waitDefault
+// if ctx has no deadline.
 func waitActive(ctx context.Context, api TableAPI, name string) error {
-	delay := 50 * time.Millisecond
-	for {
-		out, err := api.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(name)})
-		var notFound *types.ResourceNotFoundException
-		switch {
-		case errors.As(err, &notFound):
-			// Eventually consistent right after CreateTable: poll again.
-		case err != nil:
-			return fmt.Errorf("dynamostore: wait for lease table %q: %w", name, err)
-		case out.Table.TableStatus == types.TableStatusActive:
-			return checkSchema(name, out.Table)
-		}
-		t := time.NewTimer(delay)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return fmt.Errorf("dynamostore: wait for lease table %q to become ACTIVE: %w", name, ctx.Err())
-		case <-t.C:
-		}
-		delay = min(2*delay, 2*time.Second)
+	// With a deadline, the waiter's own bound lies past it, so that ctx
+	// ends the wait (and the error wraps ctx's).
+	maxWait := waitDefault
+	if d, ok := ctx.Deadline(); ok {
+		maxWait = time.Until(d) + waitMaxDelay
 	}
+	if ctx.Err() != nil {
+		return fmt.Errorf("dynamostore: wait for lease table %q to become ACTIVE: %w", name, ctx.Err())
+	}
+	w := dynamodb.NewTableExistsWaiter(api, func(o *dynamodb.TableExistsWaiterOptions) {
+		o.MinDelay, o.MaxDelay = waitMinDelay, waitMaxDelay
+	})
+	out, err := w.WaitForOutput(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(name)}, maxWait)
+	if err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("dynamostore: wait for lease table %q to become ACTIVE: %w (%w)", name, ctx.Err(), err)
+		}
+		return fmt.Errorf("dynamostore: wait for lease table %q to become ACTIVE: %w", name, err)
+	}
+	return checkSchema(name, out.Table)
 }
 
 // CheckTable describes the store's table and reports, in plain words, a

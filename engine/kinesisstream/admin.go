@@ -16,7 +16,7 @@ import (
 // helpers use.
 type AdminAPI interface {
 	CreateStream(ctx context.Context, in *kinesis.CreateStreamInput, opts ...func(*kinesis.Options)) (*kinesis.CreateStreamOutput, error)
-	DescribeStreamSummary(ctx context.Context, in *kinesis.DescribeStreamSummaryInput, opts ...func(*kinesis.Options)) (*kinesis.DescribeStreamSummaryOutput, error)
+	DescribeStream(ctx context.Context, in *kinesis.DescribeStreamInput, opts ...func(*kinesis.Options)) (*kinesis.DescribeStreamOutput, error)
 	SplitShard(ctx context.Context, in *kinesis.SplitShardInput, opts ...func(*kinesis.Options)) (*kinesis.SplitShardOutput, error)
 	MergeShards(ctx context.Context, in *kinesis.MergeShardsInput, opts ...func(*kinesis.Options)) (*kinesis.MergeShardsOutput, error)
 }
@@ -59,30 +59,61 @@ func MergeShards(ctx context.Context, api AdminAPI, stream, shard, adjacent stri
 	return WaitActive(ctx, api, stream)
 }
 
-// WaitActive polls DescribeStreamSummary until stream is ACTIVE, backing
-// off from 50 ms to 2 s between polls, until ctx ends.
+// Waiter timing: the SDK's StreamExistsWaiter with a short first delay, so
+// that local servers that create streams at once are not waited on for the
+// SDK's default 10 s; against Kinesis the waiter backs off (with jitter)
+// up to waitMaxDelay, well inside DescribeStream's limit of 10 calls per
+// second per account.
+const (
+	waitMinDelay = 50 * time.Millisecond
+	waitMaxDelay = 5 * time.Second
+	// waitDefault bounds the wait when ctx has no deadline.
+	waitDefault = 10 * time.Minute
+)
+
+// WaitActive waits with the SDK's StreamExistsWaiter (DescribeStream)
+// until stream is ACTIVE. Unlike the SDK's default, a
+// ResourceNotFoundException is waited out (a stream is not visible at once
+// after CreateStream). It ends with ctx, or after 10 minutes if ctx has no
+// deadline.
 func WaitActive(ctx context.Context, api AdminAPI, stream string) error {
-	delay := 50 * time.Millisecond
-	for {
-		out, err := api.DescribeStreamSummary(ctx, &kinesis.DescribeStreamSummaryInput{StreamName: aws.String(stream)})
-		var notFound *types.ResourceNotFoundException
-		switch {
-		case errors.As(err, &notFound):
-			// Right after CreateStream: poll again.
-		case err != nil:
-			return fmt.Errorf("kinesisstream: wait for stream %q: %w", stream, err)
-		case out.StreamDescriptionSummary != nil && out.StreamDescriptionSummary.StreamStatus == types.StreamStatusActive:
-			return nil
-		}
-		t := time.NewTimer(delay)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return fmt.Errorf("kinesisstream: wait for stream %q to become ACTIVE: %w", stream, ctx.Err())
-		case <-t.C:
-		}
-		delay = min(2*delay, 2*time.Second)
+	// With a deadline, the waiter's own bound lies past it, so that ctx
+	// ends the wait (and the error wraps ctx's).
+	maxWait := waitDefault
+	if d, ok := ctx.Deadline(); ok {
+		maxWait = time.Until(d) + waitMaxDelay
 	}
+	if ctx.Err() != nil {
+		return fmt.Errorf("kinesisstream: wait for stream %q to become ACTIVE: %w", stream, ctx.Err())
+	}
+	w := kinesis.NewStreamExistsWaiter(api, func(o *kinesis.StreamExistsWaiterOptions) {
+		o.MinDelay, o.MaxDelay = waitMinDelay, waitMaxDelay
+		o.Retryable = streamActive
+	})
+	err := w.Wait(ctx, &kinesis.DescribeStreamInput{StreamName: aws.String(stream), Limit: aws.Int32(1)}, maxWait)
+	if err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("kinesisstream: wait for stream %q to become ACTIVE: %w (%w)", stream, ctx.Err(), err)
+		}
+		return fmt.Errorf("kinesisstream: wait for stream %q to become ACTIVE: %w", stream, err)
+	}
+	return nil
+}
+
+// streamActive is the waiter's Retryable: done when the stream is ACTIVE,
+// wait again while it is CREATING or UPDATING or not yet found, fail on any
+// other error.
+func streamActive(_ context.Context, _ *kinesis.DescribeStreamInput, out *kinesis.DescribeStreamOutput, err error) (bool, error) {
+	var notFound *types.ResourceNotFoundException
+	switch {
+	case errors.As(err, &notFound):
+		return true, nil
+	case err != nil:
+		return false, err
+	case out.StreamDescription != nil && out.StreamDescription.StreamStatus == types.StreamStatusActive:
+		return false, nil
+	}
+	return true, nil
 }
 
 // MidHashKey returns the hash key halfway between start and end (decimal

@@ -30,11 +30,6 @@ var (
 	_ engine.FanOutStream = (*Stream)(nil)
 )
 
-// ErrLifetimeOver is wrapped (with engine.ErrSubscriptionEnded) by the
-// error of a subscription whose event stream closed without an error: its
-// lifetime (5 minutes on Kinesis) is over.
-var ErrLifetimeOver = errors.New("its lifetime is over")
-
 // fanOut is a Stream's enhanced fan-out state: stream ARNs (consumers are
 // registered by stream ARN) and the open subscriptions.
 type fanOut struct {
@@ -243,9 +238,9 @@ func (s *Stream) Subscribe(ctx context.Context, consumerARN, stream, shard strin
 // NextEvent returns the next event of subscription h, waiting up to wait
 // (or until ctx ends) for one; an empty event if none came. An ended
 // event stream fails with an error wrapping engine.ErrSubscriptionEnded:
-// alone at the end of its lifetime, with engine.ErrResourceInUse when a
-// newer subscription took it over, with the cause otherwise. An ended
-// subscription is forgotten.
+// with engine.ErrSubscriptionExpired at the end of its lifetime, with
+// engine.ErrResourceInUse when a newer subscription took it over, with the
+// cause otherwise. An ended subscription is forgotten.
 func (s *Stream) NextEvent(ctx context.Context, h string, wait time.Duration) (engine.SubscriptionEvent, error) {
 	s.efo.mu.Lock()
 	sub := s.efo.subs[h]
@@ -284,7 +279,7 @@ func (s *Stream) ended(sub *subscription, err error) error {
 	var api smithy.APIError
 	switch {
 	case err == nil:
-		return fmt.Errorf("%s: %w: %w", what, engine.ErrSubscriptionEnded, ErrLifetimeOver)
+		return fmt.Errorf("%s: %w: %w", what, engine.ErrSubscriptionEnded, engine.ErrSubscriptionExpired)
 	case errors.As(err, &api) && api.ErrorCode() == "ResourceInUseException":
 		return fmt.Errorf("%s: taken over by a newer subscription: %w: %w: %w", what, engine.ErrSubscriptionEnded, engine.ErrResourceInUse, err)
 	}

@@ -3,6 +3,8 @@ package kinesisstream
 import (
 	"context"
 	"fmt"
+	"net/url"
+	"strings"
 	"sync/atomic"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -77,7 +79,21 @@ func describeClient(api any) string {
 	o := c.Options()
 	endpoint := "the default endpoint"
 	if o.BaseEndpoint != nil {
-		endpoint = "endpoint " + aws.ToString(o.BaseEndpoint)
+		endpoint = "endpoint " + redactURL(aws.ToString(o.BaseEndpoint))
 	}
 	return fmt.Sprintf("region %q, %s", o.Region, endpoint)
+}
+
+// redactURL returns endpoint with any password in its user information
+// replaced by "xxxxx" (url.URL.Redacted); a string that is not a URL is
+// returned as it is only if it has no '@'.
+func redactURL(endpoint string) string {
+	u, err := url.Parse(endpoint)
+	if err != nil {
+		if strings.Contains(endpoint, "@") {
+			return "(an endpoint that is not a URL)"
+		}
+		return endpoint
+	}
+	return u.Redacted()
 }

@@ -94,6 +94,22 @@ var cases = []testCase{
 		h.mustUpdate(engine.ExpectOf(l), n)
 		h.wantRow(n)
 	}},
+	{"update/sub_sequence_checkpoints_round_trip", func(h *harness) {
+		// A checkpoint inside a KPL aggregate, the next user record, then
+		// a plain record: the sub-sequence number is stored, and reset to
+		// 0, never left behind.
+		l := lease("shardId-000000000000", "w1", 3)
+		l.Checkpoint = engine.Checkpoint{Sequence: seqA, SubSequence: 3}
+		h.mustCreate(l)
+		h.wantRow(l)
+		for _, cp := range []engine.Checkpoint{{Sequence: seqA, SubSequence: 4}, {Sequence: seqB, SubSequence: 0}, {Sequence: seqB, SubSequence: 1 << 40}} {
+			n := next(l)
+			n.Checkpoint = cp
+			h.mustUpdate(engine.ExpectOf(l), n)
+			h.wantRow(n)
+			l = n
+		}
+	}},
 	{"update/wrong_counter_fails", func(h *harness) {
 		l := lease("shardId-000000000000", "w1", 3)
 		h.mustCreate(l)

@@ -218,6 +218,30 @@ func TestS4(t *testing.T) {
 	vs, _ = CheckS4(History{Records: late.recs, Final: final, FinalKnown: true}, o)
 	expect(t, vs, S4, 0)
 
+	// a failed batch passed over by the failure policy: reading goes on
+	// after it; without the skip event the same history skips records
+	failed := func(skipped bool) *hb {
+		b := mk().
+			add(3, trace.KindReceived, 1, "s0", batch("10", "11", 2)).
+			add(4, trace.KindDone, 1, "s0", func(r *trace.Record) { r.Reason = "failed"; r.First, r.Last = "10", "11" })
+		if skipped {
+			b.add(4, trace.BatchSkipped, 1, "s0", func(r *trace.Record) { r.First, r.Last, r.Count, r.Reason = "10", "11", 3, "skipped" })
+		}
+		return b.add(5, trace.KindReceived, 1, "s0", batch("12", "13", 2))
+	}
+	vs, _ = CheckS4(History{Records: failed(true).recs, Final: final, FinalKnown: true}, o)
+	expect(t, vs, S4, 0)
+	vs, _ = CheckS4(History{Records: failed(false).recs, Final: final, FinalKnown: true}, o)
+	expect(t, vs, S4, 1)
+	// a skip of another batch than the last one received does not count
+	other := mk().
+		add(3, trace.KindReceived, 1, "s0", batch("10", "11", 2)).
+		add(4, trace.KindDone, 1, "s0", func(r *trace.Record) { r.Reason = "failed"; r.First, r.Last = "10", "11" }).
+		add(4, trace.BatchSkipped, 1, "s0", func(r *trace.Record) { r.First, r.Last, r.Count = "10", "10", 3 }).
+		add(5, trace.KindReceived, 1, "s0", batch("12", "13", 2))
+	vs, _ = CheckS4(History{Records: other.recs, Final: final, FinalKnown: true}, o)
+	expect(t, vs, S4, 1)
+
 	// a batch that leaves a record out
 	hole := mk().add(3, trace.KindReceived, 1, "s0", batch("10", "13", 3))
 	vs, _ = CheckS4(History{Records: hole.recs, Final: final, FinalKnown: true}, o)

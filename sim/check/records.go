@@ -136,6 +136,17 @@ func CheckS4(h History, o Options) ([]Violation, int) {
 				continue
 			}
 			st.next = p.index(r.First)
+		case trace.BatchSkipped:
+			// The failure policy passed the failed batch over: it was
+			// received, and reading goes on after it.
+			st := states[pk{r.Proc, r.Key}]
+			p := puts[r.Key]
+			if st == nil || p == nil || !st.isLastBatch(r) {
+				continue
+			}
+			if hi := p.after(r.Last); hi > st.next {
+				st.next = hi
+			}
 		case trace.KindReceived:
 			p := puts[r.Key]
 			if p == nil || r.Count == 0 {
@@ -193,8 +204,11 @@ func CheckS4(h History, o Options) ([]Violation, int) {
 			if x.t > deliverBy {
 				break
 			}
-			if x.received < 0 && x.trimmed >= 0 {
-				continue // lost to retention, counted
+			if x.trimmed >= 0 {
+				// lost to retention, counted, if never received; and a
+				// record out of retention (or of a deleted stream) need
+				// not be covered by a checkpoint any more
+				continue
 			}
 			lastReq = j
 			if x.received < 0 {

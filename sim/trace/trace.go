@@ -110,6 +110,12 @@ const (
 	MalformedRow        = Kind(engine.TraceMalformedRow)
 	Resolved            = Kind(engine.TraceResolved)
 	CallSent            = Kind(engine.TraceCallSent)
+	Started             = Kind(engine.TraceStarted)
+	Failed              = Kind(engine.TraceFailed)
+	ForeignRow          = Kind(engine.TraceForeignRow)
+	ShardUnverified     = Kind(engine.TraceShardUnverified)
+	BatchFailed         = Kind(engine.TraceBatchFailed)
+	BatchSkipped        = Kind(engine.TraceBatchSkipped)
 )
 
 // Outcomes of calls (Record.Outcome).

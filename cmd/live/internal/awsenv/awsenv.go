@@ -8,9 +8,12 @@ package awsenv
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -18,6 +21,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
+	"github.com/aws/smithy-go/logging"
 )
 
 // Settings choose the region and endpoints. Empty fields fall back to the
@@ -28,6 +32,9 @@ type Settings struct {
 	Region           string
 	DynamoDBEndpoint string
 	KinesisEndpoint  string
+	// Logger receives the SDK's own log lines (its warnings, and with
+	// ClientLogMode its debug lines) through SDKLogger. Nil: slog.Default().
+	Logger *slog.Logger
 }
 
 // Clients are the AWS clients a command uses.
@@ -44,7 +51,11 @@ func Load(ctx context.Context, s Settings) (*Clients, error) {
 	if s.Region != "" {
 		opts = append(opts, config.WithRegion(s.Region))
 	}
-	opts = append(opts, config.WithHTTPClient(httpClient()))
+	log := s.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	opts = append(opts, config.WithHTTPClient(httpClient()), config.WithLogger(SDKLogger(log)))
 	cfg, err := config.LoadDefaultConfig(ctx, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("loading the AWS configuration: %w", err)
@@ -78,19 +89,61 @@ func httpClient() *awshttp.BuildableClient {
 }
 
 // Where describes the region and endpoints for logs and messages (never
-// credentials).
+// credentials: a password in an endpoint URL is redacted).
 func (c *Clients) Where() (region, dynamoEndpoint, kinesisEndpoint string) {
 	ep := func(o *string, env string) string {
 		if o != nil {
-			return *o
+			return Redact(*o)
 		}
 		if v := os.Getenv(env); v != "" {
-			return v
+			return Redact(v)
 		}
 		if v := os.Getenv("AWS_ENDPOINT_URL"); v != "" {
-			return v
+			return Redact(v)
 		}
 		return "default"
 	}
 	return c.Config.Region, ep(c.DynamoDB.Options().BaseEndpoint, "AWS_ENDPOINT_URL_DYNAMODB"), ep(c.Kinesis.Options().BaseEndpoint, "AWS_ENDPOINT_URL_KINESIS")
+}
+
+// Redact returns endpoint with the password of its user information
+// replaced by "xxxxx" (url.URL.Redacted). A string that does not parse as
+// a URL but holds an '@' is not shown at all.
+func Redact(endpoint string) string {
+	u, err := url.Parse(endpoint)
+	if err != nil {
+		if strings.Contains(endpoint, "@") {
+			return "(an endpoint that is not a URL)"
+		}
+		return endpoint
+	}
+	return u.Redacted()
+}
+
+// SDKLogger routes the AWS SDK's log lines (smithy-go logging.Logger)
+// through log: WARN lines at slog.LevelWarn, DEBUG (and any other
+// classification) at slog.LevelDebug, each with source=aws-sdk.
+func SDKLogger(log *slog.Logger) logging.Logger {
+	return sdkLogger{log: log, ctx: context.Background()}
+}
+
+type sdkLogger struct {
+	log *slog.Logger
+	ctx context.Context
+}
+
+func (l sdkLogger) Logf(c logging.Classification, format string, v ...any) {
+	level := slog.LevelDebug
+	if c == logging.Warn {
+		level = slog.LevelWarn
+	}
+	if !l.log.Enabled(l.ctx, level) {
+		return
+	}
+	l.log.Log(l.ctx, level, fmt.Sprintf(format, v...), "source", "aws-sdk")
+}
+
+// WithContext implements logging.ContextLogger.
+func (l sdkLogger) WithContext(ctx context.Context) logging.Logger {
+	return sdkLogger{log: l.log, ctx: ctx}
 }

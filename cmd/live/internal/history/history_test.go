@@ -353,3 +353,18 @@ func TestConfigString(t *testing.T) {
 		t.Fatal("ConfigInt")
 	}
 }
+
+// checkingStore is a store with a table check that fails.
+type checkingStore struct{ engine.LeaseStore }
+
+func (checkingStore) CheckTable(context.Context) error { return engine.ErrTableSchema }
+
+// The tap passes the table check of the store it wraps through, so that
+// live run's Consumer runs it.
+func TestTapPassesTheTableCheckThrough(t *testing.T) {
+	s := NewTap(nil, nil).Store(checkingStore{engine.NewMemStore()})
+	tc, ok := s.(engine.TableChecker)
+	if !ok || !errors.Is(tc.CheckTable(context.Background()), engine.ErrTableSchema) {
+		t.Fatalf("the tapped store's table check was not passed through (implements: %v)", ok)
+	}
+}

@@ -220,11 +220,12 @@ func (s *tapStore) DeleteLease(ctx context.Context, key string, expect engine.Ex
 
 // Stream returns s wrapped so that GetShardIterator replies are recorded
 // (they say where a LATEST start began reading).
-// A stream with enhanced fan-out stays one (see FanOutObserver).
+// A stream with enhanced fan-out stays one, and its SubscribeToShard
+// replies are recorded too.
 func (t *Tap) Stream(s engine.Stream) engine.Stream {
 	ts := &tapStream{t: t, next: s}
 	if fo, ok := s.(engine.FanOutStream); ok {
-		return &tapFanOut{tapStream: ts, fo: fo, seen: map[engine.ShardRef]bool{}, shards: map[string]engine.ShardRef{}}
+		return &tapFanOut{tapStream: ts, fo: fo}
 	}
 	return ts
 }
@@ -332,4 +333,14 @@ func (c tapCheckpointer) Checkpoint(ctx context.Context, cp engine.Checkpoint) e
 	}
 	c.p.t.rec.Write(trace.Record{Kind: trace.KindCheckpointAck, Key: c.p.key, Checkpoint: cp, Outcome: out})
 	return err
+}
+
+// CheckTable passes the wrapped store's table check through (see
+// engine.TableChecker), so that a tapped store is checked at start as the
+// store itself would be.
+func (s *tapStore) CheckTable(ctx context.Context) error {
+	if tc, ok := s.next.(engine.TableChecker); ok {
+		return tc.CheckTable(ctx)
+	}
+	return nil
 }

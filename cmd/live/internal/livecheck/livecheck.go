@@ -39,6 +39,9 @@ type Options struct {
 	// Final is the lease table at the end; FinalKnown says it was read.
 	Final      []engine.Lease
 	FinalKnown bool
+	// Malformed are the rows of the final table that are not leases (see
+	// Report.Malformed).
+	Malformed []engine.MalformedRow
 	// Grace exempts records put in the last Grace of the history from the
 	// delivery and coverage checks (0: every record must be delivered).
 	Grace time.Duration
@@ -80,6 +83,13 @@ type Report struct {
 	ChildEarly    int
 	ChildEarlyGot int
 
+	// Unrecorded counts records received that no recorded producer put
+	// (the stream held records from earlier or unrecorded producers), in
+	// UnrecordedShards: the check cannot know whether all such records
+	// were delivered, and checks only the records it saw put.
+	Unrecorded       int
+	UnrecordedShards []string
+
 	CheckpointRegressions int // stored checkpoints that went back, from the write logs
 	RegressionEx          []string
 	LateWrites            int // writes that landed although sent after the writer lost or released the lease
@@ -106,6 +116,12 @@ type Report struct {
 	// view taking a lease its holder could still use (must be zero).
 	EarlyTakes  int
 	EarlyTakeEx []string
+
+	// Malformed are the rows of the final lease table that could not be
+	// read as leases. The engine skips them and never changes them, so a
+	// shard whose row is malformed is never consumed: a data problem an
+	// operator must fix, and the check fails on it.
+	Malformed []engine.MalformedRow
 
 	Invariants map[string]int // violations per invariant (S1 is informational; Lin: keys not linearizable)
 	Violations []check.Violation
@@ -169,7 +185,7 @@ func (r *Report) Failed() bool {
 			return true
 		}
 	}
-	if r.Lost > 0 || r.Uncovered > 0 || r.CheckpointRegressions > 0 || r.LateWrites > 0 || r.EarlyTakes > 0 || r.DupCauses["other"] > 0 {
+	if len(r.Malformed) > 0 || r.Lost > 0 || r.Uncovered > 0 || r.CheckpointRegressions > 0 || r.LateWrites > 0 || r.EarlyTakes > 0 || r.DupCauses["other"] > 0 {
 		return true
 	}
 	for _, p := range r.Pauses {
@@ -184,7 +200,8 @@ func (r *Report) Failed() bool {
 func Check(m history.Merged, o Options) *Report {
 	recs := m.Records
 	rep := &Report{Duration: m.End, Writes: m.Writes, Stops: map[string]int{}, DupCauses: map[string]int{},
-		Losses: map[string]int{}, Invariants: map[string]int{}, Handoffs: HandoffStats{ByCause: map[string]HandoffCause{}}}
+		Losses: map[string]int{}, Invariants: map[string]int{}, Handoffs: HandoffStats{ByCause: map[string]HandoffCause{}},
+		Malformed: o.Malformed}
 	procs := map[int32]*history.Proc{}
 	for i := range m.Procs {
 		p := &m.Procs[i]
@@ -209,6 +226,7 @@ func Check(m history.Merged, o Options) *Report {
 			}
 		}
 	}
+	s4recs, rep.Unrecorded, rep.UnrecordedShards = unrecorded(s4recs)
 	co := check.Options{End: m.End, Heal: 1, Bound: max(o.Grace, 1), MaxPerCheck: o.MaxPerCheck}
 	h := check.History{Records: recs, Final: o.Final, FinalKnown: o.FinalKnown}
 	var vs []check.Violation

@@ -235,3 +235,87 @@ func TestPrintNamesEveryFigure(t *testing.T) {
 		}
 	}
 }
+
+// unrecordedRun is TestCleanRunPasses's worker receiving the batches got,
+// and checkpointing at the last, with a producer that recorded puts.
+func unrecordedRun(t *testing.T, puts []string, got ...[3]string) *Report {
+	t.Helper()
+	a := &hb{}
+	a.add(0, trace.KindProcStart, "w1", 100, "", reason(workerCfg))
+	a.wr(10, "w1", 100, "s0", 1, "take", "", 1, "w1", 2, "TRIM_HORIZON")
+	a.add(11, trace.LeaseAcquired, "w1", 100, "s0", reason("unowned"))
+	a.add(12, trace.Acting, "w1", 100, "s0", cp("TRIM_HORIZON"))
+	a.add(13, trace.KindInitialized, "w1", 100, "s0", cp("TRIM_HORIZON"))
+	last := ""
+	for i, b := range got {
+		n := 0
+		for _, c := range b[2] {
+			n = n*10 + int(c-'0')
+		}
+		a.add(float64(200+10*i), trace.Delivered, "w1", 100, "s0", batch(b[0], b[1], n))
+		a.add(float64(201+10*i), trace.KindReceived, "w1", 100, "s0", batch(b[0], b[1], n))
+		a.add(float64(204+10*i), trace.KindDone, "w1", 100, "s0", reason("ok"))
+		last = b[1]
+	}
+	a.wr(300, "w1", 100, "s0", 2, "checkpoint", "w1", 2, "w1", 3, last)
+	a.add(301, trace.KindCheckpointAck, "w1", 100, "s0", cp(last), func(r *trace.Record) { r.Outcome = trace.OutcomeOK })
+	a.wr(400, "w1", 100, "s0", 3, "release", "w1", 3, "", 4, last)
+	a.add(402, trace.KindProcStop, "w1", 100, "", reason("exit"))
+	return run(t, []engine.Lease{{Key: "s0", Counter: 4, Checkpoint: engine.SequenceCheckpoint(last)}}, a, producer(puts...))
+}
+
+// TestUnrecordedProducersAreNotS4: a stream that held records before the
+// recorded producer started (an earlier run, a producer without -record)
+// hands the workers records nobody recorded as put. The check says it
+// cannot know about them instead of failing S4; a batch that leaves out a
+// recorded record still fails.
+func TestUnrecordedProducersAreNotS4(t *testing.T) {
+	// 1 and 2 were put before the run; 3..5 recorded
+	rep := unrecordedRun(t, []string{"3", "4", "5"}, [3]string{"1", "3", "3"}, [3]string{"4", "5", "2"})
+	if rep.Failed() || rep.Invariants[check.S4] != 0 || rep.Unrecorded != 2 || rep.Delivered != 3 {
+		t.Fatalf("want a pass with 2 unrecorded records, 3 delivered: S4 %d, unrecorded %d, delivered %d: %+v",
+			rep.Invariants[check.S4], rep.Unrecorded, rep.Delivered, rep.Violations)
+	}
+	var buf bytes.Buffer
+	rep.Print(&buf)
+	if !strings.Contains(buf.String(), "received but never recorded as put (earlier or unrecorded producers) 2, in s0") ||
+		!strings.Contains(buf.String(), "verdict: PASS") {
+		t.Errorf("the report does not say what it cannot know:\n%s", buf.String())
+	}
+	// a whole batch of unrecorded records before the recorded ones
+	rep = unrecordedRun(t, []string{"3", "4"}, [3]string{"1", "2", "2"}, [3]string{"3", "4", "2"})
+	if rep.Failed() || rep.Unrecorded != 2 {
+		t.Fatalf("want a pass with 2 unrecorded records: %+v", rep.Violations)
+	}
+	// a hole among recorded records is still a violation
+	rep = unrecordedRun(t, []string{"3", "4", "5", "6"}, [3]string{"3", "6", "3"})
+	if !rep.Failed() || rep.Invariants[check.S4] == 0 {
+		t.Fatalf("a batch that leaves out a recorded record passed: %+v", rep)
+	}
+}
+
+// TestMalformedRowsFailTheCheck: malformed rows of the final table are
+// listed with their reasons and fail the check.
+func TestMalformedRowsFailTheCheck(t *testing.T) {
+	a := &hb{}
+	a.add(0, trace.KindProcStart, "w1", 100, "", reason(workerCfg))
+	a.add(302, trace.KindProcStop, "w1", 100, "", reason("exit"))
+	m := history.Merge([]history.File{{Records: a.recs}}, history.MergeOptions{})
+	bad := []engine.MalformedRow{{Key: "shardId-000000000007", Reason: "attribute leaseCounter: want type N, got S"}, {Reason: "attribute leaseKey is missing"}}
+	rep := Check(m, Options{FinalKnown: true, Malformed: bad})
+	var buf bytes.Buffer
+	rep.Print(&buf)
+	out := buf.String()
+	for _, want := range []string{"lease table: 2 malformed rows", "shardId-000000000007: attribute leaseCounter: want type N, got S",
+		"(no readable leaseKey): attribute leaseKey is missing", "verdict: FAIL (2 malformed rows in the lease table)"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("report lacks %q:\n%s", want, out)
+		}
+	}
+	if !rep.Failed() {
+		t.Error("malformed rows passed the check")
+	}
+	if rep := Check(m, Options{FinalKnown: true}); rep.Failed() {
+		t.Errorf("the same history without malformed rows fails: %+v", rep)
+	}
+}

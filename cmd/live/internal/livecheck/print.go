@@ -42,6 +42,10 @@ func (r *Report) Print(w io.Writer) {
 	if r.NotRequired > 0 {
 		p("  put within the grace period at the end (not required) %d", r.NotRequired)
 	}
+	if r.Unrecorded > 0 {
+		p("  received but never recorded as put (earlier or unrecorded producers) %d, in %s", r.Unrecorded, strings.Join(r.UnrecordedShards, ", "))
+		p("      not checked: the history cannot know whether every such record was delivered; only records recorded as put are")
+	}
 	p("  delivered more than once                     %d (%d extra deliveries)", r.Duplicated, r.Extra)
 	p("    re-delivered after the last checkpoint     %d", r.DupCauses["after-checkpoint"])
 	p("    retried after a failed batch               %d", r.DupCauses["failed-batch-retry"])
@@ -51,6 +55,17 @@ func (r *Report) Print(w io.Writer) {
 	}
 	p("  child shards read: %d from splits, %d from merges (both parents first: S5)", r.ChildrenSplit, r.ChildrenMerge)
 	p("  records put into a child shard before anyone held its lease: %d, delivered %d", r.ChildEarly, r.ChildEarlyGot)
+	if len(r.Malformed) > 0 {
+		p("")
+		p("lease table: %d malformed rows (skipped by the engine, never changed; fix or delete them by hand)", len(r.Malformed))
+		for _, m := range r.Malformed {
+			key := m.Key
+			if key == "" {
+				key = "(no readable leaseKey)"
+			}
+			p("  %s: %s", key, m.Reason)
+		}
+	}
 	p("")
 	p("leases")
 	p("  checkpoint regressions in the write logs     %d", r.CheckpointRegressions)
@@ -137,6 +152,10 @@ func (r *Report) Print(w io.Writer) {
 	}
 	p("")
 	if r.Failed() {
+		if len(r.Malformed) > 0 {
+			p("verdict: FAIL (%d malformed rows in the lease table)", len(r.Malformed))
+			return
+		}
 		p("verdict: FAIL")
 	} else {
 		p("verdict: PASS")
