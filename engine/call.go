@@ -20,9 +20,10 @@ const (
 	OpGetIterator
 	OpGetRecords
 	OpDescribeStream
+	OpListPending
 )
 
-var opNames = [...]string{"", "ListLeases", "GetLease", "CreateLease", "UpdateLease", "DeleteLease", "ListShards", "GetShardIterator", "GetRecords", "DescribeStream"}
+var opNames = [...]string{"", "ListLeases", "GetLease", "CreateLease", "UpdateLease", "DeleteLease", "ListShards", "GetShardIterator", "GetRecords", "DescribeStream", "ListPending"}
 
 func (o Op) String() string {
 	if int(o) < len(opNames) && o != 0 {
@@ -35,7 +36,7 @@ func (o Op) String() string {
 }
 
 // IsStore reports whether the call goes to the lease table.
-func (o Op) IsStore() bool { return o >= OpListLeases && o <= OpDeleteLease }
+func (o Op) IsStore() bool { return o >= OpListLeases && o <= OpDeleteLease || o == OpListPending }
 
 // IsWrite reports whether the call writes the lease table.
 func (o Op) IsWrite() bool { return o >= OpCreateLease && o <= OpDeleteLease }
@@ -47,7 +48,7 @@ type Call struct {
 	ID uint64
 	Op Op
 
-	Key        string // GetLease, DeleteLease
+	Key        string // GetLease, DeleteLease; ListPending: who
 	Lease      Lease  // CreateLease, UpdateLease (the row to write)
 	Expect     Expect // UpdateLease, DeleteLease
 	Consistent bool   // ListLeases
@@ -72,6 +73,8 @@ func (c Call) String() string {
 		return fmt.Sprintf("#%d ListLeases(consistent=%v)", c.ID, c.Consistent)
 	case OpGetLease:
 		return fmt.Sprintf("#%d GetLease(%s)", c.ID, c.Key)
+	case OpListPending:
+		return fmt.Sprintf("#%d ListPending(%s)", c.ID, c.Key)
 	case OpCreateLease:
 		return fmt.Sprintf("#%d CreateLease(%s)", c.ID, c.Lease)
 	case OpUpdateLease:
@@ -104,7 +107,7 @@ type Result struct {
 	Err error
 
 	Lease    Lease       // GetLease
-	Listing  Listing     // ListLeases
+	Listing  Listing     // ListLeases, ListPending (Leases)
 	Shards   []Shard     // ListShards
 	Iterator string      // GetIterator
 	Page     RecordsPage // GetRecords
@@ -125,6 +128,12 @@ func Execute(ctx context.Context, store LeaseStore, stream Stream, c Call) Resul
 		r.Listing, r.Err = store.ListLeases(ctx, c.Consistent)
 	case OpGetLease:
 		r.Lease, r.Err = store.GetLease(ctx, c.Key)
+	case OpListPending:
+		if pi, ok := store.(PendingIndex); ok {
+			r.Listing.Leases, r.Err = pi.ListPending(ctx, c.Key)
+		} else {
+			r.Err = fmt.Errorf("list pending %s: %w", c.Key, ErrNoIndex)
+		}
 	case OpCreateLease:
 		r.Err = store.CreateLease(ctx, c.Lease)
 	case OpUpdateLease:
