@@ -296,7 +296,7 @@ func (w *Worker) hello() {
 	if w.writes[key] != nil {
 		return
 	}
-	row := Lease{Key: key, Owner: w.cfg.Owner, Counter: 1, Checkpoint: SentinelCheckpoint(ShardEnd), Pending: AssignerPending}
+	row := Lease{Key: key, Counter: 1, Checkpoint: SentinelCheckpoint(ShardEnd), Pending: AssignerPending}
 	wr := &write{kind: wHello, key: key, row: row}
 	w.writes[key] = wr
 	w.sendWrite(wr)

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -11,9 +12,11 @@ type assigner struct {
 	since time.Duration // when this worker took the row
 	// previous and previousWriter name the process whose expired assigner
 	// row this worker took over: that process dropped its leases when the
-	// row expired in its own view, so the rows it wrote may be reassigned
-	// at once.
+	// row expired in its own view, so the rows it wrote that this worker's
+	// first scan shows (firstScan) may be reassigned at once. Rows it takes
+	// later, as an ordinary worker, are seen later.
 	previous, previousWriter string
+	firstScan                time.Duration
 
 	pollInFlight bool
 	nextPoll     time.Duration
@@ -209,8 +212,8 @@ func (w *Worker) onAssignerConfirm(key string, r Result) {
 		return
 	}
 	row := r.Lease
-	if len(key) > len(HelloPrefix) && key[:len(HelloPrefix)] == HelloPrefix {
-		a.hellos[row.Owner] = w.now.Mono
+	if who, ok := strings.CutPrefix(key, HelloPrefix); ok {
+		a.hellos[who] = w.now.Mono
 		if w.writes[key] == nil {
 			wr := &write{kind: wDelete, key: key, expect: ExpectOf(row)}
 			w.writes[key] = wr
@@ -234,6 +237,9 @@ func (w *Worker) assignFrom(rows []Lease) {
 		return
 	}
 	now, d := w.now.Mono, w.cfg.LeaseDuration
+	if a.firstScan == 0 {
+		a.firstScan = now
+	}
 	// Liveness: an owner whose row's version changed within a lease
 	// duration in this worker's view is alive.
 	for i := range rows {
@@ -267,7 +273,7 @@ func (w *Worker) assignFrom(rows []Lease) {
 			} else if now-o.seenAt >= d {
 				free, why = append(free, o), append(why, "not taken by "+row.Pending)
 			}
-		case row.Owner == a.previous && row.Writer == a.previousWriter && a.previousWriter != "":
+		case row.Owner == a.previous && row.Writer == a.previousWriter && a.previousWriter != "" && o.seenAt <= a.firstScan:
 			// The previous assigner's leases: dropped when its row expired.
 			free, why = append(free, o), append(why, "held by the previous assigner")
 		case now-o.seenAt >= d:

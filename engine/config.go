@@ -99,6 +99,18 @@ type Config struct {
 	GetRecordsLimit int
 	// IdleTimeBetweenReads is the pause after an empty GetRecords.
 	IdleTimeBetweenReads time.Duration
+	// Consumer is how held shards are read: Polling (GetRecords, the
+	// default) or FanOut (SubscribeToShard, see FanOut).
+	Consumer ConsumerMode
+	// ConsumerName is the stream consumer a FanOut worker registers (or
+	// finds registered) on every stream it consumes; every worker of the
+	// application uses the same name. Required with FanOut.
+	ConsumerName string
+	// DeregisterConsumer makes a FanOut worker deregister its consumer
+	// when it shuts down. Off by default: the consumer is shared by every
+	// worker of the application, and deregistering it under workers still
+	// running ends their subscriptions.
+	DeregisterConsumer bool
 	// ConsistentTakeScans makes the take scans strongly consistent. They
 	// need not be: every take is a compare-and-swap on the row version, so
 	// a stale scan can delay a take but never make a wrong one.
@@ -280,6 +292,7 @@ func (c Config) Validate() (Config, error) {
 	if c.GetRecordsLimit < 1 || c.GetRecordsLimit > 10000 {
 		bad("GetRecordsLimit (%d) must be in [1, 10000]", c.GetRecordsLimit)
 	}
+	errs = append(errs, c.fanOutErrors()...)
 	if len(errs) > 0 {
 		return c, fmt.Errorf("invalid engine configuration: %w", errors.Join(errs...))
 	}

@@ -54,6 +54,31 @@
 //     BackupSyncFactor times less often, and any worker at once when a
 //     shard it holds ends.
 //
+// # Enhanced fan-out
+//
+// With Config.Consumer FanOut a worker reads its shards with
+// SubscribeToShard instead of GetRecords (the Stream must implement
+// FanOutStream). Before it touches the table it finds or registers the
+// consumer Config.ConsumerName on every stream and waits until it is
+// ACTIVE; workers that start together all try, and the losers describe the
+// winner's consumer. A subscription is a call like any other (Subscribe,
+// then NextEvent for each event, Unsubscribe when it is given up), so the
+// simulator runs the same decisions:
+//
+//   - the next event is asked for only once the processor has finished
+//     the previous batch (backpressure: the stream holds the rest back);
+//   - a subscription is opened and read only while the worker acts on the
+//     lease, and events reach the processor under the same act-until rule
+//     and hand-off check as GetRecords pages;
+//   - when a subscription ends (every 5 minutes on Kinesis) the worker
+//     subscribes again AFTER_SEQUENCE_NUMBER the last
+//     ContinuationSequenceNumber, so a lease that started at LATEST loses
+//     nothing in between;
+//   - ErrResourceInUse (another subscription of the consumer and shard
+//     less than 5 s old, as the previous holder's is in a hand-off) and a
+//     subscription taken over are retried after at least a second;
+//   - the last event of a closed shard names its children (ChildShards).
+//
 // # Tables
 //
 // Rows use KCL's attribute names (see Lease), so KCL tooling can read a

@@ -20,6 +20,8 @@ type tStream struct {
 	seq    int
 	// childShards makes GetRecords report children at shard end.
 	childShards bool
+	// fo holds consumers and subscriptions (see fanout_harness_test.go).
+	fo *tFanOut
 	// generation is added to the stream's creation time: a test bumps it
 	// to re-create the stream.
 	generation int64

@@ -14,6 +14,7 @@ var plantedBugs = map[string]string{
 	"steal-acts-at-once":     "a taker acts on a lease taken from another owner at once, without waiting that owner out",
 	"resolve-ignores-writer": "a write of unknown outcome is resolved by the row's contents alone, not its writer: a restarted process takes its predecessor's identical row for its own write",
 	"resume-after-sequence":  "a resume at a checkpoint with sub-sequence number 0 reads AFTER its sequence number: the rest of a KPL aggregate whose first user record was checkpointed is lost",
+	"resubscribe-at-latest":  "fan-out: a subscription renewed after its end starts at LATEST, not after the last continuation: records put between two subscriptions are skipped",
 }
 
 func init() {

@@ -233,7 +233,7 @@ func callKey(c Call) string {
 	switch c.Op {
 	case OpCreateLease, OpUpdateLease:
 		return c.Lease.Key
-	case OpGetIterator:
+	case OpGetIterator, OpSubscribe, OpNextEvent, OpUnsubscribe:
 		return c.Shard
 	}
 	return c.Key

@@ -66,6 +66,7 @@ type Worker struct {
 	scanSentAt   time.Duration
 	nextScan     time.Duration
 	sync         syncState
+	fo           fanOutRegistry // FanOut: the consumers registered
 }
 
 // pendingCall remembers what a call in flight was for.
@@ -278,6 +279,8 @@ func (w *Worker) onResult(r Result) {
 		w.onAssignerPoll(r)
 	case forAssignerConfirm:
 		w.onAssignerConfirm(pc.key, r)
+	default:
+		w.onFanOutResult(pc, r)
 	}
 }
 
@@ -296,7 +299,7 @@ func (w *Worker) advance() {
 		w.retryWrites()
 	}
 	if w.shutdown {
-		if len(w.held) == 0 && len(w.writes) == 0 {
+		if len(w.held) == 0 && len(w.writes) == 0 && w.fanOutDeregistered() {
 			w.stopped = true
 		}
 		return
@@ -309,6 +312,9 @@ func (w *Worker) advance() {
 	if w.sync.inFlight() && now-w.sync.sentAt > 2*w.cfg.LeaseDuration {
 		w.sync.waiting = 0
 		w.sync.round++
+	}
+	if w.cfg.Consumer == FanOut && !w.tickFanOutRegistration() {
+		return // no table work before the consumers are ACTIVE
 	}
 	if w.asg.on {
 		w.advanceAssigned()
@@ -368,6 +374,7 @@ func (w *Worker) wake() time.Duration {
 	if len(w.dueq) > 0 {
 		min(w.dueq[0].due)
 	}
+	w.fanOutWake(min)
 	if w.retrying > 0 {
 		for _, wr := range w.writes {
 			if wr.resolving && wr.id == 0 {
@@ -430,6 +437,7 @@ func (w *Worker) tick(h *holding) {
 		w.tickHolding(h)
 	}
 	if h.gone {
+		w.dropSubscription(h)
 		w.dueq.remove(h)
 		delete(w.held, h.key)
 		if i, ok := slices.BinarySearch(w.heldKeys, h.key); ok {

@@ -29,6 +29,13 @@ type Options struct {
 	// Engine, if set, adjusts the drawn engine configuration of every
 	// process (Owner, Streams, Seed and Trace are set by the simulator).
 	Engine func(*engine.Config)
+	// Consumer is how the workers read: "polling" (GetRecords), "fan-out"
+	// (enhanced fan-out: SubscribeToShard), or "" (a swarm draws fan-out
+	// for 3 worlds in 10; other runs poll).
+	Consumer string
+	// SubscriptionLifetime pins how long a fan-out subscription lasts (0:
+	// drawn, 15 s to 5 minutes).
+	SubscriptionLifetime time.Duration
 	// Drifts, if set, pins the clock rate of the first len(Drifts) worker
 	// slots, each as a fraction of the run's drift bound in [-1, 1]: -1 is
 	// the slowest clock the assumptions allow, +1 the fastest. Other slots
@@ -359,6 +366,12 @@ func ReplayCommand(o Options) string {
 	}
 	if o.Faults != "" && o.Faults != "swarm" {
 		s += " -faults " + o.Faults
+	}
+	if o.Consumer != "" {
+		s += " -consumer " + o.Consumer
+	}
+	if o.SubscriptionLifetime != 0 {
+		s += " -subscription-lifetime " + o.SubscriptionLifetime.String()
 	}
 	if o.Scenario != "" {
 		s += " -scenario " + o.Scenario
