@@ -26,19 +26,31 @@ type assigner struct {
 	hellos   map[string]time.Duration // member -> when its hello was last read
 	leaving  map[string]time.Duration // member -> when it released a lease for its shutdown
 	writers  map[string]string        // Lease.Writer -> the owner that wrote with it
-	moved    map[string]time.Duration // lease key -> when the assigner last moved it for balance
+	moved    map[string]move // lease key -> when the assigner last moved it for balance
+	// epoch counts changes of the member list (lastMembers): a lease moved
+	// in an earlier epoch may move again (the fleet changed), one moved in
+	// this epoch only after MoveQuiet.
+	epoch       int
+	lastMembers []string
 	expiry   time.Duration            // the earliest time an observed lease expires in this worker's view
 	requests map[string]time.Duration // lease key -> when its handoff request was written
 }
 
 // MoveQuiet is how long the assigner leaves a lease where it moved it
-// (unless its holder dies): a steady fleet never moves a lease twice in
-// that time.
+// (unless its holder dies, or the fleet changes): a steady fleet never
+// moves a lease twice in that time.
 const MoveQuiet = 10 * time.Minute
+
+// move is a balance move of a lease: when, and in which epoch of the
+// member list.
+type move struct {
+	at    time.Duration
+	epoch int
+}
 
 func newAssigner(now time.Duration, members []string) *assigner {
 	a := &assigner{since: now, live: map[string]time.Duration{}, hellos: map[string]time.Duration{}, leaving: map[string]time.Duration{},
-		writers: map[string]string{}, moved: map[string]time.Duration{},
+		writers: map[string]string{}, moved: map[string]move{},
 		requests: map[string]time.Duration{}, confirming: map[string]bool{}}
 	for _, m := range members {
 		a.live[m] = now // inherited: alive until shown otherwise
@@ -256,6 +268,10 @@ func (w *Worker) assignFrom(rows []Lease) {
 		a.released(w, o.row)
 	}
 	members := a.members(w)
+	if !slices.Equal(members, a.lastMembers) {
+		a.epoch++
+		a.lastMembers = members
+	}
 	loads := w.loads()
 	var free []*observation
 	var why []string
@@ -324,13 +340,17 @@ func (w *Worker) weight(row Lease) float64 {
 }
 
 // leastLoaded returns the member with the smallest load (ties: the
-// smallest owner id), other than not.
+// smallest owner id), other than not (the lease's previous owner) unless
+// not is this worker and no other member is left.
 func (w *Worker) leastLoaded(loads map[string]float64, not string, members []string) string {
 	best := ""
 	for _, m := range members {
 		if m != not && (best == "" || loads[m] < loads[best]) {
 			best = m
 		}
+	}
+	if best == "" && not == w.cfg.Owner {
+		return not
 	}
 	return best
 }
@@ -408,7 +428,7 @@ func (w *Worker) balance(rows []Lease, loads map[string]float64, members []strin
 		outstanding++
 		if from == w.cfg.Owner {
 			if h := w.held[o.row.Key]; h != nil && !h.handing {
-				a.moved[o.row.Key] = now
+				a.moved[o.row.Key] = move{now, a.epoch}
 				w.handOver(h, to) // its own lease: no request to write
 			}
 			continue
@@ -416,7 +436,7 @@ func (w *Worker) balance(rows []Lease, loads map[string]float64, members []strin
 		row := o.row.Clone()
 		row.Counter++
 		row.HandoffTo, row.Pending = to, from
-		a.moved[row.Key], a.requests[row.Key] = now, now
+		a.moved[row.Key], a.requests[row.Key] = move{now, a.epoch}, now
 		w.sendAssign(&write{kind: wAssign, key: row.Key, expect: ExpectOf(o.row), row: row, previous: from, reason: "handoff to " + to})
 	}
 }
@@ -435,7 +455,7 @@ func (w *Worker) pickMove(rows []Lease, from string, spread float64) *observatio
 			w.writes[o.row.Key] != nil || w.foreign(o) || now-o.seenAt >= w.cfg.LeaseDuration {
 			continue
 		}
-		if at, ok := a.moved[o.row.Key]; ok && now-at < MoveQuiet {
+		if m, ok := a.moved[o.row.Key]; ok && now-m.at < MoveQuiet && m.epoch == a.epoch {
 			continue
 		}
 		if h := w.held[o.row.Key]; h != nil && h.handing {
