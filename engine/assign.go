@@ -333,7 +333,7 @@ func (w *Worker) onMonitor(r Result) {
 		next = now + w.jitter(w.cfg.PendingPollInterval)
 	}
 	switch {
-	case row.Owner == "" || row.Owner == w.cfg.Owner:
+	case row.Owner == "" || row.Owner == w.cfg.Owner || w.bug("assigner-takes-over-at-once"):
 		w.take(candidate{row: row, actFrom: now, reason: "assigner"})
 	case now-o.seenAt >= w.cfg.LeaseDuration:
 		w.take(candidate{row: o.row, actFrom: o.seenAt + w.cfg.LeaseDuration, reason: "assigner"})

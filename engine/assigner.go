@@ -36,6 +36,15 @@ type assigner struct {
 	requests map[string]time.Duration // lease key -> when its handoff request was written
 }
 
+// expiredFor returns how long a lease must have stood still in the
+// assigner's view to be taken for expired: the lease duration.
+func (w *Worker) expiredFor() time.Duration {
+	if w.bug("assigner-early-expiry") {
+		return w.cfg.LeaseDuration / 2
+	}
+	return w.cfg.LeaseDuration
+}
+
 // MoveQuiet is how long the assigner leaves a lease where it moved it
 // (unless its holder dies, or the fleet changes): a steady fleet never
 // moves a lease twice in that time.
@@ -143,12 +152,12 @@ func (w *Worker) advanceAssigner() {
 // worker's view since the last scan, and notes when the next one expires.
 func (w *Worker) assignExpired() {
 	a := w.asg.as
-	now, d := w.now.Mono, w.cfg.LeaseDuration
+	now := w.now.Mono
 	members := a.members(w)
 	loads := w.loads()
 	var keys []string
 	for k, o := range w.obs {
-		if o.ok && o.row.Owner != "" && o.row.Owner != w.cfg.Owner && !o.row.Checkpoint.IsShardEnd() && now-o.seenAt >= d &&
+		if o.ok && o.row.Owner != "" && o.row.Owner != w.cfg.Owner && !o.row.Checkpoint.IsShardEnd() && now-o.seenAt >= w.expiredFor() &&
 			w.writes[k] == nil && w.held[k] == nil && !w.foreign(o) && !w.gated(o) {
 			keys = append(keys, k)
 		}
@@ -169,7 +178,7 @@ func (w *Worker) noteExpiry() {
 	a.expiry = 0
 	for _, o := range w.obs {
 		if o.ok && o.row.Owner != "" && o.row.Owner != w.cfg.Owner && !o.row.Checkpoint.IsShardEnd() {
-			if t := o.seenAt + w.cfg.LeaseDuration; t > w.now.Mono && (a.expiry == 0 || t < a.expiry) {
+			if t := o.seenAt + w.expiredFor(); t > w.now.Mono && (a.expiry == 0 || t < a.expiry) {
 				a.expiry = t
 			}
 		}
@@ -292,7 +301,7 @@ func (w *Worker) assignFrom(rows []Lease) {
 		case row.Owner == a.previous && row.Writer == a.previousWriter && a.previousWriter != "" && o.seenAt <= a.firstScan:
 			// The previous assigner's leases: dropped when its row expired.
 			free, why = append(free, o), append(why, "held by the previous assigner")
-		case now-o.seenAt >= d:
+		case now-o.seenAt >= w.expiredFor():
 			free, why = append(free, o), append(why, "expired")
 		case row.HandoffTo != "":
 			if at, ok := a.requests[row.Key]; ok && now-at >= 2*d && o.seenAt > at {
@@ -431,6 +440,13 @@ func (w *Worker) balance(rows []Lease, loads map[string]float64, members []strin
 				a.moved[o.row.Key] = move{now, a.epoch}
 				w.handOver(h, to) // its own lease: no request to write
 			}
+			continue
+		}
+		if w.bug("handoff-before-release") {
+			a.moved[o.row.Key] = move{now, a.epoch}
+			row := o.row.Clone()
+			row.Owner, row.Counter, row.Pending, row.HandoffFrom = "", row.Counter+1, to, ""
+			w.sendAssign(&write{kind: wAssign, key: row.Key, expect: ExpectOf(o.row), row: row, previous: from, reason: "to " + to + ": balance"})
 			continue
 		}
 		row := o.row.Clone()

@@ -26,6 +26,11 @@ type mutationCase struct {
 }
 
 var mutationCases = []mutationCase{
+	// assignment by an assigner: each caught by the default swarm
+	{mutation: "engine:assigner-takes-over-at-once", faults: "swarm", invariant: "S1", bound: 16},
+	{mutation: "engine:handoff-before-release", faults: "swarm", invariant: "S1", bound: 16},
+	{mutation: "engine:assigner-early-expiry", faults: "swarm", invariant: "S1", bound: 32},
+	{mutation: "unfenced-assign", faults: "swarm", invariant: "S2", bound: 16},
 	{mutation: "unfenced-checkpoint", faults: "partition,pause,crash,clog", invariant: "S2", bound: 10},
 	{mutation: "unfenced-take", faults: "partition,clog,latency", invariant: "S2", bound: 10},
 	{mutation: "unfenced-take", faults: "partition,clog,latency,pause", invariant: "S1", bound: 10},

@@ -126,6 +126,7 @@ var OutsideClasses = []string{"drift-beyond", "long-pause", "dup-owner"}
 var Mutations = map[string]string{
 	"unfenced-checkpoint":  "checkpoint writes reach the table without their owner/counter condition",
 	"unfenced-take":        "takes reach the table without their counter condition",
+	"unfenced-assign":      "the assigner's writes (assignments, handoff requests) reach the table without their owner/counter condition",
 	"orphan-children":      "ListShards and GetRecords hide every shard's parents",
 	"ignore-second-parent": "ListShards and GetRecords hide the second parent of merges",
 	"skip-on-resume":       "AT_ and AFTER_SEQUENCE_NUMBER iterators start one record late (after the record that follows the position)",

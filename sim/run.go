@@ -680,6 +680,8 @@ func (s *simulator) execStore(p *proc, f *inflight, res *engine.Result) bool {
 		unconditional = f.reason == trace.WriteCheckpoint
 	case "unfenced-take":
 		unconditional = f.reason == trace.WriteTake
+	case "unfenced-assign":
+		unconditional = f.reason == trace.WriteAssign
 	}
 	var err error
 	switch {
@@ -727,6 +729,8 @@ func (s *simulator) emitApply(p *proc, f *inflight, err error, retry bool) {
 		r.Unconditional = f.reason == trace.WriteCheckpoint
 	case "unfenced-take":
 		r.Unconditional = f.reason == trace.WriteTake
+	case "unfenced-assign":
+		r.Unconditional = f.reason == trace.WriteAssign
 	}
 	s.emit(s.procRec(p, &r))
 }
