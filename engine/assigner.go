@@ -22,18 +22,18 @@ type assigner struct {
 	nextPoll     time.Duration
 	confirming   map[string]bool
 
-	live     map[string]time.Duration // member -> when last seen renewing (or taking, or inherited)
-	hellos   map[string]time.Duration // member -> when its hello was last read
-	leaving  map[string]time.Duration // member -> when it released a lease for its shutdown
-	writers  map[string]string        // Lease.Writer -> the owner that wrote with it
-	moved    map[string]move // lease key -> when the assigner last moved it for balance
+	live    map[string]time.Duration // member -> when last seen renewing (or taking, or inherited)
+	hellos  map[string]time.Duration // member -> when its hello was last read
+	leaving map[string]time.Duration // member -> when it released a lease for its shutdown
+	writers map[string]string        // Lease.Writer -> the owner that wrote with it
+	moved   map[string]move          // lease key -> when the assigner last moved it for balance
 	// epoch counts changes of the member list (lastMembers): a lease moved
 	// in an earlier epoch may move again (the fleet changed), one moved in
 	// this epoch only after MoveQuiet.
 	epoch       int
 	lastMembers []string
-	expiry   time.Duration            // the earliest time an observed lease expires in this worker's view
-	requests map[string]time.Duration // lease key -> when its handoff request was written
+	expiry      time.Duration            // the earliest time an observed lease expires in this worker's view
+	requests    map[string]time.Duration // lease key -> when its handoff request was written
 }
 
 // expiredFor returns how long a lease must have stood still in the
