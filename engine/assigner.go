@@ -322,11 +322,13 @@ func (w *Worker) assignFrom(rows []Lease) {
 
 // loads returns the load of every owner of an unfinished lease (its lease
 // count, or its reported throughput with BalanceThroughput), counting
-// assignments not yet taken for their assignee.
+// assignments not yet taken for their assignee, and not leases expired in
+// this worker's view (they are about to move).
 func (w *Worker) loads() map[string]float64 {
 	loads := map[string]float64{}
+	now := w.now.Mono
 	for _, o := range w.obs {
-		if !o.ok || o.row.Checkpoint.IsShardEnd() {
+		if !o.ok || o.row.Checkpoint.IsShardEnd() || (now-o.seenAt >= w.cfg.LeaseDuration && w.held[o.row.Key] == nil) {
 			continue
 		}
 		who := o.row.Owner
@@ -371,6 +373,9 @@ func (w *Worker) assignTo(o *observation, to, why string) {
 	if to == "" {
 		return
 	}
+	// Handed out anew (its holder died, or let it go): its place is
+	// not a balance move of the fleet as it is, so it may move again.
+	delete(w.asg.as.moved, o.row.Key)
 	if to == w.cfg.Owner {
 		actFrom := w.now.Mono
 		if o.row.Owner == "" && o.row.HandoffFrom != "" {
