@@ -262,8 +262,15 @@ func (w *Worker) takeLeases(rows []Lease) {
 	}
 }
 
-// take sends a conditional take of c.row.
+// take sends a conditional take of c.row, unless a write of the row is in
+// flight or the worker holds it.
 func (w *Worker) take(c candidate) {
+	if w.writes[c.row.Key] != nil {
+		return
+	}
+	if h := w.held[c.row.Key]; h != nil && !h.gone {
+		return
+	}
 	if w.bug("steal-acts-at-once") {
 		c.actFrom = w.now.Mono
 	}

@@ -448,12 +448,18 @@ func (w *Worker) tick(h *holding) {
 	w.dueq.set(h, h.nextDue(w))
 }
 
-// addHeld starts holding h; it is ticked in the same step.
+// addHeld starts holding h; it is ticked in the same step. A holding of
+// the same key that was given up in this step and not yet removed is
+// replaced.
 func (w *Worker) addHeld(h *holding) {
 	h.qidx = -1
+	if old := w.held[h.key]; old != nil {
+		w.dueq.remove(old)
+	} else {
+		i, _ := slices.BinarySearch(w.heldKeys, h.key)
+		w.heldKeys = slices.Insert(w.heldKeys, i, h.key)
+	}
 	w.held[h.key] = h
-	i, _ := slices.BinarySearch(w.heldKeys, h.key)
-	w.heldKeys = slices.Insert(w.heldKeys, i, h.key)
 	w.dueq.set(h, w.now.Mono)
 }
 
