@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -312,5 +313,56 @@ func TestAssignedAndScanWorkersTogether(t *testing.T) {
 	}
 	if len(seen) != 6 {
 		t.Errorf("%d leases held after a minute, want 6", len(seen))
+	}
+}
+
+// With BalanceThroughput the assigner balances the KB per second that
+// holders report with their renewals: one hot shard ends up alone on one
+// worker, the cold ones on the other; then nothing moves for ten minutes.
+func TestAssignedBalancesByThroughput(t *testing.T) {
+	c := assigned(t, 4, Config{BalanceBy: BalanceThroughput})
+	hot := shardKey(0)
+	feed := func() {
+		for i := 0; i < 4; i++ {
+			size := 10
+			if shardKey(i) == hot {
+				size = 20000
+			}
+			c.stream.seq++
+			c.stream.recs[shardKey(i)] = append(c.stream.recs[shardKey(i)], Record{Sequence: fmt.Sprintf("4959%052d", c.stream.seq), Data: make([]byte, size)})
+		}
+	}
+	c.start("A")
+	c.start("B")
+	placed := func() bool {
+		for _, id := range []string{"A", "B"} {
+			held := c.held(id)
+			if slices.Contains(held, hot) && len(held) != 1 {
+				return false
+			}
+		}
+		return len(c.held("A"))+len(c.held("B")) == 4
+	}
+	for start := c.now; !placed(); {
+		if c.now-start > 3*time.Minute {
+			t.Fatalf("the hot shard does not sit alone: A %v, B %v", c.held("A"), c.held("B"))
+		}
+		feed()
+		c.run(time.Second)
+	}
+	moves := len(c.traceOf(TraceHandingOver, "", ""))
+	if moves == 0 {
+		t.Fatal("placed without a move: the test shows nothing")
+	}
+	t.Logf("placed after %d moves at %v: A %v, B %v", moves, c.now, c.held("A"), c.held("B"))
+	for i := 0; i < 600; i++ {
+		feed()
+		c.run(time.Second)
+	}
+	if n := len(c.traceOf(TraceHandingOver, "", "")); n != moves {
+		t.Errorf("%d more moves in ten steady minutes", n-moves)
+	}
+	if !placed() {
+		t.Errorf("the placement did not hold: A %v, B %v", c.held("A"), c.held("B"))
 	}
 }
