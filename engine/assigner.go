@@ -332,8 +332,23 @@ func (w *Worker) loads() map[string]float64 {
 			continue
 		}
 		who := o.row.Owner
-		if who == "" {
+		switch {
+		case who == "":
 			who = o.row.Pending
+		case o.row.HandoffTo != "":
+			who = o.row.HandoffTo // being handed over: the receiver's already
+		}
+		if h := w.held[o.row.Key]; h != nil && h.handing {
+			who = h.handoffTo // this worker hands it over
+		}
+		if wr := w.writes[o.row.Key]; wr != nil && wr.kind == wAssign {
+			// what the assigner's write in flight makes of it
+			who = wr.row.Owner
+			if wr.row.HandoffTo != "" {
+				who = wr.row.HandoffTo
+			} else if who == "" {
+				who = wr.row.Pending
+			}
 		}
 		if who != "" && who != AssignerPending {
 			loads[who] += w.weight(o.row)
@@ -430,13 +445,23 @@ func (w *Worker) balance(rows []Lease, loads map[string]float64, members []strin
 	}
 	outstanding := 0
 	for k, at := range a.requests {
-		if o := w.obs[k]; o != nil && o.row.HandoffTo != "" && now-at < 2*w.cfg.LeaseDuration {
+		o := w.obs[k]
+		if wr := w.writes[k]; (wr != nil && wr.kind == wAssign && wr.row.HandoffTo != "") || (o != nil && o.row.HandoffTo != "" && now-at < 2*w.cfg.LeaseDuration) {
 			outstanding++
 		} else {
 			delete(a.requests, k)
 		}
 	}
 	limit := max(1, w.cfg.MaxLeasesToStealAtOnce) * max(1, len(members)/2)
+	// The fair share of the members (by count): a move never takes a
+	// receiver above its ceiling nor a source below its floor, so several
+	// sources in one round do not pile onto one receiver.
+	total := 0.0
+	for _, m := range members {
+		total += loads[m]
+	}
+	ceiling := float64(int(total+float64(len(members))-1) / len(members))
+	floor := float64(int(total) / len(members))
 	sources := map[string]bool{}
 	for outstanding < limit {
 		// the most loaded member not yet a source this round
@@ -453,6 +478,9 @@ func (w *Worker) balance(rows []Lease, loads map[string]float64, members []strin
 		to := w.leastLoaded(loads, from, members)
 		if to == "" {
 			return
+		}
+		if w.cfg.BalanceBy != BalanceThroughput && (loads[to]+1 > ceiling || loads[from]-1 < floor) {
+			continue
 		}
 		o := w.pickMove(rows, from, loads[from]-loads[to])
 		if o == nil {
