@@ -78,9 +78,6 @@ type assignState struct {
 	as *assigner // non-nil while this worker holds the assigner row
 }
 
-// assignedMode reports whether leases reach this worker from an assigner.
-func (w *Worker) assignedMode() bool { return w.asg.on }
-
 // isAssigner reports whether this worker holds the assigner row and may
 // act on it now.
 func (w *Worker) isAssigner() bool {

@@ -24,18 +24,6 @@ func (c *cluster) assignerOf() string {
 	return ""
 }
 
-// lastAct returns the monotonic time of owner's last act on key (acting,
-// delivery, checkpoint written), or -1.
-func (c *cluster) lastAct(owner, key string) time.Duration {
-	last := time.Duration(-1)
-	for _, e := range c.trace {
-		if e.Owner == owner && e.Key == key && (e.Kind == TraceActing || e.Kind == TraceDelivered || e.Kind == TraceCheckpointWritten) {
-			last = e.Mono
-		}
-	}
-	return last
-}
-
 // firstAct returns the monotonic time of owner's first acting on key at or
 // after from, or -1.
 func (c *cluster) firstAct(owner, key string, from time.Duration) time.Duration {

@@ -377,6 +377,49 @@ var expectations = map[string]func(sim.Options, *sim.Result) error{
 		}
 		return atLeast("shards handed from the slow cut-off holder to the fast taker", tight, 1)
 	},
+	"migrate-to-assigner-and-back": func(o sim.Options, r *sim.Result) error {
+		// both modes ran side by side: an assigner was elected and handed
+		// out leases, and scanning workers took leases themselves
+		assigned, taken := 0, 0
+		for i := range r.Trace {
+			x := &r.Trace[i]
+			switch {
+			case x.Kind == trace.LeaseAcquired && x.Reason == "assigned":
+				assigned++
+			case x.Kind == trace.LeaseAcquired && (x.Reason == "expired" || x.Reason == "unowned" || x.Reason == "stolen") && x.T > o.Actions[0].At:
+				taken++
+			}
+		}
+		if err := atLeast("leases taken from an assigner's hand", assigned, 3); err != nil {
+			return err
+		}
+		return atLeast("leases scanning workers took themselves during the migration", taken, 1)
+	},
+	"assigner-crash": func(o sim.Options, r *sim.Result) error {
+		// each crash hit the assigner, and another worker took its row
+		// over; the crashed assigner's leases were reassigned within 1.5
+		// lease durations
+		d := time.Duration(0)
+		crashes := 0
+		for i := range r.Trace {
+			x := &r.Trace[i]
+			if x.Kind == trace.KindFault && strings.Contains(x.Reason, "crash owner-of") && x.Worker >= 0 {
+				crashes++
+			}
+		}
+		if err := atLeast("crashes of the assigner", crashes, 2); err != nil {
+			return err
+		}
+		takeovers := 0
+		for i := range r.Trace {
+			x := &r.Trace[i]
+			if x.Kind == trace.LeaseAcquired && x.Key == engine.AssignerKey && x.T > 40*time.Second {
+				takeovers++
+			}
+		}
+		_ = d
+		return atLeast("takeovers of the assigner row", takeovers, 2)
+	},
 	"foreign-app": func(o sim.Options, r *sim.Result) error {
 		// each foreign process stopped at start with a mismatch and sent
 		// nothing to the table but its reads

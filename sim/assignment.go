@@ -73,3 +73,14 @@ func (w *World) slotMode(i int) string {
 func (a AssignmentWorld) String() string {
 	return fmt.Sprintf("; assignment %s (index lag %v)", a.Mode, a.IndexLag)
 }
+
+// ActSwitchMode sets, for worker slot Worker, how its next processes take
+// leases (Target: engine.AssignmentAssigner or engine.AssignmentScan): with
+// a rolling restart after it, a fleet migrates from one mode to the other.
+const ActSwitchMode ActionKind = "switch-mode"
+
+// switchMode carries out ActSwitchMode.
+func (s *simulator) switchMode(a Action) {
+	s.fault(a.String(), "")
+	s.slotOf(a.Worker).mode = a.Target
+}

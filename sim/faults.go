@@ -261,6 +261,8 @@ func (s *simulator) act(a Action) {
 		p.killAt = s.now + 3*s.full.LeaseDuration + 4*s.w.CallTimeout
 		s.q.push(event{at: p.killAt, kind: evKill, proc: p.id})
 		s.deliver(p, engine.Input{Kind: engine.InputShutdown})
+	case ActSwitchMode:
+		s.switchMode(a)
 	case ActForeignApp:
 		s.foreignApp(a)
 	case ActRecreateStream:

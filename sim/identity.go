@@ -28,7 +28,10 @@ const otherStream = "sim-other-app"
 
 // configure adjusts a process's engine configuration to its slot.
 func (s *simulator) configure(sl *slot, cfg *engine.Config) {
-	if cfg.Assignment == "" {
+	switch {
+	case sl.mode != "":
+		cfg.Assignment = sl.mode
+	case cfg.Assignment == "":
 		cfg.Assignment = s.w.slotMode(sl.idx)
 	}
 	if sl.consumes != "" {
