@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"time"
 )
 
 // Op is the kind of a store or stream call.
@@ -19,19 +20,23 @@ const (
 	OpGetIterator
 	OpGetRecords
 	OpDescribeStream
+	OpListPending
 )
 
-var opNames = [...]string{"", "ListLeases", "GetLease", "CreateLease", "UpdateLease", "DeleteLease", "ListShards", "GetShardIterator", "GetRecords", "DescribeStream"}
+var opNames = [...]string{"", "ListLeases", "GetLease", "CreateLease", "UpdateLease", "DeleteLease", "ListShards", "GetShardIterator", "GetRecords", "DescribeStream", "ListPending"}
 
 func (o Op) String() string {
 	if int(o) < len(opNames) && o != 0 {
 		return opNames[o]
 	}
+	if n, ok := o.fanOutName(); ok {
+		return n
+	}
 	return fmt.Sprintf("Op(%d)", uint8(o))
 }
 
 // IsStore reports whether the call goes to the lease table.
-func (o Op) IsStore() bool { return o >= OpListLeases && o <= OpDeleteLease }
+func (o Op) IsStore() bool { return o >= OpListLeases && o <= OpDeleteLease || o == OpListPending }
 
 // IsWrite reports whether the call writes the lease table.
 func (o Op) IsWrite() bool { return o >= OpCreateLease && o <= OpDeleteLease }
@@ -43,7 +48,7 @@ type Call struct {
 	ID uint64
 	Op Op
 
-	Key        string // GetLease, DeleteLease
+	Key        string // GetLease, DeleteLease; ListPending: who
 	Lease      Lease  // CreateLease, UpdateLease (the row to write)
 	Expect     Expect // UpdateLease, DeleteLease
 	Consistent bool   // ListLeases
@@ -53,6 +58,13 @@ type Call struct {
 	Position Position // GetIterator
 	Iterator string   // GetRecords
 	Limit    int      // GetRecords
+
+	// Fan-out calls (see FanOutStream): Stream and, for Subscribe, Shard
+	// and Position are set too.
+	ConsumerName string        // Describe-, Register-, DeregisterConsumer
+	ConsumerARN  string        // Subscribe
+	Subscription string        // NextEvent, Unsubscribe
+	Wait         time.Duration // NextEvent
 }
 
 func (c Call) String() string {
@@ -61,6 +73,8 @@ func (c Call) String() string {
 		return fmt.Sprintf("#%d ListLeases(consistent=%v)", c.ID, c.Consistent)
 	case OpGetLease:
 		return fmt.Sprintf("#%d GetLease(%s)", c.ID, c.Key)
+	case OpListPending:
+		return fmt.Sprintf("#%d ListPending(%s)", c.ID, c.Key)
 	case OpCreateLease:
 		return fmt.Sprintf("#%d CreateLease(%s)", c.ID, c.Lease)
 	case OpUpdateLease:
@@ -76,12 +90,16 @@ func (c Call) String() string {
 	case OpGetRecords:
 		return fmt.Sprintf("#%d GetRecords(limit=%d)", c.ID, c.Limit)
 	}
+	if s, ok := c.fanOutString(); ok {
+		return s
+	}
 	return fmt.Sprintf("#%d %s", c.ID, c.Op)
 }
 
 // Result answers a Call: its ID and outcome. Err is nil on success, or an
 // error that errors.Is matches against ErrConditionFailed, ErrThrottled,
-// ErrNotFound or ErrExpiredIterator; any other error is an unknown outcome
+// ErrNotFound or ErrExpiredIterator (fan-out calls also ErrResourceInUse
+// and ErrSubscriptionEnded); any other error is an unknown outcome
 // (a timeout, a lost reply, a 5xx), which for a write means it may have
 // applied.
 type Result struct {
@@ -89,11 +107,15 @@ type Result struct {
 	Err error
 
 	Lease    Lease       // GetLease
-	Listing  Listing     // ListLeases
+	Listing  Listing     // ListLeases, ListPending (Leases)
 	Shards   []Shard     // ListShards
 	Iterator string      // GetIterator
 	Page     RecordsPage // GetRecords
 	Stream   StreamInfo  // DescribeStream
+
+	Consumer     StreamConsumer    // DescribeConsumer, RegisterConsumer
+	Subscription string            // Subscribe
+	Event        SubscriptionEvent // NextEvent
 }
 
 // Execute makes call c against store and stream and returns its Result. It
@@ -106,6 +128,12 @@ func Execute(ctx context.Context, store LeaseStore, stream Stream, c Call) Resul
 		r.Listing, r.Err = store.ListLeases(ctx, c.Consistent)
 	case OpGetLease:
 		r.Lease, r.Err = store.GetLease(ctx, c.Key)
+	case OpListPending:
+		if pi, ok := store.(PendingIndex); ok {
+			r.Listing.Leases, r.Err = pi.ListPending(ctx, c.Key)
+		} else {
+			r.Err = fmt.Errorf("list pending %s: %w", c.Key, ErrNoIndex)
+		}
 	case OpCreateLease:
 		r.Err = store.CreateLease(ctx, c.Lease)
 	case OpUpdateLease:
@@ -121,6 +149,9 @@ func Execute(ctx context.Context, store LeaseStore, stream Stream, c Call) Resul
 	case OpDescribeStream:
 		r.Stream, r.Err = stream.DescribeStream(ctx, c.Stream)
 	default:
+		if c.Op.IsFanOut() {
+			return executeFanOut(ctx, stream, c)
+		}
 		r.Err = fmt.Errorf("execute: unknown op %d", c.Op)
 	}
 	return r

@@ -23,6 +23,9 @@ import (
 //	handoffFrom                   HandoffFrom (shardlease's own; KCL ignores it)
 //	leaseWriter                   Writer (shardlease's own; KCL ignores it)
 //	streamId                      StreamID (shardlease's own; KCL ignores it)
+//	pending                       Pending (shardlease's own; KCL ignores it)
+//	handoffTo                     HandoffTo (shardlease's own; KCL ignores it)
+//	throughputKBps                ThroughputKBps (KCL 3.x's name)
 //
 // Every write shardlease makes to a row increments Counter and is
 // conditional on the Counter (and Owner) it read, so (Key, Counter) names
@@ -58,6 +61,21 @@ type Lease struct {
 	// by an earlier shardlease have none. A row that names another
 	// identity than its stream's is never taken, ended or deleted.
 	StreamID string
+	// Pending names who must act next on the row when leases are handed
+	// out by an assigner (Config.Assignment): the worker an assignment is
+	// for (it takes the row), the owner asked to hand the lease over to
+	// HandoffTo (it checkpoints and releases it to that worker), or
+	// AssignerPending (the assigner must assign it). Stores index it
+	// (PendingIndex): a worker finds its work there without scanning.
+	Pending string
+	// HandoffTo names the worker the owner is asked to hand the lease over
+	// to (a planned move: balance, scale-in), and the worker a release
+	// hands it to.
+	HandoffTo string
+	// ThroughputKBps is the rate at which the holder read the shard, in
+	// KB per second, reported with its writes; the assigner can balance by
+	// it (Config.BalanceBy).
+	ThroughputKBps float64
 }
 
 // Clone returns a deep copy of l.
@@ -74,7 +92,8 @@ func (l Lease) Equal(m Lease) bool {
 		l.Checkpoint == m.Checkpoint && l.OwnerSwitches == m.OwnerSwitches &&
 		slices.Equal(l.Parents, m.Parents) && slices.Equal(l.Children, m.Children) &&
 		l.StartingHashKey == m.StartingHashKey && l.EndingHashKey == m.EndingHashKey &&
-		l.HandoffFrom == m.HandoffFrom && l.Writer == m.Writer && l.StreamID == m.StreamID
+		l.HandoffFrom == m.HandoffFrom && l.Writer == m.Writer && l.StreamID == m.StreamID &&
+		l.Pending == m.Pending && l.HandoffTo == m.HandoffTo && l.ThroughputKBps == m.ThroughputKBps
 }
 
 // Validate reports a malformed row: an empty key, a negative counter or an
@@ -149,7 +168,7 @@ func (f KeyFormat) Key(ref ShardRef) string {
 // single-stream table, or a bare shard id without a LegacyStream) and for
 // the table's marker rows (see MarkerKey).
 func (f KeyFormat) Parse(key string) (ref ShardRef, ok bool) {
-	if IsMarker(key) {
+	if IsReserved(key) {
 		return ShardRef{}, false
 	}
 	if i := strings.LastIndexByte(key, ':'); i >= 0 {

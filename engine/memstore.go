@@ -98,3 +98,21 @@ func (s *MemStore) DeleteLease(ctx context.Context, key string, expect Expect) e
 	delete(s.rows, key)
 	return nil
 }
+
+// ListPending returns the rows whose Pending is who, sorted by key. The
+// MemStore's index is always up to date.
+func (s *MemStore) ListPending(ctx context.Context, who string) ([]Lease, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []Lease
+	for _, l := range s.rows {
+		if l.Pending == who && who != "" {
+			out = append(out, l.Clone())
+		}
+	}
+	slices.SortFunc(out, byKey)
+	return out, nil
+}

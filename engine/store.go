@@ -74,3 +74,20 @@ type MalformedRow struct {
 type TableChecker interface {
 	CheckTable(ctx context.Context) error
 }
+
+// ErrNoIndex: the store has no pending index (PendingIndex; for DynamoDB,
+// the table lacks its GSI). A worker configured to be handed leases by an
+// assigner then takes them itself, as in AssignmentScan.
+var ErrNoIndex = errors.New("the lease table has no pending index")
+
+// PendingIndex is implemented by a LeaseStore with an index of the rows'
+// Pending attribute (DynamoDB: a sparse global secondary index). With it,
+// workers find the rows that wait for them without scanning the table.
+type PendingIndex interface {
+	// ListPending returns the rows whose Pending is who, sorted by key, as
+	// the index shows them: eventually consistent (a row may be missing,
+	// or listed after it changed), with at least Key and Pending set. The
+	// engine reads a row strongly consistently before it acts on it. A store
+	// whose table has no index returns an error wrapping ErrNoIndex.
+	ListPending(ctx context.Context, who string) ([]Lease, error)
+}

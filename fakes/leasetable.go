@@ -37,6 +37,11 @@ type LeaseTableOptions struct {
 	// within [now-StaleLag, now] (including "no row"). 0 makes eventually
 	// consistent reads strongly consistent.
 	StaleLag time.Duration
+	// IndexLag is how far the pending index (ListPending) lags the rows.
+	IndexLag time.Duration
+	// NoIndex makes the table one without a pending index: ListPending
+	// fails with engine.ErrNoIndex.
+	NoIndex bool
 }
 
 // LeaseTable is an in-memory DynamoDB lease table that implements
@@ -60,6 +65,9 @@ type LeaseTable struct {
 	rows  map[string]*history
 	keys  []string // sorted keys of rows
 	stats Stats
+
+	index   *pendingIndex
+	noIndex bool
 }
 
 var _ engine.LeaseStore = (*LeaseTable)(nil)
@@ -75,6 +83,9 @@ func NewLeaseTable(opts LeaseTableOptions) *LeaseTable {
 		rng:   rand.New(rand.NewPCG(opts.Seed, opts.Seed^0x5eed1ea5e7ab1e)),
 		lag:   max(opts.StaleLag, 0),
 		rows:  make(map[string]*history),
+		index: newPendingIndex(opts.IndexLag),
+
+		noIndex: opts.NoIndex,
 	}
 }
 
@@ -290,6 +301,7 @@ func (t *LeaseTable) horizon(now time.Time) time.Time { return now.Add(-t.lag) }
 // write makes v the current version of key, creating or forgetting the
 // key's history as needed. v.lease must already be a private copy.
 func (t *LeaseTable) write(key string, v version, now time.Time) {
+	t.index.update(key, v.lease.Pending, now) // "" for a row gone or malformed
 	h := t.rows[key]
 	if h == nil {
 		if v.state == rowAbsent {

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/shardlease/shardlease/engine"
 	"github.com/shardlease/shardlease/sim/trace"
@@ -61,7 +62,13 @@ func FromTrace(recs []trace.Record) ([]Op, error) {
 	var order []callKey
 	for i := range recs {
 		r := &recs[i]
-		if (r.Kind != trace.KindSend && r.Kind != trace.KindApply && r.Kind != trace.KindReply) || !r.Op.IsStore() {
+		if (r.Kind != trace.KindSend && r.Kind != trace.KindApply && r.Kind != trace.KindReply) || !r.Op.IsStore() ||
+			r.Op == engine.OpListPending || strings.HasPrefix(r.Key, engine.HelloPrefix) {
+			// Not in the history: reads of the eventually consistent pending
+			// index, and workers' hello rows, created and deleted again and
+			// again (an SDK retry of a create may apply once more after a
+			// delete, which a history of single-effect calls cannot show;
+			// they hold no lease).
 			continue
 		}
 		k := callKey{r.Proc, r.Call}

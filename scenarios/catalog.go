@@ -177,6 +177,20 @@ func catalog() []Scenario {
 				}},
 		},
 		{
+			Name: "fan-out-handoffs",
+			Story: "The application reads with enhanced fan-out, each subscription renewed every 6 s, and the service refuses " +
+				"some subscriptions as duplicates (ResourceInUse or LimitExceeded: sub-in-use). The owner of shard 0 crashes and " +
+				"its process manager restarts it at once, a worker is deployed (graceful shutdown, back 3 s later), and shard 2 " +
+				"splits: a hand-off may meet the previous holder's subscription (ResourceInUse for 5 s), every renewal must " +
+				"resume exactly after the last continuation, and the split's end names its children.",
+			Options: sim.Options{Workers: 3, Shards: 6, Faults: "sub-in-use", Consumer: "fan-out", SubscriptionLifetime: 6 * s, Chaos: 120 * s,
+				Actions: []sim.Action{
+					{At: 30 * s, Kind: sim.ActCrash, Shard: shard(0), Dur: 100 * time.Millisecond},
+					{At: 60 * s, Kind: sim.ActShutdown, Worker: 1, Dur: 3 * s},
+					{At: 80 * s, Kind: sim.ActSplit, Shard: shard(2)},
+				}},
+		},
+		{
 			Name: "foreign-app",
 			Story: "A second application, started with a stream name that is not this table's (a typo, or two applications " +
 				"that picked the same table name), joins at 30 s: it must stop at start, naming the mismatch, and write nothing, " +

@@ -198,6 +198,41 @@ var expectations = map[string]func(sim.Options, *sim.Result) error{
 	},
 	"clock-step-backward": sameAsWithoutClockSteps,
 	"clock-step-forward":  sameAsWithoutClockSteps,
+	"fan-out-handoffs": func(o sim.Options, r *sim.Result) error {
+		if !r.World.FanOut.On {
+			return fmt.Errorf("the world reads by polling")
+		}
+		subs, ended, inUse := 0, 0, 0
+		for i := range r.Trace {
+			x := &r.Trace[i]
+			switch {
+			case x.Kind != trace.KindReply:
+			case x.Op == engine.OpSubscribe && x.Outcome == trace.OutcomeOK:
+				subs++
+			case x.Op == engine.OpSubscribe && x.Outcome == trace.OutcomeInUse:
+				inUse++
+			case x.Op == engine.OpNextEvent && x.Outcome == trace.OutcomeEnded:
+				ended++
+			}
+		}
+		if err := atLeast("subscriptions ended by their lifetime", ended, o.Shards); err != nil {
+			return err
+		}
+		if err := atLeast("subscriptions", subs, o.Shards+ended); err != nil {
+			return err
+		}
+		if err := atLeast("subscriptions refused with ResourceInUse", inUse, 1); err != nil {
+			return err
+		}
+		for i := range r.Trace {
+			if rec := &r.Trace[i]; rec.Kind == trace.KindShardCreated && rec.Parent == shard(2) {
+				if len(receivers(r, rec.Key, 80*time.Second, r.Trace[len(r.Trace)-1].T)) == 0 {
+					return fmt.Errorf("child %s of the split was never read", rec.Key)
+				}
+			}
+		}
+		return atLeast("handoffs", r.Figures.Handoffs, 2)
+	},
 	"throttled-failover": func(o sim.Options, r *sim.Result) error {
 		if err := atLeast("throttled table calls", outcomes(r, trace.OutcomeThrottled), 1); err != nil {
 			return err

@@ -320,6 +320,7 @@ func (s *simulator) act(a Action) {
 		for _, c := range children {
 			s.emit(&trace.Record{Kind: trace.KindShardCreated, Worker: -1, Proc: -1, Key: c, Parent: id})
 		}
+		s.wakeShard(id)
 	case ActMerge:
 		open := s.openShards()
 		if len(open) < 2 {
@@ -341,6 +342,8 @@ func (s *simulator) act(a Action) {
 		s.emit(&trace.Record{Kind: trace.KindShardClosed, Worker: -1, Proc: -1, Key: x, Last: s.shardInfo(x).EndingSequence})
 		s.emit(&trace.Record{Kind: trace.KindShardClosed, Worker: -1, Proc: -1, Key: y, Last: s.shardInfo(y).EndingSequence})
 		s.emit(&trace.Record{Kind: trace.KindShardCreated, Worker: -1, Proc: -1, Key: c, Parent: x, Parent2: y})
+		s.wakeShard(x)
+		s.wakeShard(y)
 	case ActTableThrottle:
 		s.fault(desc, "")
 		s.tableThrottle, s.tableThrUntil = a.Value, s.now+a.Dur

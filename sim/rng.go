@@ -16,6 +16,7 @@ const (
 	streamProcessor
 	streamEngine
 	streamClock
+	streamFanOut
 )
 
 func splitmix(x uint64) uint64 {

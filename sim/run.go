@@ -162,6 +162,7 @@ type simulator struct {
 	stepSent       []sentInfo
 	full           engine.Config
 	maxOpen        int
+	fo             fanOutSim // see fanout.go
 	lastPauseID    uint64
 	pauseProc      map[uint64]int32
 	putsN          int
@@ -196,6 +197,7 @@ func Run(o Options) (*Result, error) {
 		return nil, err
 	}
 	s.full, _ = w.engineConfig("probe", 1).Validate()
+	s.setupFanOut()
 	s.end = w.Chaos + w.Quiet
 	s.maxOpen = 2*w.Shards + 4
 	if o.Trace != nil {
@@ -515,7 +517,7 @@ func (s *simulator) send(p *proc, c engine.Call) {
 		s.emit(s.procRec(p, &r))
 	}
 	l := s.linkOf(p, c.Op)
-	deadline := s.now + s.w.CallTimeout
+	deadline := s.now + s.timeoutOf(&c)
 	if l.cutReq || s.rNet.chance(s.rate(s.w.Rates.RequestLoss)) {
 		if l.cutReq {
 			f.fault = "partition"
@@ -538,7 +540,7 @@ func leaseKey(c *engine.Call) string {
 		return c.Lease.Key
 	case engine.OpDeleteLease, engine.OpGetLease:
 		return c.Key
-	case engine.OpGetIterator:
+	case engine.OpGetIterator, engine.OpSubscribe, engine.OpNextEvent, engine.OpUnsubscribe:
 		return c.Shard
 	}
 	return ""
@@ -587,6 +589,10 @@ func (s *simulator) onApply(i int, retry bool) {
 		}
 	} else {
 		switch {
+		case c.Op.IsFanOut():
+			if s.applyFanOut(i, f, &res) {
+				return // parked: answered when an event comes (see fanout.go)
+			}
 		case c.Op == engine.OpGetRecords && (s.rNet.chance(s.rate(s.w.Rates.StreamThrottle)) || (s.now < s.streamThrUntil && s.rNet.chance(s.streamThrottle))):
 			res.Err = errThrottled
 			f.fault = "throttled"
@@ -614,7 +620,7 @@ func (s *simulator) onApply(i int, retry bool) {
 		return
 	}
 	l := s.linkOf(p, c.Op)
-	deadline := f.sent + s.w.CallTimeout
+	deadline := f.sent + s.timeoutOf(c)
 	if retry {
 		deadline += s.w.CallTimeout
 	}
@@ -664,6 +670,9 @@ func (s *simulator) execStore(p *proc, f *inflight, res *engine.Result) bool {
 	case engine.OpGetLease:
 		res.Lease, res.Err = s.tbl.GetLease(s.ctx, c.Key)
 		return false
+	case engine.OpListPending:
+		res.Listing.Leases, res.Err = s.tbl.ListPending(s.ctx, c.Key)
+		return false
 	}
 	unconditional := false
 	switch s.o.Mutation {
@@ -671,6 +680,8 @@ func (s *simulator) execStore(p *proc, f *inflight, res *engine.Result) bool {
 		unconditional = f.reason == trace.WriteCheckpoint
 	case "unfenced-take":
 		unconditional = f.reason == trace.WriteTake
+	case "unfenced-assign":
+		unconditional = f.reason == trace.WriteAssign
 	}
 	var err error
 	switch {
@@ -718,6 +729,8 @@ func (s *simulator) emitApply(p *proc, f *inflight, err error, retry bool) {
 		r.Unconditional = f.reason == trace.WriteCheckpoint
 	case "unfenced-take":
 		r.Unconditional = f.reason == trace.WriteTake
+	case "unfenced-assign":
+		r.Unconditional = f.reason == trace.WriteAssign
 	}
 	s.emit(s.procRec(p, &r))
 }
@@ -732,16 +745,7 @@ func (s *simulator) execStream(f *inflight, res *engine.Result) {
 			s.tamperShard(&res.Shards[i])
 		}
 	case engine.OpGetIterator:
-		pos := c.Position
-		if s.o.Mutation == "skip-on-resume" && (pos.Type == engine.IterAfterSequenceNumber || pos.Type == engine.IterAtSequenceNumber) {
-			if recs, err := s.st.Records(c.Stream, c.Shard); err == nil {
-				j := sort.Search(len(recs), func(i int) bool { return engine.CompareSequences(recs[i].Sequence, pos.Sequence) > 0 })
-				if j < len(recs) {
-					pos = engine.Position{Type: engine.IterAfterSequenceNumber, Sequence: recs[j].Sequence}
-				}
-			}
-		}
-		res.Iterator, res.Err = s.st.GetShardIterator(s.ctx, c.Stream, c.Shard, pos)
+		res.Iterator, res.Err = s.st.GetShardIterator(s.ctx, c.Stream, c.Shard, s.resumePosition(c.Stream, c.Shard, c.Position))
 	case engine.OpDescribeStream:
 		res.Stream, res.Err = s.st.DescribeStream(s.ctx, c.Stream)
 	case engine.OpGetRecords:
@@ -754,6 +758,21 @@ func (s *simulator) execStream(f *inflight, res *engine.Result) {
 			res.Page.ChildShards = cs
 		}
 	}
+}
+
+// resumePosition is where a read of shard starts from pos: pos itself, or,
+// under the planted bug skip-on-resume, one record past an AT_ or
+// AFTER_SEQUENCE_NUMBER position.
+func (s *simulator) resumePosition(stream, shard string, pos engine.Position) engine.Position {
+	if s.o.Mutation == "skip-on-resume" && (pos.Type == engine.IterAfterSequenceNumber || pos.Type == engine.IterAtSequenceNumber) {
+		if recs, err := s.st.Records(stream, shard); err == nil {
+			j := sort.Search(len(recs), func(i int) bool { return engine.CompareSequences(recs[i].Sequence, pos.Sequence) > 0 })
+			if j < len(recs) {
+				pos = engine.Position{Type: engine.IterAfterSequenceNumber, Sequence: recs[j].Sequence}
+			}
+		}
+	}
+	return pos
 }
 
 func (s *simulator) tamperShard(sh *engine.Shard) {
@@ -797,6 +816,10 @@ func (s *simulator) onReply(i int, timeout bool) {
 		switch f.call.Op {
 		case engine.OpGetRecords:
 			r.Count = len(res.Page.Records)
+		case engine.OpNextEvent:
+			r.Count = len(res.Event.Records)
+		case engine.OpListPending:
+			r.Count = len(res.Listing.Leases)
 		case engine.OpGetLease:
 			// the row the read returned, for the linearizability check
 			// (linearizability.FromTrace)
@@ -1000,6 +1023,7 @@ func (s *simulator) onPut() {
 	}
 	s.putsN++
 	s.emit(&trace.Record{Kind: trace.KindPut, Worker: -1, Proc: -1, Key: sh, First: seq})
+	s.wakeShard(sh)
 	s.q.push(event{at: s.now + s.rWork.exp(s.putMean()), kind: evPut})
 }
 
@@ -1059,6 +1083,8 @@ func (s *simulator) loop() {
 			s.onApply(int(e.a), false)
 		case evRetry:
 			s.onApply(int(e.a), true)
+		case evSubWake:
+			s.onSubWake(e.a)
 		case evReply:
 			s.onReply(int(e.a), false)
 		case evTimeout:

@@ -79,6 +79,8 @@ func parseArgs(args []string, stderr io.Writer) (*config, error) {
 		quiet    = fs.Duration("quiet", 0, "virtual length of the healing phase after the chaos (0: derived from the liveness bound)")
 		faults   = fs.String("faults", "", "fault classes: swarm (each seed draws its mix), none, all, or a comma-separated list (see -list); default: the scenario's")
 		mutation = fs.String("mutation", "", "plant a bug (see -list) to show the checkers catch it")
+		consumer = fs.String("consumer", "", "how the workers read: polling, fan-out (enhanced fan-out), or empty: the swarm draws fan-out for 3 worlds in 10; default: the scenario's")
+		lifetime = fs.Duration("subscription-lifetime", 0, "fan-out: how long a subscription lasts (0: the scenario's, or drawn from 15s to 5m)")
 		parallel = fs.Int("parallel", runtime.NumCPU(), "seeds run at a time (each seed is single-threaded and deterministic)")
 		asJSON   = fs.Bool("json", false, "print one JSON object per seed, one per line, in seed order")
 		out      = fs.String("out", "", "write summary.json and report.html to this folder (default: reports/out/SCENARIO, or reports/out/SCENARIO-seed-N for one seed)")
@@ -165,6 +167,20 @@ func parseArgs(args []string, stderr io.Writer) (*config, error) {
 		}
 		o.Faults = f
 	}
+	if set["consumer"] {
+		switch *consumer {
+		case "", "polling", "fan-out":
+		default:
+			return nil, usagef("-consumer %q: want polling or fan-out (or empty: drawn)", *consumer)
+		}
+		o.Consumer = *consumer
+	}
+	if set["subscription-lifetime"] {
+		if *lifetime < 0 {
+			return nil, usagef("-subscription-lifetime must not be negative")
+		}
+		o.SubscriptionLifetime = *lifetime
+	}
 	if set["mutation"] {
 		if *mutation != "" {
 			if _, ok := sim.Mutations[*mutation]; !ok {
@@ -226,6 +242,9 @@ func parseArgs(args []string, stderr io.Writer) (*config, error) {
 	if o.Mutation != "" {
 		c.options["mutation"] = o.Mutation
 	}
+	if o.Consumer != "" {
+		c.options["consumer"] = o.Consumer
+	}
 	if len(o.Actions) > 0 {
 		c.options["scripted_actions"] = strconv.Itoa(len(o.Actions))
 	}
@@ -268,13 +287,14 @@ func checkFaults(f string) (string, error) {
 		return f, nil
 	}
 	known := map[string]bool{}
-	for _, c := range append(append([]string(nil), sim.FaultClasses...), sim.OutsideClasses...) {
+	all := append(append(append([]string(nil), sim.FaultClasses...), sim.OutsideClasses...), sim.FanOutClasses...)
+	for _, c := range all {
 		known[c] = true
 	}
 	for _, c := range strings.Split(f, ",") {
 		if !known[strings.TrimSpace(c)] {
 			return "", usagef("-faults: unknown fault class %q; use swarm, none, all or a comma-separated list of: %s", strings.TrimSpace(c),
-				strings.Join(append(append([]string(nil), sim.FaultClasses...), sim.OutsideClasses...), ","))
+				strings.Join(all, ","))
 		}
 	}
 	return f, nil
@@ -341,8 +361,8 @@ func listing(w io.Writer) {
 			fmt.Fprintf(w, "      %s\n", l)
 		}
 	}
-	fmt.Fprintf(w, "\nfault classes (-faults swarm|none|all|A,B,...):\n  inside the assumptions: %s\n  outside (S1 tolerated): %s\n",
-		strings.Join(sim.FaultClasses, ", "), strings.Join(sim.OutsideClasses, ", "))
+	fmt.Fprintf(w, "\nfault classes (-faults swarm|none|all|A,B,...):\n  inside the assumptions: %s\n  outside (S1 tolerated): %s\n  enhanced fan-out worlds only (-consumer fan-out; a swarm draws them there): %s\n",
+		strings.Join(sim.FaultClasses, ", "), strings.Join(sim.OutsideClasses, ", "), strings.Join(sim.FanOutClasses, ", "))
 	fmt.Fprintln(w, "\nmutations (-mutation NAME), planted bugs the checkers must catch:")
 	for _, m := range mutationNames() {
 		fmt.Fprintf(w, "  %-22s %s\n", m, sim.Mutations[m])

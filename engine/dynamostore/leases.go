@@ -118,7 +118,8 @@ func (s *Store) UpdateLease(ctx context.Context, expect engine.Expect, l engine.
 // rowAttributes are the attributes of a lease row besides the key, in the
 // order the update expression names them.
 var rowAttributes = []string{AttrOwner, AttrCounter, AttrCheckpoint, AttrSubSequence, AttrOwnerSwitches,
-	AttrParents, AttrChildren, AttrStartingHash, AttrEndingHash, AttrHandoffFrom, AttrWriter, AttrStreamID}
+	AttrParents, AttrChildren, AttrStartingHash, AttrEndingHash, AttrHandoffFrom, AttrWriter, AttrStreamID,
+	AttrPending, AttrHandoffTo, AttrThroughput}
 
 // updateExpression returns "SET ... REMOVE ..." that makes a row's known
 // attributes those of item (removing the ones item lacks), adding its

@@ -31,6 +31,13 @@ const (
 	// the identity of the stream incarnation the row's shard belongs to
 	// (ARN and creation time). KCL ignores it.
 	AttrStreamID = "streamId"
+	// AttrPending, AttrHandoffTo and AttrThroughput are the attributes of
+	// leases handed out by an assigner (engine.Lease.Pending, HandoffTo,
+	// ThroughputKBps; the last with KCL 3.x's name). AttrPending is the key
+	// of the pending index (PendingIndexName).
+	AttrPending    = "pending"
+	AttrHandoffTo  = "handoffTo"
+	AttrThroughput = "throughputKBps"
 )
 
 // Item is one raw DynamoDB row.
@@ -56,6 +63,11 @@ func EncodeLease(l engine.Lease) Item {
 	putS(item, AttrHandoffFrom, l.HandoffFrom)
 	putS(item, AttrWriter, l.Writer)
 	putS(item, AttrStreamID, l.StreamID)
+	putS(item, AttrPending, l.Pending)
+	putS(item, AttrHandoffTo, l.HandoffTo)
+	if l.ThroughputKBps != 0 {
+		item[AttrThroughput] = &types.AttributeValueMemberN{Value: strconv.FormatFloat(l.ThroughputKBps, 'g', -1, 64)}
+	}
 	return item
 }
 
@@ -100,6 +112,9 @@ func DecodeLease(item Item) (l engine.Lease, key string, err error) {
 	l.HandoffFrom = d.str(AttrHandoffFrom, false)
 	l.Writer = d.str(AttrWriter, false)
 	l.StreamID = d.str(AttrStreamID, false)
+	l.Pending = d.str(AttrPending, false)
+	l.HandoffTo = d.str(AttrHandoffTo, false)
+	l.ThroughputKBps = d.float(AttrThroughput)
 	if d.err != nil {
 		return engine.Lease{}, key, d.err
 	}
@@ -162,6 +177,23 @@ func (d *decoder) num(name string, required bool) int64 {
 		d.err = fmt.Errorf("attribute %s: %q is not a 64-bit integer", name, n.Value)
 	}
 	return i
+}
+
+func (d *decoder) float(name string) float64 {
+	v, ok := d.get(name, false)
+	if !ok {
+		return 0
+	}
+	n, ok := v.(*types.AttributeValueMemberN)
+	if !ok {
+		d.fail(name, "N", v)
+		return 0
+	}
+	f, err := strconv.ParseFloat(n.Value, 64)
+	if (err != nil || f < 0 || f != f) && d.err == nil {
+		d.err = fmt.Errorf("attribute %s: %q is not a non-negative number", name, n.Value)
+	}
+	return f
 }
 
 func (d *decoder) set(name string) []string {

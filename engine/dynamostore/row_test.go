@@ -95,7 +95,8 @@ func TestDecodeToleratesKCLRows(t *testing.T) {
 	if err != nil {
 		t.Fatalf("DecodeLease: %v", err)
 	}
-	want := engine.Lease{Key: "shardId-000000000000", Counter: 12, Checkpoint: engine.SentinelCheckpoint(engine.ShardEnd)}
+	// KCL 3.x's throughputKBps is shardlease's too (Lease.ThroughputKBps).
+	want := engine.Lease{Key: "shardId-000000000000", Counter: 12, Checkpoint: engine.SentinelCheckpoint(engine.ShardEnd), ThroughputKBps: 1.5}
 	if !l.Equal(want) {
 		t.Fatalf("DecodeLease = %+v, want %+v", l, want)
 	}

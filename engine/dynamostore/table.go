@@ -22,16 +22,19 @@ type TableAPI interface {
 var _ TableAPI = (*dynamodb.Client)(nil)
 
 // CreateTable creates a lease table named name (one string hash key,
-// leaseKey; on-demand billing) and waits until it is ACTIVE. A table that
-// already exists is not an error if its key schema is a lease table's;
-// CreateTable then only waits for it. The wait polls DescribeTable and ends
+// leaseKey; the pending index, PendingIndexName; on-demand billing) and
+// waits until it is ACTIVE. A table that already exists is not an error if
+// its key schema is a lease table's; CreateTable then only waits for it
+// (EnsureIndex adds the index to a table made without it). The wait polls DescribeTable and ends
 // with ctx: give ctx a deadline.
 func CreateTable(ctx context.Context, api TableAPI, name string) error {
 	_, err := api.CreateTable(ctx, &dynamodb.CreateTableInput{
-		TableName:            aws.String(name),
-		AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String(AttrKey), AttributeType: types.ScalarAttributeTypeS}},
-		KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String(AttrKey), KeyType: types.KeyTypeHash}},
-		BillingMode:          types.BillingModePayPerRequest,
+		TableName: aws.String(name),
+		AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String(AttrKey), AttributeType: types.ScalarAttributeTypeS},
+			{AttributeName: aws.String(AttrPending), AttributeType: types.ScalarAttributeTypeS}},
+		KeySchema:              []types.KeySchemaElement{{AttributeName: aws.String(AttrKey), KeyType: types.KeyTypeHash}},
+		GlobalSecondaryIndexes: []types.GlobalSecondaryIndex{pendingIndex()},
+		BillingMode:            types.BillingModePayPerRequest,
 	})
 	var inUse *types.ResourceInUseException
 	if err != nil && !errors.As(err, &inUse) {
@@ -127,4 +130,39 @@ func describeKeys(ks []types.KeySchemaElement) string {
 		s += fmt.Sprintf("%s (%s)", aws.ToString(k.AttributeName), k.KeyType)
 	}
 	return s
+}
+
+// waitIndex waits until the table's pending index is ACTIVE, polling
+// DescribeTable with backoff from waitMinDelay to waitMaxDelay, until ctx
+// ends (or waitDefault without a deadline).
+func waitIndex(ctx context.Context, api TableAPI, name string) error {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, waitDefault)
+		defer cancel()
+	}
+	delay := waitMinDelay
+	for polls := 1; ; polls++ {
+		out, err := api.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(name)})
+		if err != nil {
+			return fmt.Errorf("dynamostore: wait for index %s of %q: %w", PendingIndexName, name, err)
+		}
+		if out.Table != nil && out.Table.TableStatus == types.TableStatusActive && indexActive(out.Table) {
+			return nil
+		}
+		if polls >= 5 && !hasIndex(out.Table) {
+			// DynamoDB lists a new index at once (CREATING); a server that
+			// accepts UpdateTable but never lists it does not build
+			// indexes that way (dynalite).
+			return fmt.Errorf("dynamostore: table %q: the server accepted the index %s but does not build it: create the table anew (dynamostore.CreateTable, `live create`)", name, PendingIndexName)
+		}
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("dynamostore: wait for index %s of %q to become ACTIVE: %w", PendingIndexName, name, ctx.Err())
+		case <-t.C:
+		}
+		delay = min(2*delay, waitMaxDelay)
+	}
 }

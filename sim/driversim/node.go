@@ -84,6 +84,12 @@ func (w *world) startNode(sl *slot) *node {
 		done: make(chan struct{}), thaw: make(chan struct{}), classes: map[classKey][]string{}, keyCalls: map[callKey]int32{},
 		acting: map[string]bool{}}
 	cfg := w.w.engineConfig(n.owner, n.rng.Uint64()|1)
+	switch cfg.Assignment = w.w.Assignment; {
+	case cfg.Assignment == "mixed" && n.rng.chance(0.5):
+		cfg.Assignment = engine.AssignmentScan
+	case cfg.Assignment == "mixed":
+		cfg.Assignment = engine.AssignmentAssigner
+	}
 	cfg.Trace = n.trace
 	if w.o.Mutation != "" {
 		if err := planted.Set(&cfg, w.o.Mutation); err != nil {

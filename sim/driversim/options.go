@@ -96,6 +96,13 @@ type World struct {
 	CheckpointPace time.Duration
 	Rates          Rates
 	StaleLag       time.Duration // how stale an eventually consistent scan may be
+	// Assignment is how leases reach the consumers: engine.AssignmentAssigner
+	// (the default: one elected assigner hands them out through the
+	// table's pending index), engine.AssignmentScan (every consumer scans
+	// and takes), or "mixed" (each consumer draws one: a rolling deploy
+	// from one to the other)
+	Assignment string
+	IndexLag   time.Duration // how far the pending index lags the rows
 	// FailurePolicy, if > 0, gives every consumer a failure policy that
 	// is asked after this many failed deliveries in a row of a batch, and
 	// skips it, hands it off, retries it or panics, as the batch's hash
@@ -119,10 +126,10 @@ func (w World) End() time.Duration { return w.Chaos + w.Quiet }
 // String describes the world on one line.
 func (w World) String() string {
 	e := w.Engine
-	return fmt.Sprintf("seed=%d workers=%d shards=%d chaos=%v quiet=%v lease=%v renew=%v margin=%v take=%v sync=%v idle=%v limit=%d steal=%d calltimeout=%v puts/s=%.2f policy=%d faults=%s",
+	return fmt.Sprintf("seed=%d workers=%d shards=%d chaos=%v quiet=%v lease=%v renew=%v margin=%v take=%v sync=%v idle=%v limit=%d steal=%d calltimeout=%v puts/s=%.2f policy=%d assignment=%s indexlag=%v stalelag=%v faults=%s",
 		w.Seed, w.Workers, w.Shards, w.Chaos, w.Quiet, e.LeaseDuration, e.RenewInterval, e.SafetyMargin, e.TakeInterval,
 		e.ShardSyncInterval, e.IdleTimeBetweenReads, e.GetRecordsLimit, e.MaxLeasesToStealAtOnce, w.CallTimeout, w.PutRate,
-		w.FailurePolicy, strings.Join(w.Faults, ","))
+		w.FailurePolicy, w.Assignment, w.IndexLag, w.StaleLag, strings.Join(w.Faults, ","))
 }
 
 // drawWorld draws the configuration of a run from its seed and options.
@@ -190,6 +197,17 @@ func drawWorld(o Options) (World, error) {
 
 	if r.chance(0.5) {
 		w.StaleLag = r.between(100*time.Millisecond, 2*time.Second)
+	}
+	switch x := r.Float64(); {
+	case x < 0.6:
+		w.Assignment = engine.AssignmentAssigner
+	case x < 0.85:
+		w.Assignment = engine.AssignmentScan
+	default:
+		w.Assignment = "mixed"
+	}
+	if r.chance(0.5) {
+		w.IndexLag = r.between(10*time.Millisecond, time.Second)
 	}
 	w.PutRate = r.rangeF(1, 4)
 	w.CheckpointPace = r.between(500*time.Millisecond, 8*time.Second).Round(10 * time.Millisecond)

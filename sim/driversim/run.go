@@ -80,7 +80,7 @@ func Run(o Options) (*Result, error) {
 	w := &world{o: o, w: wd, rWork: newRNG(o.Seed, streamWorkload)}
 	w.rSched = newRNG(o.Seed, streamSchedule^0xa11ce)
 	clk := fakes.ClockFunc(time.Now) // the bubble's time: one true clock for every fake
-	w.tbl = fakes.NewLeaseTable(fakes.LeaseTableOptions{Clock: clk, Seed: o.Seed, StaleLag: wd.StaleLag})
+	w.tbl = fakes.NewLeaseTable(fakes.LeaseTableOptions{Clock: clk, Seed: o.Seed, StaleLag: wd.StaleLag, IndexLag: wd.IndexLag})
 	w.kin = fakes.NewKinesis(fakes.KinesisOptions{Clock: clk, Seed: o.Seed})
 	if err := w.kin.CreateStream(streamName, wd.Shards); err != nil {
 		return nil, err

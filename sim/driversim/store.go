@@ -58,6 +58,19 @@ func (s *nodeStore) DeleteLease(ctx context.Context, key string, expect engine.E
 	}, nil)
 }
 
+// ListPending reads the table's pending index (engine.PendingIndex):
+// what waits for who, in assignment by an assigner.
+func (s *nodeStore) ListPending(ctx context.Context, who string) ([]engine.Lease, error) {
+	var out []engine.Lease
+	err := s.n.call(ctx, &callSpec{op: engine.OpListPending, key: who}, func(ctx context.Context) (err error) {
+		out, err = s.n.w.tbl.ListPending(ctx, who)
+		return err
+	}, func(r *trace.Record) { r.Count = len(out) })
+	return out, err
+}
+
+var _ engine.PendingIndex = (*nodeStore)(nil)
+
 // nodeStream is one consumer's stream: the world's shared fakes.Kinesis
 // behind the node's network.
 type nodeStream struct{ n *node }

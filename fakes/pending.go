@@ -1,0 +1,112 @@
+package fakes
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	"github.com/shardlease/shardlease/engine"
+)
+
+// pendingIndex is the lease table's index of the Pending attribute, as
+// DynamoDB keeps a sparse global secondary index: eventually consistent,
+// each key's entry lagging its row by up to the index lag. It keeps, per
+// key, the Pending values of the row's recent versions with the time each
+// became current, and per value the keys that may show it.
+type pendingIndex struct {
+	lag     time.Duration
+	byKey   map[string][]pendAt
+	byValue map[string]map[string]struct{}
+}
+
+type pendAt struct {
+	at      time.Time
+	pending string // "" when the row has no Pending or is gone
+}
+
+func newPendingIndex(lag time.Duration) *pendingIndex {
+	return &pendingIndex{lag: max(lag, 0), byKey: map[string][]pendAt{}, byValue: map[string]map[string]struct{}{}}
+}
+
+// update records that key's row has Pending p from now on.
+func (x *pendingIndex) update(key, p string, now time.Time) {
+	us := x.byKey[key]
+	if len(us) == 0 && p == "" {
+		return
+	}
+	if n := len(us); n > 0 && us[n-1].pending == p {
+		return
+	}
+	// Forget what no read can see any more: keep the last value before
+	// the horizon.
+	horizon := now.Add(-x.lag)
+	i := 0
+	for i+1 < len(us) && !us[i+1].at.After(horizon) {
+		i++
+	}
+	us = append(us[i:], pendAt{at: now, pending: p})
+	if p != "" {
+		keys := x.byValue[p]
+		if keys == nil {
+			keys = map[string]struct{}{}
+			x.byValue[p] = keys
+		}
+		keys[key] = struct{}{}
+	}
+	x.byKey[key] = us
+}
+
+// visible returns the Pending of key that the index shows at now.
+func (x *pendingIndex) visible(key string, now time.Time) string {
+	seen := now.Add(-x.lag)
+	p := ""
+	for _, u := range x.byKey[key] {
+		if u.at.After(seen) {
+			break
+		}
+		p = u.pending
+	}
+	return p
+}
+
+// query returns the keys the index shows with Pending who, sorted, and
+// forgets keys that can no longer show it.
+func (x *pendingIndex) query(who string, now time.Time) []string {
+	var out []string
+	for key := range x.byValue[who] {
+		if x.visible(key, now) == who {
+			out = append(out, key)
+			continue
+		}
+		us := x.byKey[key]
+		if us[len(us)-1].pending != who && !slices.ContainsFunc(us, func(u pendAt) bool { return u.pending == who && u.at.After(now.Add(-x.lag)) }) {
+			delete(x.byValue[who], key)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// ListPending returns the rows whose Pending the index shows as who,
+// sorted by key: each with its Key and Pending only (the index projects
+// the keys, as shardlease's DynamoDB index does), as the index was up to
+// IndexLag ago. engine.PendingIndex.
+func (t *LeaseTable) ListPending(ctx context.Context, who string) ([]engine.Lease, error) {
+	const op = engine.OpListPending
+	now := t.clock.Now()
+	if err := t.begin(ctx, op, who, now); err != nil {
+		return nil, err
+	}
+	var out []engine.Lease
+	var err error
+	if t.noIndex {
+		err = &callError{op: op, subject: who, msg: "the table has no pending index", err: engine.ErrNoIndex}
+	} else {
+		for _, k := range t.index.query(who, now) {
+			out = append(out, engine.Lease{Key: k, Pending: who})
+		}
+	}
+	return out, t.end(op, who, err)
+}
+
+var _ engine.PendingIndex = (*LeaseTable)(nil)
