@@ -144,6 +144,7 @@ func addStats(a, b Stats) Stats {
 	a.ProcessorErrors += b.ProcessorErrors
 	a.Puts += b.Puts
 	a.PolicyDecisions += b.PolicyDecisions
+	a.SubscriptionsDropped += b.SubscriptionsDropped
 	return a
 }
 

@@ -120,6 +120,9 @@ type callSpec struct {
 	expect engine.Expect
 	lease  engine.Lease
 	draw   string // names the call's draws, if not key (GetRecords: the iterator)
+	// park, if set, holds the call at the service once it has arrived,
+	// before it is applied (a NextEvent with nothing to push)
+	park func(context.Context)
 }
 
 // call runs one call of the node through the network to the fakes: the
@@ -127,7 +130,8 @@ type callSpec struct {
 // writes a KindApply records its outcome), the reply travels back and is
 // read once the node is not paused. fill adds a successful reply's fields
 // to its record. Sends, applies and replies are recorded in true time
-// (GetRecords replies are not: the checkers do not read them).
+// (GetRecords and NextEvent replies are not: the checkers do not read
+// them).
 func (n *node) call(ctx context.Context, c *callSpec, do func(context.Context) error, fill func(*trace.Record)) error {
 	w := n.w
 	w.mu.Lock()
@@ -149,7 +153,7 @@ func (n *node) call(ctx context.Context, c *callSpec, do func(context.Context) e
 	// a paused process reads its reply when it wakes
 	n.waitThawed()
 	time.Sleep(f.jitter)
-	if c.op != engine.OpGetRecords {
+	if c.op != engine.OpGetRecords && c.op != engine.OpNextEvent {
 		n.recordReply(c, &t, f.kind, err, fill)
 	}
 	return err
@@ -180,6 +184,12 @@ func (n *node) travelAndApply(ctx context.Context, c *callSpec, f *fate, t *call
 	case fateCrashedNode:
 		<-ctx.Done()
 		return errCrashed
+	}
+	if c.park != nil {
+		c.park(ctx)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
 	}
 	w := n.w
 	w.mu.Lock()

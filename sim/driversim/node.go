@@ -24,6 +24,7 @@ type node struct {
 	started time.Time
 	seed    uint64 // names the node's draws
 	rng     rng
+	dropRNG rng // drops of fan-out subscriptions (under w.mu)
 	cons    *engine.Consumer
 	cancel  context.CancelFunc
 	done    chan struct{} // closed when Run has returned
@@ -80,10 +81,13 @@ var errCrashed = errors.New("driversim: the process has crashed")
 func (w *world) startNode(sl *slot) *node {
 	id := int32(len(w.nodes))
 	n := &node{w: w, id: id, slot: sl, owner: sl.owner, started: time.Now(), seed: splitmix(w.o.Seed ^ splitmix(streamNode+uint64(id))),
-		rng:  newRNG(w.o.Seed, streamNode+uint64(id)),
+		rng: newRNG(w.o.Seed, streamNode+uint64(id)), dropRNG: newRNG(w.o.Seed^0xd209, streamNode+uint64(id)),
 		done: make(chan struct{}), thaw: make(chan struct{}), classes: map[classKey][]string{}, keyCalls: map[callKey]int32{},
 		acting: map[string]bool{}}
 	cfg := w.w.engineConfig(n.owner, n.rng.Uint64()|1)
+	if w.w.FanOut.On {
+		cfg.Consumer, cfg.ConsumerName = engine.FanOut, consumerName
+	}
 	switch cfg.Assignment = w.w.Assignment; {
 	case cfg.Assignment == "mixed" && n.rng.chance(0.5):
 		cfg.Assignment = engine.AssignmentScan

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/shardlease/shardlease/engine"
+	"github.com/shardlease/shardlease/fakes"
 )
 
 // Options choose a run. The zero value of each field means "drawn from
@@ -79,6 +80,8 @@ var FaultClasses = []string{
 	"reshard",
 	// every shard iterator expires
 	"expired-iterators",
+	// fan-out subscriptions dropped mid-stream (asks for a fan-out world)
+	"sub-drop",
 	// a consumer added during the chaos phase
 	"scale-out",
 }
@@ -103,12 +106,26 @@ type World struct {
 	// from one to the other)
 	Assignment string
 	IndexLag   time.Duration // how far the pending index lags the rows
+	FanOut     FanOutWorld
 	// FailurePolicy, if > 0, gives every consumer a failure policy that
 	// is asked after this many failed deliveries in a row of a batch, and
 	// skips it, hands it off, retries it or panics, as the batch's hash
 	// says
 	FailurePolicy int
 	Bound         time.Duration // the liveness bound after healing
+}
+
+// FanOutWorld is the enhanced fan-out of a world.
+type FanOutWorld struct {
+	// On: the consumers read with enhanced fan-out (3 worlds in 10).
+	On bool
+	// Activation is how long a new stream consumer stays CREATING;
+	// Lifetime how long a subscription lasts (5 minutes on Kinesis, drawn
+	// shorter so that runs renew subscriptions).
+	Activation, Lifetime time.Duration
+	// Drop is the chance that a NextEvent finds its subscription dropped
+	// mid-stream (the sub-drop class).
+	Drop float64
 }
 
 // Rates are the per-call and per-batch fault probabilities of the chaos
@@ -126,10 +143,10 @@ func (w World) End() time.Duration { return w.Chaos + w.Quiet }
 // String describes the world on one line.
 func (w World) String() string {
 	e := w.Engine
-	return fmt.Sprintf("seed=%d workers=%d shards=%d chaos=%v quiet=%v lease=%v renew=%v margin=%v take=%v sync=%v idle=%v limit=%d steal=%d calltimeout=%v puts/s=%.2f policy=%d assignment=%s indexlag=%v stalelag=%v faults=%s",
+	return fmt.Sprintf("seed=%d workers=%d shards=%d chaos=%v quiet=%v lease=%v renew=%v margin=%v take=%v sync=%v idle=%v limit=%d steal=%d calltimeout=%v puts/s=%.2f policy=%d assignment=%s indexlag=%v stalelag=%v fanout=%v faults=%s",
 		w.Seed, w.Workers, w.Shards, w.Chaos, w.Quiet, e.LeaseDuration, e.RenewInterval, e.SafetyMargin, e.TakeInterval,
 		e.ShardSyncInterval, e.IdleTimeBetweenReads, e.GetRecordsLimit, e.MaxLeasesToStealAtOnce, w.CallTimeout, w.PutRate,
-		w.FailurePolicy, w.Assignment, w.IndexLag, w.StaleLag, strings.Join(w.Faults, ","))
+		w.FailurePolicy, w.Assignment, w.IndexLag, w.StaleLag, w.FanOut, strings.Join(w.Faults, ","))
 }
 
 // drawWorld draws the configuration of a run from its seed and options.
@@ -237,9 +254,25 @@ func drawWorld(o Options) (World, error) {
 		rt.ProcPanic = r.rangeF(0.01, 0.05)
 	}
 
-	// the liveness bound, from the configuration (as the simulator's)
+	if fr := newRNG(o.Seed, streamWorld^0xfa2); fr.chance(0.3) || w.has("sub-drop") {
+		f := &w.FanOut
+		f.On = true
+		f.Activation = fr.between(0, 3*time.Second).Round(10 * time.Millisecond)
+		f.Lifetime = fr.logUniform(10*time.Second, 5*time.Minute).Round(time.Second)
+		if w.has("sub-drop") {
+			f.Drop = fr.rangeF(0.002, 0.05)
+		}
+	}
+
+	// the liveness bound, from the configuration (as the simulator's),
+	// with what fan-out adds: the consumer's activation, and a hand-off's
+	// wait for the previous holder's subscription (ResourceInUse for up to
+	// 5 s, retried every second or two)
 	b := 2*full.LeaseDuration + 2*full.TakeInterval + 2*full.ShardSyncInterval + 2*full.RenewInterval +
 		8*w.CallTimeout + 4*full.IdleTimeBetweenReads + w.CheckpointPace + 10*time.Second
+	if w.FanOut.On {
+		b += w.FanOut.Activation + 2*fakes.DefaultInUseWindow + 4*time.Second
+	}
 	w.Bound = b.Round(time.Second)
 	w.Quiet = 2*w.Bound + 2*(full.TakeInterval+full.LeaseDuration) + 5*time.Second
 	w.Quiet = w.Quiet.Round(time.Second)

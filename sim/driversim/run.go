@@ -29,6 +29,7 @@ type Stats struct {
 	// their deadline, processor errors and panics the runner caught
 	HeldBack, ShutdownTimeouts, ProcessorErrors int
 	PolicyDecisions                             int // calls of the failure policy
+	SubscriptionsDropped                        int
 	Puts                                        int
 }
 
@@ -85,6 +86,8 @@ func Run(o Options) (*Result, error) {
 	if err := w.kin.CreateStream(streamName, wd.Shards); err != nil {
 		return nil, err
 	}
+	w.setupFanOut()
+	w.wake()
 	for i := 0; i < 64; i++ {
 		w.pkeys = append(w.pkeys, "pk-"+strconv.Itoa(i))
 	}
@@ -146,6 +149,11 @@ func Run(o Options) (*Result, error) {
 	}
 	w.wg.Wait()
 	w.aux.Wait()
+	// Goroutines the consumers leave behind (a call or a processor that
+	// outlives its Run) may still wait on the bubble's clock, which stops
+	// when this goroutine returns: give them all the virtual time they can
+	// need (it costs nothing when nobody waits).
+	time.Sleep(5*time.Minute + 10*wd.Engine.LeaseDuration)
 
 	recs := w.history()
 	h := check.History{Records: recs, Final: final, FinalKnown: true}

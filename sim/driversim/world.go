@@ -37,8 +37,9 @@ type world struct {
 	stats   Stats
 	runErrs []string // what Run returned, for the report
 
-	rWork   rng // puts
-	rSched  rng // the director's draws at action time
+	woken   chan struct{} // closed at each put or shard close: wakes parked NextEvents
+	rWork   rng           // puts
+	rSched  rng           // the director's draws at action time
 	pkeys   []string
 	maxOpen int
 
@@ -107,6 +108,7 @@ func (w *world) put() {
 		panic("driversim: put: " + err.Error())
 	}
 	w.stats.Puts++
+	w.wake()
 	w.emitWorld(trace.Record{Kind: trace.KindPut, Key: sh, First: seq})
 }
 
@@ -176,6 +178,7 @@ func (w *world) split(r rng) {
 		return // a shard of a single hash key: nothing to split
 	}
 	w.stats.Splits++
+	w.wake()
 	w.fault(-1, id, "split "+id)
 	w.emitWorld(trace.Record{Kind: trace.KindShardClosed, Key: id, Last: w.ending(id)})
 	for _, c := range children {
@@ -196,6 +199,7 @@ func (w *world) merge(r rng) {
 		panic("driversim: merge: " + err.Error())
 	}
 	w.stats.Merges++
+	w.wake()
 	w.fault(-1, x, "merge "+x+" "+y)
 	w.emitWorld(trace.Record{Kind: trace.KindShardClosed, Key: x, Last: w.ending(x)})
 	w.emitWorld(trace.Record{Kind: trace.KindShardClosed, Key: y, Last: w.ending(y)})
