@@ -154,7 +154,7 @@ mutants:
 
 .PHONY: driversim
 # driversim runs the production driver (engine.Consumer) in virtual time
-# over 2,000 seeds (go test ./sim/driversim runs 200).
+# over 2,000 seeds (go test ./sim/driversim runs 100).
 driversim:
 	set -o pipefail; $(GO) test -count=1 -timeout 60m ./sim/driversim -run '^TestDriverSim$$' -driversim.seeds=$(or $(SEEDS),2000) -v | grep -E 'seeds in|FAIL|^ok'
 

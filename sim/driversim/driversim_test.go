@@ -2,19 +2,16 @@ package driversim
 
 import (
 	"flag"
-	"fmt"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
-
-	"github.com/shardlease/shardlease/sim/check"
 )
 
 var (
-	flagSeeds  = flag.Int("driversim.seeds", 0, "TestDriverSim: how many seeds to run (default 200, 24 with -short)")
+	flagSeeds  = flag.Int("driversim.seeds", 0, "TestDriverSim: how many seeds to run (default 100, 24 with -short)")
 	flagFirst  = flag.Uint64("driversim.first", 1, "TestDriverSim: the first seed")
 	flagSeed   = flag.Uint64("driversim.seed", 0, "TestDriverSim: run this seed only, and log its world and figures")
 	flagFaults = flag.String("driversim.faults", "", "TestDriverSim: the fault classes (see FaultClasses; default: each seed draws its mix)")
@@ -59,7 +56,7 @@ func TestDriverSim(t *testing.T) {
 	}
 	n := *flagSeeds
 	if n <= 0 {
-		n = 200
+		n = 100
 		if testing.Short() {
 			n = 24
 		}
@@ -147,6 +144,3 @@ func addStats(a, b Stats) Stats {
 	a.SubscriptionsDropped += b.SubscriptionsDropped
 	return a
 }
-
-var _ = fmt.Sprint
-var _ = check.S1

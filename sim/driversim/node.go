@@ -107,7 +107,7 @@ func (w *world) startNode(sl *slot) *node {
 		Processor: n.processor,
 		Clock:     nodeClock{Clock: clock.New(), n: n},
 		// the production defaults otherwise (call pools, shutdown
-		// timeout, no failure policy)
+		// timeout)
 		CallTimeout:   w.w.CallTimeout,
 		FailurePolicy: w.failurePolicy(),
 		Logger:        slog.New(&logCounter{n: n}),
@@ -118,7 +118,11 @@ func (w *world) startNode(sl *slot) *node {
 	n.cons = cons
 	w.nodes = append(w.nodes, n)
 	sl.node, sl.down = n, false
-	r := trace.Record{Kind: trace.KindProcStart}
+	mode := "polling"
+	if cfg.Consumer == engine.FanOut {
+		mode = "fan-out"
+	}
+	r := trace.Record{Kind: trace.KindProcStart, Reason: "assignment=" + cfg.Assignment + " consumer=" + mode}
 	n.rec(&r)
 	w.emit(&r)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -332,27 +336,4 @@ type nodeClock struct {
 func (c nodeClock) Now() time.Time {
 	c.n.waitThawed()
 	return time.Now()
-}
-
-// failurePolicy returns the world's failure policy, or nil. Its decision
-// is a function of the seed and the batch (not of the order of goroutines).
-func (w *world) failurePolicy() *engine.FailurePolicy {
-	if w.w.FailurePolicy <= 0 {
-		return nil
-	}
-	return &engine.FailurePolicy{MaxAttempts: w.w.FailurePolicy, Decide: func(_ context.Context, b engine.FailedBatch) engine.FailureDecision {
-		h := splitmix(w.o.Seed ^ hashString(b.Key+"/"+b.Records[0].Sequence) ^ uint64(b.Attempts))
-		w.mu.Lock()
-		w.stats.PolicyDecisions++
-		w.mu.Unlock()
-		switch h % 4 {
-		case 0:
-			return engine.SkipBatch
-		case 1:
-			return engine.HandedOff
-		case 2:
-			panic("driversim: the failure policy panics (injected)")
-		}
-		return engine.RetryBatch
-	}}
 }

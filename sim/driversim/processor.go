@@ -241,3 +241,26 @@ func (p *processor) ShutdownRequested(ctx context.Context, in engine.ShutdownInp
 func (p *processor) LeaseLost(ctx context.Context, in engine.LeaseLostInput) {
 	p.record(trace.Record{Kind: trace.KindNotice, Key: p.key, Reason: engine.NoticeLeaseLost.String()})
 }
+
+// failurePolicy returns the world's failure policy, or nil. Its decision
+// is a function of the seed and the batch (not of the order of goroutines).
+func (w *world) failurePolicy() *engine.FailurePolicy {
+	if w.w.FailurePolicy <= 0 {
+		return nil
+	}
+	return &engine.FailurePolicy{MaxAttempts: w.w.FailurePolicy, Decide: func(_ context.Context, b engine.FailedBatch) engine.FailureDecision {
+		h := splitmix(w.o.Seed ^ hashString(b.Key+"/"+b.Records[0].Sequence) ^ uint64(b.Attempts))
+		w.mu.Lock()
+		w.stats.PolicyDecisions++
+		w.mu.Unlock()
+		switch h % 4 {
+		case 0:
+			return engine.SkipBatch
+		case 1:
+			return engine.HandedOff
+		case 2:
+			panic("driversim: the failure policy panics (injected)")
+		}
+		return engine.RetryBatch
+	}}
+}
