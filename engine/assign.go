@@ -242,6 +242,9 @@ func (w *Worker) onConfirm(key string, r Result) {
 	if row.Pending != w.cfg.Owner || w.writes[key] != nil || !o.ok || w.foreign(o) || row.Checkpoint.IsShardEnd() {
 		return
 	}
+	if limit := w.cfg.MaxLeasesForWorker; limit > 0 && w.leases() >= limit && row.Owner != w.cfg.Owner {
+		return // at its cap: declined; the assigner reassigns it
+	}
 	switch {
 	case row.Owner == "":
 		actFrom := w.now.Mono

@@ -356,7 +356,7 @@ func (w *Worker) weight(row Lease) float64 {
 func (w *Worker) leastLoaded(loads map[string]float64, not string, members []string) string {
 	best := ""
 	for _, m := range members {
-		if m != not && (best == "" || loads[m] < loads[best]) {
+		if m != not && !w.full(m) && (best == "" || loads[m] < loads[best]) {
 			best = m
 		}
 	}
@@ -364,6 +364,28 @@ func (w *Worker) leastLoaded(loads map[string]float64, not string, members []str
 		return not
 	}
 	return best
+}
+
+// full reports whether member m holds MaxLeasesForWorker leases (the
+// assigner takes its own cap for every worker's: a fleet shares its
+// configuration; a worker over its own cap declines, see onConfirm).
+func (w *Worker) full(m string) bool {
+	if w.cfg.MaxLeasesForWorker <= 0 {
+		return false
+	}
+	n := 0
+	for k, o := range w.obs {
+		if o.ok && !o.row.Checkpoint.IsShardEnd() && (o.row.Owner == m || o.row.Owner == "" && o.row.Pending == m) && w.writes[k] == nil {
+			n++
+		}
+	}
+	// writes in flight: this worker's takes, the assignments it sent
+	for _, wr := range w.writes {
+		if wr.kind == wTake && m == w.cfg.Owner && !IsReserved(wr.key) || wr.kind == wAssign && wr.row.Pending == m && wr.row.Owner == "" {
+			n++
+		}
+	}
+	return n >= w.cfg.MaxLeasesForWorker
 }
 
 // assignTo hands the lease of o to worker to: the assigner takes it itself,

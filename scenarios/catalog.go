@@ -276,6 +276,8 @@ func shippedDefaults(c *engine.Config) {
 // for it, take scans every 100 ms (consistent, so the taker sees the last
 // renewal at once) and reads every 100 ms.
 func slowClockHolder(c *engine.Config) {
+	// a taker that scans the table itself, as soon as its view says so
+	c.Assignment = engine.AssignmentScan
 	c.LeaseDuration, c.RenewInterval, c.MaxClockDrift, c.SafetyMargin = 10*s, 2500*time.Millisecond, 0.05, 0
 	c.TakeInterval, c.ConsistentTakeScans = 100*time.Millisecond, true
 	c.IdleTimeBetweenReads, c.GetRecordsLimit = 100*time.Millisecond, 1000

@@ -28,6 +28,9 @@ const otherStream = "sim-other-app"
 
 // configure adjusts a process's engine configuration to its slot.
 func (s *simulator) configure(sl *slot, cfg *engine.Config) {
+	if cfg.Assignment == "" {
+		cfg.Assignment = s.w.slotMode(sl.idx)
+	}
 	if sl.consumes != "" {
 		cfg.Streams[0].Name = sl.consumes
 		cfg.LegacyStream = ""

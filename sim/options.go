@@ -33,6 +33,10 @@ type Options struct {
 	// (enhanced fan-out: SubscribeToShard), or "" (a swarm draws fan-out
 	// for 3 worlds in 10; other runs poll).
 	Consumer string
+	// Assignment is how leases reach the workers: engine.AssignmentAssigner,
+	// engine.AssignmentScan, AssignmentMixed (each worker slot draws), or
+	// empty: the assigner, or drawn by a swarm.
+	Assignment string
 	// SubscriptionLifetime pins how long a fan-out subscription lasts (0:
 	// drawn, 15 s to 5 minutes).
 	SubscriptionLifetime time.Duration
@@ -367,6 +371,9 @@ func ReplayCommand(o Options) string {
 	}
 	if o.Faults != "" && o.Faults != "swarm" {
 		s += " -faults " + o.Faults
+	}
+	if o.Assignment != "" {
+		s += " -assignment " + o.Assignment
 	}
 	if o.Consumer != "" {
 		s += " -consumer " + o.Consumer

@@ -17,6 +17,7 @@ const (
 	streamEngine
 	streamClock
 	streamFanOut
+	streamAssignment
 )
 
 func splitmix(x uint64) uint64 {

@@ -191,7 +191,7 @@ func Run(o Options) (*Result, error) {
 		ctx: context.Background(), hash: trace.NewHash(), pauseProc: map[uint64]int32{}, faultWorker: -1}
 	// The world: the fakes, on the run's true virtual time.
 	clk := fakes.ClockFunc(func() time.Time { return epoch.Add(s.now) })
-	s.tbl = fakes.NewLeaseTable(fakes.LeaseTableOptions{Clock: clk, Seed: o.Seed, StaleLag: w.Rates.StaleLag})
+	s.tbl = fakes.NewLeaseTable(fakes.LeaseTableOptions{Clock: clk, Seed: o.Seed, StaleLag: w.Rates.StaleLag, IndexLag: w.Assignment.IndexLag})
 	s.st = fakes.NewKinesis(fakes.KinesisOptions{Clock: clk, Seed: o.Seed, Retention: w.Retention, OnTrim: s.onTrim})
 	if err := s.st.CreateStream(streamName, w.Shards); err != nil {
 		return nil, err

@@ -35,6 +35,8 @@ type World struct {
 	// the other parameters): 3 on odd seeds.
 	SkipAfter int
 	FanOut    FanOutWorld // enhanced fan-out (see fanout.go)
+	// Assignment is how leases reach the workers (see assignment.go).
+	Assignment AssignmentWorld
 }
 
 // EngineParams are the drawn engine settings (zero: the engine default).
@@ -80,7 +82,7 @@ func (w World) String() string {
 		w.Workers, w.Shards, w.Chaos, w.Quiet, strings.Join(w.Faults, ","), e.LeaseDuration, e.RenewInterval, e.SafetyMargin, e.MaxClockDrift,
 		e.TakeInterval, e.ShardSyncInterval, e.MaxLeasesForWorker, e.MaxLeasesToStealAtOnce, e.GetRecordsLimit, e.IdleTimeBetweenReads, e.ConsistentTakeScans,
 		w.Rates, w.TableLatency.Base, w.TableLatency.Tail, w.StreamLatency.Base, w.StreamLatency.Tail, w.CallTimeout, w.Retention, w.PutRate, w.DriftBound, w.CheckpointPace, w.Bound, w.Balance, w.FanOut) +
-		w.policyString()
+		w.policyString() + w.Assignment.String()
 }
 
 func (w World) policyString() string {
@@ -282,6 +284,9 @@ func drawWorld(o Options) (World, error) {
 	}
 
 	f := strings.TrimSpace(o.Faults)
+	if err := w.drawAssignment(o, f == "" || f == "swarm"); err != nil {
+		return w, err
+	}
 	if err := w.drawFanOut(o, f == "" || f == "swarm"); err != nil {
 		return w, err
 	}

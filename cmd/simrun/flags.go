@@ -69,25 +69,26 @@ flags:
 func parseArgs(args []string, stderr io.Writer) (*config, error) {
 	fs := newFlagSet(stderr)
 	var (
-		scenario = fs.String("scenario", scenarios.Default, "the scenario to run (see -list)")
-		seed     = fs.String("seed", "", "run this one seed (replays it exactly: same trace hash)")
-		seeds    = fs.String("seeds", "", fmt.Sprintf("run the seeds A-B (inclusive); default %d-%d", defaultFirst, defaultFirst+defaultSeeds-1))
-		workers  = fs.Int("workers", 0, "initial workers (0: the scenario's, or drawn from the seed)")
-		shards   = fs.Int("shards", 0, "initial shards (0: the scenario's, or drawn from the seed)")
-		duration = fs.Duration("duration", 0, "virtual length of the chaos phase, in which the faults are in force (0: the scenario's, or drawn); a healing phase follows")
-		chaos    = fs.Duration("chaos", 0, "the same as -duration (the replay commands use it)")
-		quiet    = fs.Duration("quiet", 0, "virtual length of the healing phase after the chaos (0: derived from the liveness bound)")
-		faults   = fs.String("faults", "", "fault classes: swarm (each seed draws its mix), none, all, or a comma-separated list (see -list); default: the scenario's")
-		mutation = fs.String("mutation", "", "plant a bug (see -list) to show the checkers catch it")
-		consumer = fs.String("consumer", "", "how the workers read: polling, fan-out (enhanced fan-out), or empty: the swarm draws fan-out for 3 worlds in 10; default: the scenario's")
-		lifetime = fs.Duration("subscription-lifetime", 0, "fan-out: how long a subscription lasts (0: the scenario's, or drawn from 15s to 5m)")
-		parallel = fs.Int("parallel", runtime.NumCPU(), "seeds run at a time (each seed is single-threaded and deterministic)")
-		asJSON   = fs.Bool("json", false, "print one JSON object per seed, one per line, in seed order")
-		out      = fs.String("out", "", "write summary.json and report.html to this folder (default: reports/out/SCENARIO, or reports/out/SCENARIO-seed-N for one seed)")
-		report   = fs.Bool("report", true, "write the report (summary.json, report.html); -report=false skips it")
-		list     = fs.Bool("list", false, "list the scenarios, fault classes and mutations, and exit")
-		traceTo  = fs.String("trace", "", "write the trace of the run as JSON Lines to this file (one seed only)")
-		verbose  = fs.Bool("v", false, "print every seed's full summary (world, schedule, figures, violations)")
+		scenario   = fs.String("scenario", scenarios.Default, "the scenario to run (see -list)")
+		seed       = fs.String("seed", "", "run this one seed (replays it exactly: same trace hash)")
+		seeds      = fs.String("seeds", "", fmt.Sprintf("run the seeds A-B (inclusive); default %d-%d", defaultFirst, defaultFirst+defaultSeeds-1))
+		workers    = fs.Int("workers", 0, "initial workers (0: the scenario's, or drawn from the seed)")
+		shards     = fs.Int("shards", 0, "initial shards (0: the scenario's, or drawn from the seed)")
+		duration   = fs.Duration("duration", 0, "virtual length of the chaos phase, in which the faults are in force (0: the scenario's, or drawn); a healing phase follows")
+		chaos      = fs.Duration("chaos", 0, "the same as -duration (the replay commands use it)")
+		quiet      = fs.Duration("quiet", 0, "virtual length of the healing phase after the chaos (0: derived from the liveness bound)")
+		faults     = fs.String("faults", "", "fault classes: swarm (each seed draws its mix), none, all, or a comma-separated list (see -list); default: the scenario's")
+		mutation   = fs.String("mutation", "", "plant a bug (see -list) to show the checkers catch it")
+		assignment = fs.String("assignment", "", "how leases reach the workers: assigner, scan, mixed (each worker slot draws), or empty: the assigner (the swarm draws)")
+		consumer   = fs.String("consumer", "", "how the workers read: polling, fan-out (enhanced fan-out), or empty: the swarm draws fan-out for 3 worlds in 10; default: the scenario's")
+		lifetime   = fs.Duration("subscription-lifetime", 0, "fan-out: how long a subscription lasts (0: the scenario's, or drawn from 15s to 5m)")
+		parallel   = fs.Int("parallel", runtime.NumCPU(), "seeds run at a time (each seed is single-threaded and deterministic)")
+		asJSON     = fs.Bool("json", false, "print one JSON object per seed, one per line, in seed order")
+		out        = fs.String("out", "", "write summary.json and report.html to this folder (default: reports/out/SCENARIO, or reports/out/SCENARIO-seed-N for one seed)")
+		report     = fs.Bool("report", true, "write the report (summary.json, report.html); -report=false skips it")
+		list       = fs.Bool("list", false, "list the scenarios, fault classes and mutations, and exit")
+		traceTo    = fs.String("trace", "", "write the trace of the run as JSON Lines to this file (one seed only)")
+		verbose    = fs.Bool("v", false, "print every seed's full summary (world, schedule, figures, violations)")
 	)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -167,6 +168,9 @@ func parseArgs(args []string, stderr io.Writer) (*config, error) {
 		}
 		o.Faults = f
 	}
+	if set["assignment"] {
+		o.Assignment = *assignment
+	}
 	if set["consumer"] {
 		switch *consumer {
 		case "", "polling", "fan-out":
@@ -244,6 +248,9 @@ func parseArgs(args []string, stderr io.Writer) (*config, error) {
 	}
 	if o.Consumer != "" {
 		c.options["consumer"] = o.Consumer
+	}
+	if o.Assignment != "" {
+		c.options["assignment"] = o.Assignment
 	}
 	if len(o.Actions) > 0 {
 		c.options["scripted_actions"] = strconv.Itoa(len(o.Actions))
