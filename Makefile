@@ -152,6 +152,12 @@ report-example: chromium
 mutants:
 	$(GO) test $(MUTATIONS) -count=1 -v -timeout 60m ./sim -run '^TestMutationsCaught$$' -sim.mutants | grep -E 'caught|^(---|    ---|ok|FAIL)'
 
+.PHONY: driversim
+# driversim runs the production driver (engine.Consumer) in virtual time
+# over 2,000 seeds (go test ./sim/driversim runs 100).
+driversim:
+	set -o pipefail; $(GO) test -count=1 -timeout 60m ./sim/driversim -run '^TestDriverSim$$' -driversim.seeds=$(or $(SEEDS),2000) -v | grep -E 'seeds in|FAIL|^ok'
+
 .PHONY: sweep
 # sweep runs the rapid property suites at scale (2,000 drawn cases inside
 # the assumptions, 1,000 outside); failures are saved under

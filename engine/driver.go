@@ -75,6 +75,9 @@ type Consumer struct {
 	nextToken   uint64
 	done        chan struct{}
 	health      *health
+	// planted is a planted driver bug (planted_on.go): "" in every build
+	// without the shardlease_mutations tag, where bug is constant false.
+	planted string
 }
 
 // NewConsumer checks opts and returns a Consumer ready to Run. An invalid
@@ -160,6 +163,7 @@ func NewConsumer(opts ConsumerOptions) (*Consumer, error) {
 		waiters:     make(map[uint64]chan error),
 		done:        make(chan struct{}),
 		health:      newHealth(cfg.LeaseDuration, opts.StartTimeout),
+		planted:     cfg.planted,
 	}
 	return c, nil
 }
