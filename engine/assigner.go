@@ -243,8 +243,8 @@ func (w *Worker) onAssignerConfirm(key string, r Result) {
 		return
 	}
 	a.released(w, row)
-	o := w.observeRow(row)
-	if o.ok && !w.foreign(o) && row.Owner == "" && !row.Checkpoint.IsShardEnd() && !w.gated(o) {
+	o := w.observeRow(row) // the freshest version this worker knows: not older than row
+	if o.ok && !w.foreign(o) && o.row.Owner == "" && o.row.Pending == AssignerPending && !o.row.Checkpoint.IsShardEnd() && !w.gated(o) {
 		w.assignTo(o, w.leastLoaded(w.loads(), "", a.members(w)), "released")
 	}
 }
@@ -407,8 +407,11 @@ func (w *Worker) full(m string) bool {
 // or makes it unowned with Pending naming to. The write is conditioned on
 // the version the assigner saw.
 func (w *Worker) assignTo(o *observation, to, why string) {
-	if to == "" {
+	if to == "" || w.writes[o.row.Key] != nil {
 		return
+	}
+	if h := w.held[o.row.Key]; h != nil && !h.gone {
+		return // this worker holds it: never assigned away but by a handoff
 	}
 	// Handed out anew (its holder died, or let it go): its place is
 	// not a balance move of the fleet as it is, so it may move again.
