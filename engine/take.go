@@ -68,7 +68,22 @@ func (w *Worker) onScan(r Result) {
 		return
 	}
 	w.observeListing(r.Listing)
-	w.takeLeases(r.Listing.Leases)
+	w.onTable(r.Listing.Leases)
+}
+
+// onTable acts on a scan of the table: in assigned mode the assigner
+// assigns and every worker resumes its own rows at start; otherwise the
+// worker takes leases itself.
+func (w *Worker) onTable(rows []Lease) {
+	switch {
+	case !w.asg.on:
+		w.takeLeases(rows)
+	case w.asg.as != nil:
+		w.asg.resumed = true
+		w.assignFrom(rows)
+	case !w.asg.resumed:
+		w.resumeOwn(rows)
+	}
 }
 
 // observeListing records a full scan of the table.
@@ -255,18 +270,26 @@ func (w *Worker) takeLeases(rows []Lease) {
 	}
 }
 
-// take sends a conditional take of the candidate's row.
+// take sends a conditional take of the candidate's row, unless a write of
+// the row is in flight or the worker holds it.
 func (w *Worker) take(c candidate) {
+	if w.writes[c.o.row.Key] != nil {
+		return
+	}
+	if h := w.held[c.o.row.Key]; h != nil && !h.gone {
+		return
+	}
 	if w.bug("steal-acts-at-once") {
 		c.actFrom = w.now.Mono
 	}
 	row := c.o.row.Clone()
-	prev := row.Owner
+	prev, prevWriter := row.Owner, row.Writer
 	if row.Owner != w.cfg.Owner {
 		row.OwnerSwitches++
 	}
 	row.Owner = w.cfg.Owner
 	row.Counter++
+	row.Pending, row.HandoffTo = "", ""
 	if ref := w.refOf(row.Key); row.StreamID == "" && w.provenOurs(ref, row) {
 		// A row from before stream identities (KCL, an earlier
 		// shardlease) of a shard the listing shows: it is this stream's,
@@ -284,7 +307,7 @@ func (w *Worker) take(c candidate) {
 			row.HandoffFrom = w.cfg.Owner
 		}
 	}
-	wr := &write{kind: wTake, key: row.Key, expect: ExpectOf(c.o.row), row: row, actFrom: c.actFrom, reason: c.reason, previous: prev}
+	wr := &write{kind: wTake, key: row.Key, expect: ExpectOf(c.o.row), row: row, actFrom: c.actFrom, reason: c.reason, previous: prev, prevWriter: prevWriter}
 	w.writes[row.Key] = wr
 	w.sendWrite(wr)
 }

@@ -95,7 +95,7 @@ func TestDeterminismChild(t *testing.T) {
 // its trace kept is re-run with it to fill in the excerpts, and reports
 // exactly what the run that kept its trace from the start reports.
 func TestFailingRunRerunsForExcerpts(t *testing.T) {
-	o := Options{Seed: 1, Mutation: "unfenced-checkpoint", Faults: "partition,pause,crash,clog", Workers: 4, Shards: 8, Chaos: time.Minute}
+	o := Options{Seed: 1, Mutation: "unfenced-checkpoint", Faults: "partition,pause,crash,clog", Workers: 4, Shards: 8, Chaos: time.Minute, Assignment: "scan"}
 	a, err := Run(o)
 	if err != nil {
 		t.Fatal(err)

@@ -1,6 +1,7 @@
 package reference
 
 import (
+	"strings"
 	"time"
 
 	"github.com/shardlease/shardlease/engine"
@@ -44,7 +45,7 @@ func CheckS2(recs []trace.Record, o Options) []Violation {
 	}
 	for i := range recs {
 		r := &recs[i]
-		if r.Kind != trace.KindApply || r.Outcome != trace.OutcomeOK {
+		if r.Kind != trace.KindApply || r.Outcome != trace.OutcomeOK || strings.HasPrefix(r.Key, engine.HelloPrefix) {
 			continue
 		}
 		w := rows[r.Key]
@@ -67,7 +68,7 @@ func CheckS2(recs []trace.Record, o Options) []Violation {
 			}
 			// a holder's write must come from the row's owner; a delete
 			// (cleanup of a finished row) may also remove an unowned row
-			holderWrite := r.Reason != trace.WriteTake && !(r.Op == engine.OpDeleteLease && w.owner == "")
+			holderWrite := r.Reason != trace.WriteTake && r.Reason != trace.WriteAssign && !(r.Op == engine.OpDeleteLease && w.owner == "")
 			if holderWrite && w.owner != r.Owner {
 				add(r, w, r.Reason+" write from "+q(r.Owner)+" landed while the row was held by "+q(w.owner)+" at counter "+itoa(int(w.counter))+fenceNote(r))
 			} else if w.counter != r.ExpCounter || w.owner != r.ExpOwner {
