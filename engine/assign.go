@@ -337,9 +337,12 @@ func (w *Worker) onMonitor(r Result) {
 		w.take(candidate{o: &observation{row: row}, actFrom: now, reason: "assigner"})
 	case now-o.seenAt >= w.cfg.LeaseDuration:
 		w.take(candidate{o: o, actFrom: o.seenAt + w.cfg.LeaseDuration, reason: "assigner"})
-	default:
-		// Look again when it would expire, if that comes before the next
-		// read.
+	case o.seenAt < now || w.deputy(row.Owner):
+		// The version has stood still since an earlier read (or this is
+		// a deputy): look again when it would expire, if that comes
+		// before the next read. A version first seen now shows a live
+		// assigner; a non-deputy then waits its full interval, so the
+		// reads of the assigner row do not grow with the fleet.
 		next = min(next, o.seenAt+w.cfg.LeaseDuration)
 	}
 }
