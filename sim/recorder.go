@@ -86,7 +86,7 @@ func (s *simulator) procRec(p *proc, r *trace.Record) *trace.Record {
 	r.Proc = p.id
 	r.Owner = p.owner
 	r.Mono = p.clk.mono(s.now)
-	r.Wall = p.clk.wall(s.now).UnixNano()
+	r.Wall = p.clk.wallNanos(s.now)
 	return r
 }
 
