@@ -53,6 +53,10 @@ type Options struct {
 	NoExcerpts bool
 	// MaxEvents stops a run that processes more events (0: no limit).
 	MaxEvents uint64
+	// AtEnd, if set, is called once when the run's events are done,
+	// before its final checks, with the world still in memory (simrun
+	// -memstats reads the live heap there). It cannot change the run.
+	AtEnd func()
 	// LinBudget bounds the search of each window of the linearizability
 	// check (Lin), which runs as the run goes (0:
 	// linearizability.DefaultBudget; negative: no check). A key whose

@@ -101,6 +101,9 @@ func run(o Options) (*Result, error) {
 	s.wl.init(w)
 	s.setup()
 	s.loop()
+	if o.AtEnd != nil {
+		o.AtEnd()
+	}
 	return s.finish()
 }
 
