@@ -63,6 +63,11 @@ type Options struct {
 	// window needs more is unknown (Result.Lin.Unknown): not a
 	// violation, and not a pass.
 	LinBudget int
+
+	// excerptsOf, set on the re-run that fills in excerpts, are the
+	// violations to show: with it the run keeps only the records their
+	// excerpts may show (check.InExcerpt).
+	excerptsOf []check.Violation
 }
 
 // Lin is the name of the invariant "the lease table's history is
