@@ -120,6 +120,11 @@ func runBench(path, bin string, only []string, runs int, stdout, stderr io.Write
 			}
 		}
 	}
+	if rep.Commit == "" { // go run stamps no VCS information
+		if out, err := exec.Command("git", "rev-parse", "HEAD").Output(); err == nil {
+			rep.Commit = strings.TrimSpace(string(out))
+		}
+	}
 	want := map[string]bool{}
 	for _, n := range only {
 		want[strings.TrimSpace(n)] = true
