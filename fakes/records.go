@@ -28,6 +28,9 @@ type recordLog struct {
 	chunks []recChunk
 	n      int
 	last   krec
+	// hint is a cursor where a read last stopped: a consumer reads on
+	// from there, so the next read need not decode its chunk again
+	hint cursor
 }
 
 type recChunk struct {
@@ -71,12 +74,24 @@ type cursor struct {
 
 // at returns a cursor on record i (< l.len()).
 func (l *recordLog) at(i int) cursor {
-	c := cursor{l: l, chunk: i / chunkRecords, i: i / chunkRecords * chunkRecords}
-	c.cur = l.chunks[c.chunk].first
+	var c cursor
+	if h := l.hint; h.l == l && h.chunk == i/chunkRecords && h.i <= i {
+		c = h // on from the last read
+	} else {
+		c = cursor{l: l, chunk: i / chunkRecords, i: i / chunkRecords * chunkRecords}
+		c.cur = l.chunks[c.chunk].first
+	}
 	for c.i < i {
 		c.next()
 	}
 	return c
+}
+
+// remember keeps c (on a record, or at the end) as the next read's hint.
+func (l *recordLog) remember(c cursor) {
+	if c.i < l.n {
+		l.hint = c
+	}
 }
 
 // next moves the cursor to the following record (if any).
@@ -145,6 +160,7 @@ func (k *Kinesis) records(s *kstream, sh *kshard, from, to int) []engine.Record 
 		out[i] = k.record(s, &c.cur)
 		c.next()
 	}
+	sh.log.remember(c)
 	return out
 }
 

@@ -51,6 +51,22 @@ func TestRecordLog(t *testing.T) {
 	if got := l.search(func(r *krec) bool { return r.n > n }); got != len(want) {
 		t.Fatalf("search past the end found %d", got)
 	}
+	// reads that go on from where the last one stopped (the hint), and
+	// reads elsewhere, see the same records
+	for step := 0; step < 2000; step++ {
+		i := r.IntN(len(want))
+		if step%3 != 0 && l.hint.l == &l {
+			i = min(l.hint.i+r.IntN(3), len(want)-1) // on from the hint
+		}
+		c := l.at(i)
+		if c.cur != want[i] {
+			t.Fatalf("at(%d) after a hint at %d: %+v, want %+v", i, l.hint.i, c.cur, want[i])
+		}
+		for j := 0; j < r.IntN(5) && c.i < len(want)-1; j++ {
+			c.next()
+		}
+		l.remember(c)
+	}
 	var empty recordLog
 	if empty.search(func(*krec) bool { return true }) != 0 || empty.len() != 0 {
 		t.Fatal("an empty log")

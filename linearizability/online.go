@@ -40,6 +40,8 @@ type Online struct {
 	now   time.Duration
 	res   OnlineResult
 	free  []*kop
+	// freeCalls are finished calls kept for reuse
+	freeCalls []*ocall
 }
 
 // OnlineConfig configures an Online.
@@ -188,28 +190,39 @@ func (o *Online) Observe(r *trace.Record) {
 		if (c.retried || c.applies > 1) && out != OutcomeOK {
 			out = OutcomeUnknown
 		}
+		k := c.key
 		switch out {
 		case OutcomeThrottled:
 			// rejected before it applied: left out
 			o.res.Skipped++
 			o.drop(c)
-			delete(o.calls, ck)
+			o.endCall(ck, c)
 		case OutcomeUnknown:
 			c.op.outcome = OutcomeUnknown // until its KindCallEnd
 		default:
 			c.op.outcome = out
 			o.complete(c, int64(r.T))
-			delete(o.calls, ck)
+			o.endCall(ck, c)
 		}
-		o.close(c.key)
+		o.close(k)
 	case trace.KindCallEnd:
 		if c == nil {
 			return
 		}
+		k := c.key
 		c.op.outcome = OutcomeUnknown
 		o.complete(c, int64(r.T))
-		delete(o.calls, ck)
-		o.close(c.key)
+		o.endCall(ck, c)
+		o.close(k)
+	}
+}
+
+// endCall forgets a call whose op is complete (or dropped).
+func (o *Online) endCall(ck callKey, c *ocall) {
+	delete(o.calls, ck)
+	if len(o.freeCalls) < maxFree {
+		*c = ocall{}
+		o.freeCalls = append(o.freeCalls, c)
 	}
 }
 
@@ -226,7 +239,15 @@ func (o *Online) write(r *trace.Record, t int64) *ocall {
 		op.row = trow{owner: r.RowOwner, counter: r.Counter, cp: r.Checkpoint}
 	}
 	o.insert(k, op)
-	return &ocall{op: op, key: k}
+	var c *ocall
+	if n := len(o.freeCalls); n > 0 {
+		c = o.freeCalls[n-1]
+		o.freeCalls = o.freeCalls[:n-1]
+	} else {
+		c = &ocall{}
+	}
+	c.op, c.key = op, k
+	return c
 }
 
 // read adds a GetLease that returned something.
@@ -256,6 +277,10 @@ func (o *Online) read(r *trace.Record) {
 
 // insert adds op to k's open calls, in call-time order.
 func (o *Online) insert(k *okey, op *kop) {
+	if n := len(k.open); n == 0 || k.open[n-1].call <= op.call {
+		k.open = append(k.open, op) // a write, sent now
+		return
+	}
 	i := len(k.open)
 	for i > 0 && k.open[i-1].call > op.call {
 		i--

@@ -49,16 +49,16 @@ import (
 // Reads that returned nothing (no reply, or an unknown or throttled
 // outcome) are left out. The result is sorted by Call time.
 func FromTrace(recs []trace.Record) ([]Op, error) {
-	var b TraceHistory
+	var b traceHistory
 	for i := range recs {
 		b.Observe(&recs[i])
 	}
 	return b.History()
 }
 
-// TraceHistory builds the history FromTrace returns one record at a time,
+// traceHistory builds the history FromTrace returns one record at a time,
 // keeping of each call only what its Op needs (not the records).
-type TraceHistory struct {
+type traceHistory struct {
 	calls map[callKey]*callRecs
 	order []callKey
 	err   error
@@ -101,7 +101,7 @@ type callRecs struct {
 
 // Observe feeds one record; records of other kinds than store calls are
 // ignored. It keeps no reference to r.
-func (b *TraceHistory) Observe(r *trace.Record) {
+func (b *traceHistory) Observe(r *trace.Record) {
 	if b.err != nil || (r.Kind != trace.KindSend && r.Kind != trace.KindApply && r.Kind != trace.KindReply) || !r.Op.IsStore() ||
 		r.Op == engine.OpListPending || strings.HasPrefix(r.Key, engine.HelloPrefix) {
 		// Not in the history: reads of the eventually consistent pending
@@ -149,7 +149,7 @@ func (b *TraceHistory) Observe(r *trace.Record) {
 
 // History returns the history of the records observed so far, sorted by
 // Call time, or the first error in them.
-func (b *TraceHistory) History() ([]Op, error) {
+func (b *traceHistory) History() ([]Op, error) {
 	if b.err != nil {
 		return nil, b.err
 	}

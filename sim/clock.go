@@ -22,6 +22,14 @@ func (c *wclock) wall(t time.Duration) time.Time {
 	return epoch.Add(c.wallOffset + t + time.Duration(float64(t)*c.drift) + c.steps)
 }
 
+// epochNanos is epoch in Unix nanoseconds.
+var epochNanos = epoch.UnixNano()
+
+// wallNanos is wall(t).UnixNano(), without building the time.Time.
+func (c *wclock) wallNanos(t time.Duration) int64 {
+	return epochNanos + int64(c.wallOffset+t+time.Duration(float64(t)*c.drift)+c.steps)
+}
+
 // trueAt returns the earliest true time at which the monotonic reading is
 // at least m.
 func (c *wclock) trueAt(m time.Duration) time.Duration {

@@ -3,7 +3,6 @@ package sim
 import (
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/shardlease/shardlease/sim/check"
 )
@@ -29,7 +28,7 @@ func (s *simulator) finish() (*Result, error) {
 		v.Seed = s.o.Seed
 		v.Replay = res.Replay
 		if recs != nil {
-			v.Excerpt = check.Excerpt(recs, v, 2*s.w.Engine.LeaseDuration+time.Second, 40)
+			v.Excerpt = check.Excerpt(recs, v, excerptPad(s.w), 40)
 		}
 		if !res.Inside && (v.Invariant == check.S1 || (v.Invariant == check.S3 && strings.HasPrefix(v.Detail, check.S3StartPrefix))) {
 			res.Tolerated = append(res.Tolerated, v)

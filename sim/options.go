@@ -64,12 +64,21 @@ type Options struct {
 	NoExcerpts bool
 	// MaxEvents stops a run that processes more events (0: no limit).
 	MaxEvents uint64
+	// AtEnd, if set, is called once when the run's events are done,
+	// before its final checks, with the world still in memory (simrun
+	// -memstats reads the live heap there). It cannot change the run.
+	AtEnd func()
 	// LinBudget bounds the search of each window of the linearizability
 	// check (Lin), which runs as the run goes (0:
 	// linearizability.DefaultBudget; negative: no check). A key whose
 	// window needs more is unknown (Result.Lin.Unknown): not a
 	// violation, and not a pass.
 	LinBudget int
+
+	// excerptsOf, set on the re-run that fills in excerpts, are the
+	// violations to show: with it the run keeps only the records their
+	// excerpts may show (check.InExcerpt).
+	excerptsOf []check.Violation
 }
 
 // Lin is the name of the invariant "the lease table's history is

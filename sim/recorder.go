@@ -1,6 +1,8 @@
 package sim
 
 import (
+	"time"
+
 	"github.com/shardlease/shardlease/linearizability"
 	"github.com/shardlease/shardlease/sim/check"
 	"github.com/shardlease/shardlease/sim/trace"
@@ -18,7 +20,8 @@ type recorder struct {
 	lin    *linearizability.Online // nil: Lin is not checked
 
 	keep   bool
-	recs   []trace.Record // the current chunk
+	filter []func(*trace.Record) bool // keep only records one of these accepts (nil: all)
+	recs   []trace.Record             // the current chunk
 	chunks [][]trace.Record
 }
 
@@ -30,6 +33,9 @@ func (rc *recorder) init(o Options, w World) {
 		rc.sink = trace.NewWriter(o.Trace)
 	}
 	rc.keep = o.KeepTrace
+	for _, v := range o.excerptsOf {
+		rc.filter = append(rc.filter, check.InExcerpt(v, excerptPad(w)))
+	}
 	rc.checks = check.NewOnline(checkOptions(w))
 	if o.LinBudget >= 0 {
 		rc.lin = linearizability.NewOnline(linearizability.OnlineConfig{ReadLag: w.CallTimeout, Budget: o.LinBudget})
@@ -52,7 +58,7 @@ func (s *simulator) emit(r *trace.Record) {
 	if rc.lin != nil {
 		rc.lin.Observe(r)
 	}
-	if rc.keep {
+	if rc.keep && rc.wanted(r) {
 		if len(rc.recs) == cap(rc.recs) {
 			if rc.recs != nil {
 				rc.chunks = append(rc.chunks, rc.recs)
@@ -65,6 +71,22 @@ func (s *simulator) emit(r *trace.Record) {
 		_ = rc.sink.Write(r)
 	}
 }
+
+// wanted reports whether a kept trace keeps r.
+func (rc *recorder) wanted(r *trace.Record) bool {
+	if rc.filter == nil {
+		return true
+	}
+	for _, f := range rc.filter {
+		if f(r) {
+			return true
+		}
+	}
+	return false
+}
+
+// excerptPad is how far around a violation's window its excerpt reaches.
+func excerptPad(w World) time.Duration { return 2*w.Engine.LeaseDuration + time.Second }
 
 // kept returns the kept records in one slice (nil unless kept).
 func (rc *recorder) kept() []trace.Record {
@@ -86,7 +108,7 @@ func (s *simulator) procRec(p *proc, r *trace.Record) *trace.Record {
 	r.Proc = p.id
 	r.Owner = p.owner
 	r.Mono = p.clk.mono(s.now)
-	r.Wall = p.clk.wall(s.now).UnixNano()
+	r.Wall = p.clk.wallNanos(s.now)
 	return r
 }
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/shardlease/shardlease/engine"
 	"github.com/shardlease/shardlease/fakes"
+	"github.com/shardlease/shardlease/sim/check"
 	"github.com/shardlease/shardlease/sim/trace"
 )
 
@@ -60,6 +61,7 @@ func Run(o Options) (*Result, error) {
 	}
 	again := o
 	again.KeepTrace, again.Trace = true, nil
+	again.excerptsOf = append(append([]check.Violation(nil), res.Violations...), res.Tolerated...)
 	res2, err := run(again)
 	if err != nil {
 		return nil, err
@@ -103,6 +105,9 @@ func run(o Options) (*Result, error) {
 	s.wl.init(w)
 	s.setup()
 	s.loop()
+	if o.AtEnd != nil {
+		o.AtEnd()
+	}
 	return s.finish()
 }
 

@@ -38,6 +38,7 @@ type config struct {
 	trace    string
 	list     bool
 	verbose  bool
+	memStats bool   // print the live heap at the end of each run (stderr)
 	cpuProf  string // write a CPU profile of the whole command here
 	memProf  string // write a heap profile at the end here
 	// soak runs the seeds as a soak: resumable from soakState, failing
@@ -49,6 +50,7 @@ type config struct {
 	bench      string
 	benchBin   string
 	benchCases []string
+	benchRuns  int
 	command    string
 	options    map[string]string
 }
@@ -110,6 +112,8 @@ func parseArgs(args []string, stderr io.Writer) (*config, error) {
 		bench      = fs.String("bench", "", "measure the simulator's speed and memory (CPU time, peak RSS of a child simrun per case) and write the figures to this JSON file (make bench: reports/bench.json)")
 		benchBin   = fs.String("bench-binary", "", "with -bench: measure this simrun binary instead of this one (a baseline)")
 		benchSel   = fs.String("bench-cases", "", "with -bench: only these cases (comma-separated names)")
+		memStats   = fs.Bool("memstats", false, "print, on stderr, the live heap (after a GC) when each run's events are done: what the run holds, without the garbage")
+		benchN     = fs.Int("bench-runs", 3, "with -bench: runs of each case (the one with the least CPU counts; one for a case over a minute of CPU)")
 	)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -124,7 +128,7 @@ func parseArgs(args []string, stderr io.Writer) (*config, error) {
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 
 	c := &config{json: *asJSON, list: *list, verbose: *verbose, trace: *traceTo, parallel: *parallel, options: map[string]string{},
-		cpuProf: *cpuProf, memProf: *memProf, soak: *soak, bench: *bench, benchBin: *benchBin}
+		cpuProf: *cpuProf, memProf: *memProf, memStats: *memStats, soak: *soak, bench: *bench, benchBin: *benchBin, benchRuns: *benchN}
 	if *benchSel != "" {
 		c.benchCases = strings.Split(*benchSel, ",")
 	}

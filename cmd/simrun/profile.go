@@ -2,10 +2,20 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"runtime"
 	"runtime/pprof"
 )
+
+// printLiveHeap prints the live heap (after a GC) as one JSON line:
+// {"memstats":{"seed":N,"live_heap_bytes":B,"heap_sys_bytes":S}}.
+func printLiveHeap(w io.Writer, seed uint64) {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	fmt.Fprintf(w, "{\"memstats\":{\"seed\":%d,\"live_heap_bytes\":%d,\"heap_sys_bytes\":%d}}\n", seed, m.HeapAlloc, m.HeapSys)
+}
 
 // startProfiles starts a CPU profile into cpu (if set); the returned stop
 // ends it and writes a heap profile into mem (if set).

@@ -61,7 +61,7 @@ func runWith(args []string, stdout, stderr io.Writer, intr interrupts) int {
 		return exitPass
 	}
 	if c.bench != "" {
-		return runBench(c.bench, c.benchBin, c.benchCases, stdout, stderr)
+		return runBench(c.bench, c.benchBin, c.benchCases, c.benchRuns, stdout, stderr)
 	}
 	if c.cpuProf != "" || c.memProf != "" {
 		stop, err := startProfiles(c.cpuProf, c.memProf)
@@ -130,6 +130,9 @@ func runWith(args []string, stdout, stderr io.Writer, intr interrupts) int {
 					if traceFile != nil {
 						o.Trace = traceFile
 					}
+				}
+				if c.memStats {
+					o.AtEnd = func() { printLiveHeap(stderr, o.Seed) }
 				}
 				t0 := time.Now()
 				res, err := sim.Run(o)

@@ -220,10 +220,11 @@ type pk struct {
 	key  string
 }
 
-// Excerpt returns the records of recs around v: those of its key or its
-// workers within the window, widened by pad, at most n lines.
-func Excerpt(recs []trace.Record, v Violation, pad time.Duration, n int) []string {
-	var out []string
+// InExcerpt returns whether a record may be shown in v's excerpt
+// (Excerpt with the same pad): those of its key or its workers within the
+// window, widened by pad, and those it names. A history that keeps only
+// such records gives the same excerpt as the whole history.
+func InExcerpt(v Violation, pad time.Duration) func(r *trace.Record) bool {
 	from, to := v.From-pad, v.To+pad
 	ws := map[string]bool{}
 	for _, w := range v.Workers {
@@ -233,11 +234,27 @@ func Excerpt(recs []trace.Record, v Violation, pad time.Duration, n int) []strin
 	for _, s := range v.Seqs {
 		seqs[s] = true
 	}
-	i := sort.Search(len(recs), func(i int) bool { return recs[i].T >= from })
-	for ; i < len(recs) && recs[i].T <= to; i++ {
-		r := &recs[i]
+	return func(r *trace.Record) bool {
+		if r.T < from || r.T > to {
+			return false
+		}
 		noise := r.Kind == trace.KindPut || r.Kind == trace.KindTrim || (r.Kind == trace.KindReply && r.Op == engine.OpGetRecords)
-		if seqs[r.Seq] || (v.Key != "" && r.Key == v.Key && !noise) || (r.Kind == trace.KindFault && (r.Key == "" || r.Key == v.Key)) || (r.Kind == trace.KindProcStop && ws[who(r)]) {
+		return seqs[r.Seq] || (v.Key != "" && r.Key == v.Key && !noise) || (r.Kind == trace.KindFault && (r.Key == "" || r.Key == v.Key)) || (r.Kind == trace.KindProcStop && ws[who(r)])
+	}
+}
+
+// Excerpt returns the records of recs around v: those of its key or its
+// workers within the window, widened by pad, at most n lines.
+func Excerpt(recs []trace.Record, v Violation, pad time.Duration, n int) []string {
+	var out []string
+	in := InExcerpt(v, pad)
+	seqs := map[uint64]bool{}
+	for _, s := range v.Seqs {
+		seqs[s] = true
+	}
+	i := sort.Search(len(recs), func(i int) bool { return recs[i].T >= v.From-pad })
+	for ; i < len(recs) && recs[i].T <= v.To+pad; i++ {
+		if r := &recs[i]; in(r) {
 			mark := "  "
 			if seqs[r.Seq] {
 				mark = "> "
