@@ -163,7 +163,7 @@ func (w *Worker) nextWrite(h *holding) {
 	case len(h.cps) > 0 && w.isActing(h):
 		target := h.cps[0].cp
 		for _, r := range h.cps[1:] {
-			if r.cp.Compare(target) > 0 {
+			if w.order(r.cp, target) > 0 {
 				target = r.cp
 			}
 		}
@@ -251,7 +251,7 @@ func (w *Worker) holderWriteApplied(h *holding, wr *write) {
 		w.emit(TraceEvent{Kind: TraceCheckpointWritten, Key: h.key, Shard: h.ref, Counter: h.row.Counter, Checkpoint: wr.target})
 		kept := h.cps[:0]
 		for _, r := range h.cps {
-			if r.cp.Compare(wr.target) <= 0 {
+			if w.order(r.cp, wr.target) <= 0 {
 				w.notice(Notice{Kind: NoticeCheckpointDone, Key: h.key, Shard: h.ref, Token: r.token, Checkpoint: r.cp})
 			} else {
 				kept = append(kept, r)
@@ -371,11 +371,11 @@ func (w *Worker) onCheckpointRequest(key string, cp Checkpoint, token uint64) {
 		reject(ErrCheckpointRejected, cp.Validate().Error())
 	case cp.IsSentinel():
 		reject(ErrCheckpointRejected, "only sequence numbers can be checkpointed; the engine writes SHARD_END itself")
-	case cp.Compare(h.c.position) > 0:
+	case w.order(cp, h.c.position) > 0:
 		reject(ErrCheckpointRejected, "beyond the last record delivered")
-	case cp.Compare(h.row.Checkpoint) < 0:
+	case w.order(cp, h.row.Checkpoint) < 0:
 		reject(ErrCheckpointRejected, "lower than the stored checkpoint "+h.row.Checkpoint.String())
-	case cp.Compare(h.row.Checkpoint) == 0 && len(h.cps) == 0:
+	case w.order(cp, h.row.Checkpoint) == 0 && len(h.cps) == 0:
 		w.notice(Notice{Kind: NoticeCheckpointDone, Key: key, Shard: ref, Token: token, Checkpoint: cp})
 	default:
 		h.cps = append(h.cps, cpRequest{cp: cp, token: token})
