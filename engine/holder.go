@@ -159,8 +159,11 @@ func (w *Worker) tickHolding(h *holding) {
 // checkpoints first, then the release or shard end, then a renewal.
 func (w *Worker) nextWrite(h *holding) {
 	now := w.now.Mono
+	// A release waits for the processor's checkpoints to land (KCL's
+	// contract: a checkpoint made at ShutdownRequested lands first).
+	releaseNow := h.release == wRelease && (len(h.cps) == 0 || w.bug("release-before-final-checkpoint"))
 	switch {
-	case len(h.cps) > 0 && w.isActing(h):
+	case len(h.cps) > 0 && w.isActing(h) && !releaseNow:
 		target := h.cps[0].cp
 		for _, r := range h.cps[1:] {
 			if w.order(r.cp, target) > 0 {
@@ -180,7 +183,7 @@ func (w *Worker) nextWrite(h *holding) {
 		row.Children = h.children
 		row.Counter++
 		h.write = &write{kind: wShardEnd, key: h.key, expect: ExpectOf(h.row), row: row}
-	case h.release == wRelease && len(h.cps) == 0:
+	case releaseNow:
 		row := h.row.Clone()
 		row.Owner = ""
 		row.Counter++
@@ -278,6 +281,7 @@ func (w *Worker) holderWriteApplied(h *holding, wr *write) {
 		}
 		w.emit(TraceEvent{Kind: TraceLeaseReleased, Key: h.key, Shard: h.ref, Counter: h.row.Counter, Reason: why})
 		h.gone = true
+		w.refuseCheckpoints(h, "the lease was released") // none: a release waits for them
 		if w.shutdown && !h.control {
 			w.down.released = append(w.down.released, h.key)
 		}

@@ -38,6 +38,8 @@ var mutationCases = []mutationCase{
 	// comparison drops records or misplaces checkpoints at the first
 	// shard whose numbers grow by a digit
 	{mutation: "engine:compare-sequences-as-strings", faults: "swarm", invariant: "S3 S4 S6", bound: 8},
+	// a release that races ahead of the processor's final checkpoint: G1
+	{mutation: "engine:release-before-final-checkpoint", faults: "swarm", invariant: "G1", bound: 8},
 	{mutation: "unfenced-checkpoint", faults: "partition,pause,crash,clog", invariant: "S2", bound: 10},
 	{mutation: "unfenced-take", faults: "partition,clog,latency", invariant: "S2", bound: 10},
 	{mutation: "unfenced-take", faults: "partition,clog,latency,pause", invariant: "S1", bound: 10},

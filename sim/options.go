@@ -265,11 +265,36 @@ func (a Action) String() string {
 	return b.String()
 }
 
-// Figures are the measurements every run reports.
+// Figures are the measurements every run reports. Handoffs are changes
+// of acting process on a shard (see check.Figures): failovers follow an
+// unplanned end of the old owner's tenure (its lease lost or expired, its
+// process crashed, killed, paused or cut off), planned moves a release
+// for a graceful shutdown or a cooperative handoff. The failover and gap
+// times run from the old owner's last act to the new owner's first.
 type Figures struct {
-	Failovers              int
-	FailoverP50            time.Duration
-	FailoverMax            time.Duration
+	// LeaseDuration is the world's lease duration (the engine's, after
+	// defaults): the unit of the failover targets.
+	LeaseDuration time.Duration
+	// Failovers counts the unplanned handoffs that left a gap;
+	// FailoverP50, FailoverP99 and FailoverMax are their gaps' percentiles.
+	Failovers   int
+	FailoverP50 time.Duration
+	FailoverP99 time.Duration
+	FailoverMax time.Duration
+	// PlannedMoves counts the planned handoffs; HandoffGapP50/P99/Max are
+	// the percentiles of their gaps; RedeliveriesPerPlannedMove the
+	// records the new owners received again after them (0 when the old
+	// owners' processors checkpointed what they had received).
+	PlannedMoves int
+	// CheckpointedMoves counts the planned moves whose processor had
+	// checkpointed every record it received (G1: they re-deliver none).
+	CheckpointedMoves          int
+	HandoffGapP50              time.Duration
+	HandoffGapP99              time.Duration
+	HandoffGapMax              time.Duration
+	RedeliveriesPerPlannedMove float64
+	// Handoffs counts every change of acting process;
+	// RedeliveriesPerHandoff the records re-delivered per handoff.
 	Handoffs               int
 	RedeliveriesPerHandoff float64
 	TableOpsPerShardHour   float64
@@ -330,8 +355,9 @@ func (r *Result) Summary() string {
 	}
 	fmt.Fprintf(&b, "\ntrace hash: %016x, %d records, %d events, %.0f virtual seconds\n", r.TraceHash, r.Records, r.Events, r.VirtualSeconds)
 	f := r.Figures
-	fmt.Fprintf(&b, "figures: failovers %d (p50 %v, max %v), handoffs %d, re-deliveries/handoff %.2f, table ops/shard-hour %.0f, stream ops/shard-hour %.0f, puts %d, lost to retention %d\n",
-		f.Failovers, f.FailoverP50, f.FailoverMax, f.Handoffs, f.RedeliveriesPerHandoff, f.TableOpsPerShardHour, f.StreamOpsPerShardHour, f.Puts, f.LostToRetention)
+	fmt.Fprintf(&b, "figures: lease %v; failovers %d (p50 %v, p99 %v, max %v), planned moves %d (gap p50 %v, p99 %v, max %v; re-deliveries/move %.2f), handoffs %d, re-deliveries/handoff %.2f, table ops/shard-hour %.0f, stream ops/shard-hour %.0f, puts %d, lost to retention %d\n",
+		f.LeaseDuration, f.Failovers, f.FailoverP50, f.FailoverP99, f.FailoverMax, f.PlannedMoves, f.HandoffGapP50, f.HandoffGapP99, f.HandoffGapMax, f.RedeliveriesPerPlannedMove,
+		f.Handoffs, f.RedeliveriesPerHandoff, f.TableOpsPerShardHour, f.StreamOpsPerShardHour, f.Puts, f.LostToRetention)
 	fmt.Fprintf(&b, "lin: %s\n", r.Lin)
 	fmt.Fprintf(&b, "schedule (%d actions):\n", len(r.Schedule))
 	for _, a := range r.Schedule {
