@@ -15,6 +15,7 @@ var plantedBugs = map[string]string{
 	"resolve-ignores-writer":          "a write of unknown outcome is resolved by the row's contents alone, not its writer: a restarted process takes its predecessor's identical row for its own write",
 	"resume-after-sequence":           "a resume at a checkpoint with sub-sequence number 0 reads AFTER its sequence number: the rest of a KPL aggregate whose first user record was checkpointed is lost",
 	"compare-sequences-as-strings":    "the worker orders sequence numbers as strings, not as numbers: when a shard's numbers grow by a digit, records are dropped as already delivered and checkpoints rejected or taken for regressions",
+	"expiry-by-wall-clock":            "a taker times how long a lease version stood still on its wall clock (stored wall times), not its monotonic one, and acts at once: a wall clock stepped forward takes leases that have not expired",
 	"release-before-final-checkpoint": "a lease let go for a shutdown or a handoff is released at once, without waiting for the checkpoints its processor asked for at ShutdownRequested: the next owner starts before them",
 	"resubscribe-at-latest":           "fan-out: a subscription renewed after its end starts at LATEST, not after the last continuation: records put between two subscriptions are skipped",
 	// assignment by an assigner

@@ -38,6 +38,10 @@ var mutationCases = []mutationCase{
 	// comparison drops records or misplaces checkpoints at the first
 	// shard whose numbers grow by a digit
 	{mutation: "engine:compare-sequences-as-strings", faults: "swarm", invariant: "S3 S4 S6", bound: 8},
+	// expiry timed on the wall clock: W1 sees the lease decision taken in
+	// the step that read it (S1 too, when a clock step comes inside a
+	// taker's observation window)
+	{mutation: "engine:expiry-by-wall-clock", faults: "swarm", invariant: "W1 S1", bound: 4},
 	// a release that races ahead of the processor's final checkpoint: G1
 	{mutation: "engine:release-before-final-checkpoint", faults: "swarm", invariant: "G1", bound: 8},
 	{mutation: "unfenced-checkpoint", faults: "partition,pause,crash,clog", invariant: "S2", bound: 10},

@@ -176,6 +176,18 @@ func checkMutation(m string) error {
 	return fmt.Errorf("sim: unknown mutation %q", m)
 }
 
+// Roles an action may target (Action.Role), resolved when it happens:
+// the worker that holds the assigner row, one that holds a lease (drawn
+// among the held leases), or one that observes a lease another holds
+// (drawn among the live workers other than the holder of a drawn held
+// lease that hold the fewest leases: in scan mode the likeliest taker; in
+// assigned mode the assigner or a deputy watches every lease).
+const (
+	RoleAssigner = "assigner"
+	RoleHolder   = "holder"
+	RoleObserver = "observer"
+)
+
 // ActionKind names a scripted or drawn action.
 type ActionKind string
 
@@ -189,7 +201,7 @@ const (
 	ActScaleIn        ActionKind = "scale-in"   // Worker shuts down for good
 	ActPartition      ActionKind = "partition"  // Workers from Target ("table", "stream", "both") in Dir ("both", "request", "reply") for Dur
 	ActClog           ActionKind = "clog"       // Workers' links to Target get Extra latency for Dur
-	ActClockStep      ActionKind = "clock-step" // Worker's wall clock jumps by Extra (may be negative)
+	ActClockStep      ActionKind = "clock-step" // Worker's wall clock jumps by Extra (may be negative); back again after Dur (0: never)
 	ActSplit          ActionKind = "split"      // Shard ("" any open shard)
 	ActMerge          ActionKind = "merge"      // Shard and its neighbour ("" any adjacent pair)
 	ActTableThrottle  ActionKind = "table-throttle"
@@ -206,13 +218,16 @@ const (
 // Action is one timed action of a schedule. A crash, pause or shutdown
 // with Shard set targets the worker whose live process owns that shard's
 // lease in the table at that moment (Worker is ignored); when no live
-// process owns it, the action does nothing.
+// process owns it, the action does nothing. A crash, pause, shutdown or
+// clock step with Role set targets a worker by what it does at that
+// moment (see the Role* constants; Worker is ignored).
 type Action struct {
 	At       time.Duration
 	Kind     ActionKind
 	Worker   int
 	Workers  []int
 	Shard    string
+	Role     string
 	Target   string
 	Dir      string
 	Dur      time.Duration
@@ -226,13 +241,16 @@ func (a Action) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%8.3fs %s", a.At.Seconds(), a.Kind)
 	switch a.Kind {
-	case ActCrash, ActPause, ActShutdown:
-		if a.Shard != "" {
+	case ActCrash, ActPause, ActShutdown, ActClockStep:
+		switch {
+		case a.Role != "":
+			b.WriteString(" the " + a.Role)
+		case a.Shard != "":
 			b.WriteString(" owner-of")
-		} else {
+		default:
 			fmt.Fprintf(&b, " w%d", a.Worker)
 		}
-	case ActRestart, ActScaleIn, ActClockStep, ActDupOwner:
+	case ActRestart, ActScaleIn, ActDupOwner:
 		fmt.Fprintf(&b, " w%d", a.Worker)
 	}
 	if len(a.Workers) > 0 {

@@ -185,6 +185,16 @@ func CheckG1(recs []trace.Record, o Options) []Violation {
 	return c.g1.out
 }
 
+// CheckW1 reports lease decisions (a lease-table write sent, an
+// assignment, a handoff begun, acting started or stopped) that a process
+// took in a step in which it read the wall clock (trace.WallRead) for a
+// purpose other than NonLeasePurposes.
+func CheckW1(recs []trace.Record, o Options) []Violation {
+	c := newOnline(o, checkW1)
+	c.feed(recs)
+	return c.w1.out
+}
+
 // CheckL1 checks liveness after healing: at the end every open shard has a
 // live process acting on it, records put between Heal+Bound and End-Bound
 // reach a processor within Bound, and (with o.Balance) live workers hold

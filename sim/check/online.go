@@ -23,8 +23,9 @@ const (
 	checkMeasure
 	checkTenures // only the tenures (Tenures)
 	checkG1
+	checkW1
 
-	checkAll = checkS1 | checkS2 | checkS3 | checkS4 | checkS5 | checkS6 | checkL1 | checkMeasure | checkG1
+	checkAll = checkS1 | checkS2 | checkS3 | checkS4 | checkS5 | checkS6 | checkL1 | checkMeasure | checkG1 | checkW1
 )
 
 // Online runs every checker (S1-S6, L1) and the figures (Measure) over a
@@ -46,6 +47,7 @@ type Online struct {
 	s6 *s6Checker
 	l1 *l1Checker
 	g1 *g1Checker
+	w1 *w1Checker
 	ms *measurer
 
 	prefed bool // the records put were taken before the history (feed)
@@ -94,6 +96,9 @@ func newOnline(o Options, w which) *Online {
 	if w&checkG1 != 0 {
 		c.g1 = newG1(o)
 	}
+	if w&checkW1 != 0 {
+		c.w1 = newW1(o)
+	}
 	if w&checkMeasure != 0 {
 		c.ms = newMeasurer(o, c.ten, c.puts)
 		c.ten.ms = c.ms
@@ -126,6 +131,9 @@ func (c *Online) feed(recs []trace.Record) {
 // Observe feeds one record. The checkers keep no reference to r. Its
 // sequence numbers and checkpoint are parsed once, here.
 func (c *Online) Observe(r *trace.Record) {
+	if c.w1 != nil {
+		c.w1.observe(r)
+	}
 	if c.g1 != nil {
 		switch r.Kind {
 		case trace.Acting, trace.Delivered, trace.CheckpointRequested, trace.CheckpointRejected, trace.CheckpointWritten, trace.CallSent, trace.LeaseReleased, trace.LeaseLost:
@@ -276,8 +284,8 @@ func (c *Online) Observe(r *trace.Record) {
 }
 
 // Finish ends the history: it runs the end-of-run checks against the
-// final table (if finalKnown) and returns every violation, S1 to L1 and
-// G1 in that order, and the figures.
+// final table (if finalKnown) and returns every violation, S1 to L1, G1
+// and W1 in that order, and the figures.
 func (c *Online) Finish(final []engine.Lease, finalKnown bool) (Report, Figures) {
 	var rep Report
 	if c.s1 != nil {
@@ -304,6 +312,9 @@ func (c *Online) Finish(final []engine.Lease, finalKnown bool) (Report, Figures)
 	}
 	if c.g1 != nil {
 		rep.Violations = append(rep.Violations, c.g1.out...)
+	}
+	if c.w1 != nil {
+		rep.Violations = append(rep.Violations, c.w1.out...)
 	}
 	var f Figures
 	if c.ms != nil {
