@@ -19,9 +19,9 @@ type observation struct {
 	// seenWall is the wall reading at seenAt, kept only by the planted
 	// bug expiry-by-wall-clock
 	seenWall time.Time
-	ref    ShardRef
-	ok     bool // the key names a shard of a consumed stream
-	scan   uint64
+	ref      ShardRef
+	ok       bool // the key names a shard of a consumed stream
+	scan     uint64
 }
 
 func (w *Worker) refOf(key string) ShardRef {
