@@ -16,6 +16,7 @@ var plantedBugs = map[string]string{
 	"resume-after-sequence":           "a resume at a checkpoint with sub-sequence number 0 reads AFTER its sequence number: the rest of a KPL aggregate whose first user record was checkpointed is lost",
 	"compare-sequences-as-strings":    "the worker orders sequence numbers as strings, not as numbers: when a shard's numbers grow by a digit, records are dropped as already delivered and checkpoints rejected or taken for regressions",
 	"expiry-by-wall-clock":            "a taker times how long a lease version stood still on its wall clock (stored wall times), not its monotonic one, and acts at once: a wall clock stepped forward takes leases that have not expired",
+	"sync-from-eventual-scan":         "shard sync decides from an eventually consistent scan: a scan that shows a finished parent's row deleted but not yet its child's re-creates the parent's lease, which is processed again",
 	"release-before-final-checkpoint": "a lease let go for a shutdown or a handoff is released at once, without waiting for the checkpoints its processor asked for at ShutdownRequested: the next owner starts before them",
 	"resubscribe-at-latest":           "fan-out: a subscription renewed after its end starts at LATEST, not after the last continuation: records put between two subscriptions are skipped",
 	// assignment by an assigner
