@@ -318,7 +318,14 @@ func (w *Worker) loseLease(h *holding, reason string) {
 	}
 	if h.control {
 		// The assigner's leases are bound to its row (see assign.go): a
-		// worker that took the row over may reassign them at once.
+		// worker that took the row over may reassign them at once. It
+		// tells them by their writer, the one of the assigner row it took
+		// over: from now on this worker writes under a new one, so that
+		// leases it takes as an ordinary worker before the takeover are
+		// not taken for bound ones (swarm seed 57 with boundary seeking:
+		// S1, a deposed assigner's later lease reassigned at once).
+		w.writerEpoch++
+		w.writer = writerOf(w.cfg.Seed + w.writerEpoch*0x632be59bd9b4e019)
 		w.asg.as = nil
 		for _, k := range slices.Clone(w.heldKeys) {
 			if o := w.held[k]; o != nil && o != h && !o.gone {

@@ -35,8 +35,10 @@ type Worker struct {
 
 	// The table as this worker has seen it: one observation per key.
 	obs map[string]*observation
-	// writer is the Lease.Writer of every row this worker writes.
-	writer string
+	// writer is the Lease.Writer of every row this worker writes; it is
+	// drawn anew (writerEpoch) when the worker loses the assigner row.
+	writer      string
+	writerEpoch uint64
 	// syncLeader: no row of the latest listing is owned by an owner id
 	// smaller than this worker's (see syncInterval).
 	syncLeader bool

@@ -74,7 +74,8 @@ func (s *simulator) roleSlot(role string) (int, bool) {
 
 func (s *simulator) act(a Action) {
 	desc := a.String()
-	targeted := a.Kind == ActCrash || a.Kind == ActPause || a.Kind == ActShutdown || a.Kind == ActClockStep
+	targeted := a.Kind == ActCrash || a.Kind == ActPause || a.Kind == ActShutdown || a.Kind == ActClockStep ||
+		a.Kind == ActCutAfterRenew || a.Kind == ActCrashAfterRenew
 	if targeted && (a.Shard != "" || a.Role != "") {
 		w, ok, why := 0, false, ": no live process owns it"
 		if a.Role != "" {
@@ -155,6 +156,10 @@ func (s *simulator) act(a Action) {
 		s.deliver(p, &engine.Input{Kind: engine.InputShutdown})
 	case ActSwitchMode:
 		s.switchMode(a)
+	case ActCutAfterRenew, ActCrashAfterRenew:
+		s.armAfterRenew(a)
+	case actPutTo:
+		s.putTo(a.Shard)
 	case ActForeignApp:
 		s.foreignApp(a)
 	case ActRecreateStream:
@@ -242,6 +247,11 @@ func (s *simulator) act(a Action) {
 		s.emit(&trace.Record{Kind: trace.KindShardCreated, Worker: -1, Proc: -1, Key: c, Parent: x, Parent2: y})
 		s.wakeShard(x)
 		s.wakeShard(y)
+		if s.bchance(s.w.Boundary.SlowParent) {
+			// the second parent finishes far later than the first: its
+			// holder pauses (see boundary.go)
+			s.later(Action{At: s.now, Kind: ActPause, Shard: y, Dur: s.bd.rng.between(2*time.Second, 3*s.full.LeaseDuration).Round(time.Millisecond)})
+		}
 	case ActTableThrottle:
 		s.fault(desc, "")
 		s.svc.tableThrottle, s.svc.tableThrUntil = a.Value, s.now+a.Dur

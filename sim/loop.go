@@ -30,6 +30,8 @@ func (s *simulator) loop() {
 			s.onApply(int(e.a), true)
 		case evSubWake:
 			s.onSubWake(e.a)
+		case evHeldApply:
+			s.onHeldApply(e.a)
 		case evReply:
 			s.onReply(int(e.a), false)
 		case evTimeout:

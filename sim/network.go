@@ -50,7 +50,11 @@ type inflight struct {
 	pending  int
 	reason   string
 	fault    string
-	retried  bool // an SDK retry of the write was sent
+	retried  bool          // an SDK retry of the write was sent
+	applyAt  time.Duration // when its (first) apply is scheduled
+	late     bool          // its reply comes just under the timeout (boundary.go)
+	held     bool          // its apply was held back once (boundary.go)
+	holdGen  uint32        // the generation of its held apply (boundary.go)
 	// learnt: the caller learnt the write's outcome (a reply it could read
 	// as applied, not applied or throttled reached its live process)
 	learnt bool
@@ -160,6 +164,7 @@ func (s *simulator) send(p *proc, c *engine.Call) {
 		return
 	}
 	at := s.now + s.latency(l)
+	f.applyAt = at
 	s.schedCall(i, at, evApply)
 	if at > deadline {
 		s.schedCall(i, deadline, evTimeout)
@@ -244,6 +249,12 @@ func (s *simulator) onReply(i int, timeout bool) {
 		case o == trace.OutcomeCondition || o == trace.OutcomeThrottled:
 			f.learnt = !f.retried // a retry's failure may hide an applied attempt
 		}
+		if o := outcome(res.Err); o != trace.OutcomeOK && o != trace.OutcomeThrottled {
+			s.noteUnknown(p, f) // the engine reads the row to resolve it
+		}
+		if f.call.Op == engine.OpListLeases && res.Err == nil {
+			s.observed(p, &res.Listing)
+		}
 		r := trace.Record{Kind: trace.KindReply, Key: leaseKey(&f.call), Call: f.call.ID, Op: f.call.Op, Sent: f.sent, Applied: f.applied,
 			Outcome: outcome(res.Err), Fault: f.fault, Reason: f.reason}
 		switch f.call.Op {
@@ -269,7 +280,9 @@ func (s *simulator) onReply(i int, timeout bool) {
 		}
 		s.emit(s.procRec(p, &r))
 		in := engine.Input{Kind: engine.InputResult, Result: *res}
-		s.deliver(p, &in)
+		if r.Count == 0 || (f.call.Op != engine.OpGetRecords && f.call.Op != engine.OpNextEvent) || !s.pauseMidDelivery(p, &in) {
+			s.deliver(p, &in)
+		}
 	}
 	s.release(i)
 }

@@ -40,6 +40,9 @@ type Options struct {
 	// SubscriptionLifetime pins how long a fan-out subscription lasts (0:
 	// drawn, 15 s to 5 minutes).
 	SubscriptionLifetime time.Duration
+	// Boundary is the boundary seeking (see boundary.go): "on", "off", or
+	// "" (a swarm draws it for half its worlds; other runs go without).
+	Boundary string
 	// Drifts, if set, pins the clock rate of the first len(Drifts) worker
 	// slots, each as a fraction of the run's drift bound in [-1, 1]: -1 is
 	// the slowest clock the assumptions allow, +1 the fastest. Other slots
@@ -241,7 +244,7 @@ func (a Action) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%8.3fs %s", a.At.Seconds(), a.Kind)
 	switch a.Kind {
-	case ActCrash, ActPause, ActShutdown, ActClockStep:
+	case ActCrash, ActPause, ActShutdown, ActClockStep, ActCutAfterRenew, ActCrashAfterRenew:
 		switch {
 		case a.Role != "":
 			b.WriteString(" the " + a.Role)
@@ -435,6 +438,9 @@ func ReplayCommand(o Options) string {
 	}
 	if o.SubscriptionLifetime != 0 {
 		s += " -subscription-lifetime " + o.SubscriptionLifetime.String()
+	}
+	if o.Boundary != "" {
+		s += " -boundary " + o.Boundary
 	}
 	if o.Scenario != "" {
 		s += " -scenario " + o.Scenario

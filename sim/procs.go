@@ -36,6 +36,13 @@ type slot struct {
 	dup        bool   // a duplicate-owner slot (outside the assumptions)
 	consumes   string // the stream its processes consume ("": streamName)
 	mode       string // how its next processes take leases (ActSwitchMode; "": the world's)
+	// throttleScans is how many consistent scans of its next process
+	// are throttled (ActCrashAfterRenew)
+	throttleScans int
+	// staleScans is how many eventually consistent scans of its next
+	// process read every row as stale as the table allows
+	// (ActCrashAfterRenew)
+	staleScans int
 }
 
 // proc is one process: an incarnation of a worker slot running the engine.
@@ -59,6 +66,17 @@ type proc struct {
 	token    uint64
 	restart  time.Duration // restart this long after a graceful exit (0: no)
 	killAt   time.Duration
+	// boundary seeking (boundary.go): an action armed for the next
+	// applied renewal, the versions seen in scans, keys of writes of
+	// unknown outcome
+	afterRenew    ActionKind
+	afterRenewDur time.Duration
+	seen          map[string]seenVersion
+	unknown       map[string]bool
+	renewSent     map[string]time.Duration // the send time of its latest applied renewal of each key
+	// a delivery within [pauseDeliveryFrom, pauseDeliveryUntil) is paused
+	// in the middle for pauseDeliveryFor (ActCutAfterRenew)
+	pauseDeliveryFrom, pauseDeliveryUntil, pauseDeliveryFor time.Duration
 }
 
 type sentInfo struct {
@@ -71,8 +89,11 @@ type sentInfo struct {
 func (s *simulator) addSlot(cr rng) *slot {
 	sl := &slot{idx: len(s.cl.slots), proc: -1, desired: true}
 	sl.drift = cr.rangeF(-s.w.DriftBound, s.w.DriftBound)
-	if sl.idx < len(s.o.Drifts) {
+	switch {
+	case sl.idx < len(s.o.Drifts):
 		sl.drift = s.o.Drifts[sl.idx] * s.w.DriftBound
+	case s.w.Boundary.Drift:
+		sl.drift = s.boundaryDrift()
 	}
 	sl.wallOffset = cr.between(-5*time.Minute, 5*time.Minute)
 	sl.table = link{lat: s.w.TableLatency}

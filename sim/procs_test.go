@@ -33,3 +33,22 @@ func TestShutdownTimeoutRestarts(t *testing.T) {
 		t.Fatalf("restarted after the kill: %v; violations %v", restarted, res.Violations)
 	}
 }
+
+// TestDeposedAssignerLease: an assigner whose row expired (throttled
+// renewals) goes on as an ordinary worker and takes a lease before
+// another worker takes the row over; the new assigner must not take that
+// lease for one bound to the old row and reassign it at once (swarm seed
+// 57 with boundary seeking broke S1 so: the deposed assigner now writes
+// under a new writer).
+func TestDeposedAssignerLease(t *testing.T) {
+	res, err := Run(Options{Seed: 57})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.World.Boundary.On {
+		t.Fatal("seed 57 no longer draws boundary seeking: the regression case is lost")
+	}
+	if !res.OK() {
+		t.Fatalf("seed 57: %v", res.Violations[0])
+	}
+}

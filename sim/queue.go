@@ -20,6 +20,7 @@ const (
 	evRetry                             // an SDK retry of a write reaches the table (a = call slot)
 	evKill                              // a graceful shutdown took too long
 	evSubWake                           // a parked NextEvent is answered (a = call slot<<32 | wake generation; see fanout.go)
+	evHeldApply                         // a call held back by boundary seeking reaches the table (a = call slot<<32 | hold generation; see boundary.go)
 )
 
 // event is one entry of the queue, a plain value.

@@ -19,6 +19,7 @@ const (
 	streamFanOut
 	streamAssignment
 	streamClockSteps // clock steps aimed at a new process's first observations
+	streamBoundary   // boundary seeking (boundary.go)
 )
 
 func splitmix(x uint64) uint64 {

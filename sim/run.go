@@ -46,7 +46,8 @@ type simulator struct {
 	pm  processorModel
 	wl  workload
 	fs  faultState
-	fo  fanOutSim // see fanout.go
+	fo  fanOutSim     // see fanout.go
+	bd  boundaryState // see boundary.go
 }
 
 // Run runs one simulation. The checkers run as it goes; the trace is kept
@@ -90,6 +91,7 @@ func run(o Options) (*Result, error) {
 	s.wl.rng = newRNG(o.Seed, streamWorkload)
 	s.fs.rng = newRNG(o.Seed, streamFaults)
 	s.fs.steps = newRNG(o.Seed, streamClockSteps)
+	s.bd.rng = newRNG(o.Seed^0xb0da, streamBoundary) // not the stream that drew the world's knobs
 	s.fs.pauseProc = map[uint64]int32{}
 	s.fs.faultWorker = -1
 	s.rec.init(o, w)
@@ -124,6 +126,7 @@ func (s *simulator) setup() {
 		s.addSlot(cr)
 	}
 	s.fs.schedule = s.drawSchedule()
+	s.fs.schedule = append(s.fs.schedule, s.boundarySchedule()...)
 	s.fs.schedule = append(s.fs.schedule, s.o.Actions...)
 	sort.SliceStable(s.fs.schedule, func(i, j int) bool { return s.fs.schedule[i].At < s.fs.schedule[j].At })
 	for i, a := range s.fs.schedule {

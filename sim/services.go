@@ -38,6 +38,15 @@ func (s *simulator) onApply(i int, retry bool) {
 	f.pending--
 	p := s.cl.procs[f.proc]
 	c := &f.call
+	if !retry {
+		if t, ok := s.heldApply(p, i, f); ok {
+			f.held = true // a boundary knob holds it back (boundary.go)
+			if t >= 0 {
+				s.schedCall(i, t, evApply)
+			}
+			return
+		}
+	}
 	rn := s.net.rng
 	res := engine.Result{ID: c.ID}
 	applied := false
@@ -54,6 +63,10 @@ func (s *simulator) onApply(i int, retry bool) {
 				res.Err = errRetryThrottled
 				f.fault = "sdk-retry-throttled"
 			}
+		case c.Op == engine.OpListLeases && c.Consistent && s.cl.slots[p.slot].throttleScans > 0:
+			s.cl.slots[p.slot].throttleScans-- // ActCrashAfterRenew
+			res.Err = errThrottled
+			f.fault = "throttled"
 		case rn.chance(s.rate(s.w.Rates.TableTransient)):
 			f.fault = "transient"
 			transient = true
@@ -83,6 +96,8 @@ func (s *simulator) onApply(i int, retry bool) {
 			s.execStream(f, &res)
 		}
 	}
+	renewed := applied && f.applied < 0 && f.reason == trace.WriteRenew && p.alive
+	took := applied && f.applied < 0 && f.reason == trace.WriteTake
 	if applied && f.applied < 0 {
 		f.applied = s.now
 	}
@@ -91,6 +106,12 @@ func (s *simulator) onApply(i int, retry bool) {
 			execErr = res.Err
 		}
 		s.emitApply(p, f, execErr, retry)
+	}
+	if renewed {
+		s.renewApplied(p, f) // an armed boundary action (boundary.go)
+	}
+	if took {
+		s.takeApplied(f) // boundary.go
 	}
 	f.result = res
 	// an SDK retry of a write: the first reply is lost, the retry lands later
@@ -122,7 +143,7 @@ func (s *simulator) onApply(i int, retry bool) {
 		}
 		return
 	}
-	at := s.now + s.latency(l)
+	at := s.replyAt(p, f, s.now+s.latency(l), deadline)
 	if at <= deadline {
 		s.schedCall(i, at, evReply)
 	} else if s.now < deadline {
@@ -138,7 +159,13 @@ func (s *simulator) execStore(p *proc, f *inflight, res *engine.Result) bool {
 	c := &f.call
 	switch c.Op {
 	case engine.OpListLeases:
-		if !c.Consistent && s.net.rng.chance(s.rate(s.w.Rates.StaleRead)) {
+		if sl := s.cl.slots[p.slot]; !c.Consistent && sl.staleScans > 0 {
+			// a restarted process's first scans, as stale as the table
+			// allows (ActCrashAfterRenew)
+			sl.staleScans--
+			f.fault = "stale-read"
+			res.Listing, res.Err = s.tbl.ListLeasesEventual(s.ctx, func(string) time.Duration { return s.w.Rates.StaleLag })
+		} else if !c.Consistent && s.net.rng.chance(s.rate(s.w.Rates.StaleRead)) {
 			// eventually consistent, row by row (see staleLag)
 			f.fault = "stale-read"
 			res.Listing, res.Err = s.tbl.ListLeasesEventual(s.ctx, s.staleLag)

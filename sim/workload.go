@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"math/big"
 	"sort"
 	"strconv"
 	"time"
@@ -87,6 +88,34 @@ func (s *simulator) onPut() {
 	s.emit(&trace.Record{Kind: trace.KindPut, Worker: -1, Proc: -1, Key: sh, First: seq})
 	s.wakeShard(sh)
 	s.q.push(event{at: s.now + wl.rng.exp(s.putMean()), kind: evPut})
+}
+
+// putTo puts one record into the open shard id (a boundary knob feeding
+// a holder near the end of its lease: see boundary.go), unless it is
+// closed or unknown.
+func (s *simulator) putTo(id string) {
+	if s.wl.noPuts {
+		return
+	}
+	for _, sh := range s.openShards() {
+		if sh.ID != id {
+			continue
+		}
+		h, ok := new(big.Int).SetString(sh.StartingHashKey, 10)
+		if !ok {
+			return
+		}
+		lo := new(big.Int).And(h, new(big.Int).SetUint64(^uint64(0))).Uint64()
+		hi := new(big.Int).Rsh(h, 64).Uint64()
+		key, seq, err := s.st.PutRecordWithHash(streamName, s.wl.pkeys[0], hi, lo, nil)
+		if err != nil {
+			panic("sim: put: " + err.Error())
+		}
+		s.wl.puts++
+		s.emit(&trace.Record{Kind: trace.KindPut, Worker: -1, Proc: -1, Key: key, First: seq})
+		s.wakeShard(key)
+		return
+	}
 }
 
 // onRetention is the periodic retention pass: it makes the stream apply

@@ -97,6 +97,7 @@ func parseArgs(args []string, stderr io.Writer) (*config, error) {
 		assignment = fs.String("assignment", "", "how leases reach the workers: assigner, scan, mixed (each worker slot draws), or empty: the assigner (the swarm draws)")
 		consumer   = fs.String("consumer", "", "how the workers read: polling, fan-out (enhanced fan-out), or empty: the swarm draws fan-out for 3 worlds in 10; default: the scenario's")
 		lifetime   = fs.Duration("subscription-lifetime", 0, "fan-out: how long a subscription lasts (0: the scenario's, or drawn from 15s to 5m)")
+		boundary   = fs.String("boundary", "", "boundary seeking (timings at the edges of the assumptions): on, off, or empty: the swarm draws it for half its worlds")
 		parallel   = fs.Int("parallel", runtime.NumCPU(), "seeds run at a time (each seed is single-threaded and deterministic)")
 		asJSON     = fs.Bool("json", false, "print one JSON object per seed, one per line, in seed order")
 		out        = fs.String("out", "", "write summary.json and report.html to this folder (default: reports/out/SCENARIO, or reports/out/SCENARIO-seed-N for one seed)")
@@ -219,6 +220,14 @@ func parseArgs(args []string, stderr io.Writer) (*config, error) {
 		}
 		o.SubscriptionLifetime = *lifetime
 	}
+	if set["boundary"] {
+		switch *boundary {
+		case "", "on", "off":
+		default:
+			return nil, usagef("-boundary %q: want on or off (or empty: drawn)", *boundary)
+		}
+		o.Boundary = *boundary
+	}
 	if set["mutation"] {
 		if *mutation != "" {
 			if _, ok := sim.Mutations[*mutation]; !ok {
@@ -302,6 +311,9 @@ func parseArgs(args []string, stderr io.Writer) (*config, error) {
 	}
 	if o.Assignment != "" {
 		c.options["assignment"] = o.Assignment
+	}
+	if o.Boundary != "" {
+		c.options["boundary"] = o.Boundary
 	}
 	if len(o.Actions) > 0 {
 		c.options["scripted_actions"] = strconv.Itoa(len(o.Actions))

@@ -1,0 +1,471 @@
+package sim
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/shardlease/shardlease/engine"
+)
+
+// Boundary seeking (BUGGIFY, after FoundationDB): with some probability
+// per world, the simulator chooses timings at the edges of the stated
+// assumptions on purpose instead of waiting for chance to reach them. A
+// boundary world turns on a random subset of the knobs below; each knob
+// fires with its own chance where it applies. Every knob stays inside the
+// assumptions (drift within its bound, replies within the call timeout,
+// pauses that do not outlast the margin in the middle of an act), so a
+// correct engine passes them all; a rule that is off by its margin does
+// not. The knobs draw from their own PRNG stream: worlds without them
+// draw exactly as before.
+//
+//   - drift: every worker's clock runs at exactly the drift bound, fast
+//     or slow (a holder at one end and a taker at the other, wherever the
+//     leases go);
+//   - late replies: a table call's reply arrives just under the call
+//     timeout (the ambiguous edge: a validity counted from the reply
+//     stretches by it);
+//   - scan at expiry: a worker's scan reply is held until the instant a
+//     lease it has seen standing still expires in its own view (its
+//     clock), so that it decides at the earliest moment it may;
+//   - scan after renewal: a scan reaches the table just after another
+//     worker's renewal applies, so that its view of the lease's version
+//     starts as early as it can;
+//   - late resolving reads: the read that resolves a write of unknown
+//     outcome reaches the table only near its timeout;
+//   - cut after renewal: a holder's table link loses every request just
+//     after one of its renewals applied (its reply still comes, late),
+//     while the holder keeps reading its shards: it must stop at its own
+//     view of expiry less the margin; a delivery it makes within the
+//     mid-act slack of its view of expiry is paused in the middle for the
+//     slack (a pause just under the margin);
+//   - crash after renewal: a holder crashes just after one of its
+//     renewals applied and restarts under its owner id within a lease
+//     duration, its first two consistent scans throttled and its first
+//     two eventually consistent ones as stale as the table allows;
+//   - victims cut: when a take applies, the live holder it took the
+//     lease from is cut off the table, so that it learns nothing and acts
+//     to its own view of expiry, paused just under the margin then;
+//   - slow second parent: at a merge, the holder of one parent is paused
+//     for up to three lease durations, so that the parents finish far
+//     apart.
+
+// BoundaryWorld is the drawn boundary seeking of a world.
+type BoundaryWorld struct {
+	On bool
+	// Drift: every slot's clock at exactly ±DriftBound.
+	Drift bool
+	// The chances per call: LateReply of a table write or read reply;
+	// ScanAtExpiry of a scan reply; ScanAfterRenew of a scan's apply;
+	// LateResolve of a resolving read.
+	LateReply, ScanAtExpiry, ScanAfterRenew, LateResolve float64
+	// CutAfterRenew, CrashAfterRenew: how many such actions the schedule
+	// has. SlowParent: the chance that a merge pauses a parent's holder.
+	CutAfterRenew, CrashAfterRenew int
+	SlowParent                     float64
+	// CutVictim: the chance that a take cuts the live holder it took the
+	// lease from off the table (see takeApplied).
+	CutVictim float64
+}
+
+func (b BoundaryWorld) String() string {
+	if !b.On {
+		return ""
+	}
+	var ks []string
+	if b.Drift {
+		ks = append(ks, "drift at the bound")
+	}
+	for _, k := range []struct {
+		name string
+		p    float64
+	}{{"late replies", b.LateReply}, {"scans at expiry", b.ScanAtExpiry}, {"scans after renewals", b.ScanAfterRenew},
+		{"late resolving reads", b.LateResolve}, {"slow second parents", b.SlowParent}, {"victims cut", b.CutVictim}} {
+		if k.p > 0 {
+			ks = append(ks, fmt.Sprintf("%s %.2f", k.name, k.p))
+		}
+	}
+	if b.CutAfterRenew > 0 {
+		ks = append(ks, fmt.Sprintf("%d cuts after renewals", b.CutAfterRenew))
+	}
+	if b.CrashAfterRenew > 0 {
+		ks = append(ks, fmt.Sprintf("%d crashes after renewals", b.CrashAfterRenew))
+	}
+	return "; boundary seeking: " + strings.Join(ks, ", ")
+}
+
+// drawBoundary draws w's boundary seeking (Options.Boundary; a swarm
+// turns it on for half the worlds) from its own stream.
+func (w *World) drawBoundary(o Options, swarm bool, lease time.Duration) error {
+	r := newRNG(o.Seed, streamBoundary)
+	b := &w.Boundary
+	switch o.Boundary {
+	case "":
+		b.On = swarm && r.chance(0.5)
+	case "on":
+		b.On = true
+	case "off":
+	default:
+		return fmt.Errorf("sim: Boundary %q is not on or off (or empty: drawn by a swarm)", o.Boundary)
+	}
+	if !b.On {
+		return nil
+	}
+	defer func() {
+		if b.CrashAfterRenew > 0 && w.Rates.StaleLag == 0 {
+			// a restarted process's first scans are stale (how stale the
+			// table may be is its StaleLag)
+			w.Rates.StaleLag = lease
+		}
+	}()
+	for b.String() == "; boundary seeking: " {
+		b.Drift = r.chance(0.8)
+		b.LateReply = pick(r, 0.5, 0.02, 0.2)
+		b.ScanAtExpiry = pick(r, 0.5, 0.2, 0.8)
+		b.ScanAfterRenew = pick(r, 0.5, 0.1, 0.5)
+		b.LateResolve = pick(r, 0.5, 0.3, 1)
+		b.SlowParent = pick(r, 0.5, 0.3, 1)
+		b.CutVictim = pick(r, 0.5, 0.3, 1)
+		if r.chance(0.6) {
+			b.CutAfterRenew = r.intIn(2, 6)
+		}
+		if r.chance(0.5) {
+			b.CrashAfterRenew = r.intIn(1, 3)
+		}
+	}
+	return nil
+}
+
+// pick returns, with chance on, a value drawn in [lo, hi]; else 0.
+func pick(r rng, on, lo, hi float64) float64 {
+	if !r.chance(on) {
+		return 0
+	}
+	return r.rangeF(lo, hi)
+}
+
+// boundaryState is the run's state of boundary seeking.
+type boundaryState struct {
+	rng rng
+	// waiting are the scans held until another worker's next renewal
+	// applies (call slots, with their hold generation)
+	waiting []heldCall
+}
+
+type heldCall struct {
+	slot int
+	gen  uint32
+}
+
+// bchance draws with chance p from the boundary stream, during the chaos.
+func (s *simulator) bchance(p float64) bool {
+	if p <= 0 || s.healed {
+		return false
+	}
+	return s.bd.rng.chance(p)
+}
+
+// boundaryDrift is the drift of a new slot in a world whose clocks run
+// at the bound.
+func (s *simulator) boundaryDrift() float64 {
+	if s.bd.rng.chance(0.5) {
+		return -s.w.DriftBound
+	}
+	return s.w.DriftBound
+}
+
+// boundarySchedule adds the drawn boundary actions to the schedule.
+func (s *simulator) boundarySchedule() []Action {
+	b := &s.w.Boundary
+	if !b.On {
+		return nil
+	}
+	r := s.bd.rng
+	ld := s.full.LeaseDuration
+	at := func() time.Duration { return r.between(time.Second, s.w.Chaos-time.Second).Round(time.Millisecond) }
+	var out []Action
+	for i := 0; i < b.CutAfterRenew; i++ {
+		out = append(out, Action{At: at(), Kind: ActCutAfterRenew, Role: RoleHolder, Dur: r.between(ld, 3*ld).Round(time.Millisecond)})
+	}
+	for i := 0; i < b.CrashAfterRenew; i++ {
+		out = append(out, Action{At: at(), Kind: ActCrashAfterRenew, Role: RoleHolder, Dur: r.between(10*time.Millisecond, ld).Round(time.Millisecond)})
+	}
+	return out
+}
+
+// The boundary actions.
+const (
+	// ActCutAfterRenew: the next renewal of the Role's (or Worker's)
+	// process that applies cuts its requests to the table for Dur.
+	ActCutAfterRenew ActionKind = "cut-after-renew"
+	// ActCrashAfterRenew: the next renewal of the Role's (or Worker's)
+	// process that applies crashes it; it restarts under its owner id
+	// after Dur, its first two consistent scans throttled.
+	ActCrashAfterRenew ActionKind = "crash-after-renew"
+	// actPutTo: one record is put to shard Shard (internal).
+	actPutTo ActionKind = "put-to"
+)
+
+// armAfterRenew carries out ActCutAfterRenew and ActCrashAfterRenew: it
+// arms the slot for its process's next applied renewal.
+func (s *simulator) armAfterRenew(a Action) {
+	p := s.live(s.slotOf(a.Worker))
+	if p == nil {
+		return
+	}
+	s.fault(a.String(), "")
+	p.afterRenew, p.afterRenewDur = a.Kind, a.Dur
+}
+
+// armedOther reports whether a process other than p is armed to be cut
+// after its next renewal: p's scan then waits for that renewal, so that p
+// sees the lease's last version as early as it can.
+func (s *simulator) armedOther(p *proc) bool {
+	for _, sl := range s.cl.slots {
+		if q := s.live(sl); q != nil && q != p && q.afterRenew == ActCutAfterRenew {
+			return true
+		}
+	}
+	return false
+}
+
+// onHeldApply is a held call reaching the table, unless an earlier
+// release of it did.
+func (s *simulator) onHeldApply(a uint64) {
+	i, gen := int(a>>32), uint32(a)
+	f := s.net.calls[i]
+	if f.holdGen != gen {
+		f.pending--
+		s.release(i)
+		return
+	}
+	f.holdGen++
+	s.onApply(i, false)
+}
+
+// renewApplied is a renewal of p that applied (call slot i): the scans
+// waiting for one reach the table just after it, and an armed boundary
+// action goes off.
+func (s *simulator) renewApplied(p *proc, f *inflight) {
+	if s.w.Boundary.CutVictim > 0 {
+		if p.renewSent == nil {
+			p.renewSent = map[string]time.Duration{}
+		}
+		p.renewSent[leaseKey(&f.call)] = f.sent
+	}
+	kept := s.bd.waiting[:0]
+	for _, w := range s.bd.waiting {
+		g := s.net.calls[w.slot]
+		switch {
+		case g == nil || g.holdGen != w.gen:
+		case g.proc == f.proc:
+			kept = append(kept, w)
+		default:
+			g.holdGen++
+			g.pending++
+			s.q.push(event{at: s.now + time.Microsecond, kind: evHeldApply, a: uint64(w.slot)<<32 | uint64(g.holdGen)})
+		}
+	}
+	s.bd.waiting = kept
+	k := p.afterRenew
+	if k == "" {
+		return
+	}
+	p.afterRenew = ""
+	sl := s.cl.slots[p.slot]
+	switch k {
+	case ActCutAfterRenew:
+		s.fault(fmt.Sprintf("cut w%d from the table after its renewal of %s, for %v", sl.idx, leaseKey(&f.call), p.afterRenewDur), leaseKey(&f.call))
+		sl.table.cutReq = true
+		s.later(Action{At: s.now + p.afterRenewDur, Kind: actHealLink, Workers: []int{sl.idx}, Target: "table"})
+		f.late = true // its reply comes, just under the timeout
+		s.armExpiryPause(p, leaseKey(&f.call), f.sent)
+	case ActCrashAfterRenew:
+		s.fault(fmt.Sprintf("crash w%d after its renewal of %s", sl.idx, leaseKey(&f.call)), leaseKey(&f.call))
+		s.stopProc(p, "crash")
+		sl.throttleScans, sl.staleScans = 2, 2
+		s.later(Action{At: s.now + p.afterRenewDur, Kind: ActRestart, Worker: sl.idx})
+	}
+}
+
+// armExpiryPause arms a pause of p in the middle of its first delivery
+// within the mid-act slack of the moment its lease, last renewed by a
+// write sent at sent (true time), ends in its own view: paused for the
+// slack, inside the assumptions (the margin covers it).
+//
+// So that the holder has something to deliver then, records are put to
+// the lease's shard at four moments in the last read interval and the
+// slack before that end.
+func (s *simulator) armExpiryPause(p *proc, key string, sent time.Duration) {
+	slack := s.midActSlack()
+	if slack <= time.Millisecond {
+		return
+	}
+	end := p.clk.trueAt(p.clk.mono(sent) + s.full.LeaseDuration)
+	p.pauseDeliveryFrom, p.pauseDeliveryUntil, p.pauseDeliveryFor = end-slack, end, slack
+	from := end - slack - s.full.IdleTimeBetweenReads
+	for j := 0; j < 4; j++ {
+		if at := from + time.Duration(j)*(end-from)/4; at > s.now && at < s.w.Chaos {
+			s.later(Action{At: at, Kind: actPutTo, Shard: key})
+		}
+	}
+}
+
+// takeApplied is a take of f's key that applied: with chance CutVictim,
+// the live holder it took the lease from (it renewed the lease within a
+// lease duration) is cut from the table for two lease durations, so that
+// it learns nothing and acts until its own view of expiry, and armed for
+// a pause just under the margin then.
+func (s *simulator) takeApplied(f *inflight) {
+	b := &s.w.Boundary
+	victim := f.call.Expect.Owner
+	if !b.On || victim == "" || victim == f.call.Lease.Owner || !s.bchance(b.CutVictim) {
+		return
+	}
+	key := leaseKey(&f.call)
+	for _, sl := range s.cl.slots {
+		p := s.live(sl)
+		if p == nil || p.owner != victim || sl.dup {
+			continue
+		}
+		sent, ok := p.renewSent[key]
+		if !ok || s.now-sent > s.full.LeaseDuration || sl.table.cutReq {
+			return
+		}
+		d := 2 * s.full.LeaseDuration
+		s.fault(fmt.Sprintf("cut w%d from the table as its lease %s is taken, for %v", sl.idx, key, d), key)
+		sl.table.cutReq = true
+		s.later(Action{At: s.now + d, Kind: actHealLink, Workers: []int{sl.idx}, Target: "table"})
+		s.armExpiryPause(p, key, sent)
+		return
+	}
+}
+
+// pauseMidDelivery delivers in (a page of records) to p inside a mid-act
+// pause when p's armed delivery pause (ActCutAfterRenew) covers now: the
+// step's effects, the delivery among them, come out when the pause ends.
+// It reports whether it delivered.
+func (s *simulator) pauseMidDelivery(p *proc, in *engine.Input) bool {
+	if p.pauseDeliveryFor <= 0 || s.now < p.pauseDeliveryFrom || s.now >= p.pauseDeliveryUntil || p.paused || !p.alive {
+		return false
+	}
+	d := p.pauseDeliveryFor
+	p.pauseDeliveryFor = 0
+	s.fault(fmt.Sprintf("pause w%d in the middle of a delivery for %v (the mid-act slack)", p.slot, d), "")
+	p.holdNext = true
+	s.deliver(p, in)
+	p.paused = true
+	s.fs.lastPauseID++
+	s.fs.pauseProc[s.fs.lastPauseID] = p.id
+	s.q.push(event{at: s.now + d, kind: evResume, a: s.fs.lastPauseID})
+	return true
+}
+
+// replyAt returns when the reply of call f (applied now) reaches its
+// process: at, or, under a boundary knob, later within the deadline.
+func (s *simulator) replyAt(p *proc, f *inflight, at, deadline time.Duration) time.Duration {
+	b := &s.w.Boundary
+	if !b.On || at >= deadline {
+		return at
+	}
+	late := deadline - s.bd.rng.between(0, 2*time.Millisecond)
+	switch {
+	case f.late || (f.call.Op.IsStore() && f.call.Op != engine.OpListLeases && s.bchance(b.LateReply)):
+		return max(at, late)
+	case f.call.Op == engine.OpListLeases && f.result.Err == nil && s.bchance(b.ScanAtExpiry):
+		if t, ok := s.expiryInView(p, &f.result.Listing, at, deadline); ok {
+			return t
+		}
+	}
+	return at
+}
+
+// seenVersion is a lease version as a process first saw it (the engine's
+// observation rule: the time it first received a scan with that owner and
+// counter).
+type seenVersion struct {
+	owner   string
+	counter int64
+	mono    time.Duration
+}
+
+// observed records a scan reply delivered to p (scan-at-expiry worlds).
+func (s *simulator) observed(p *proc, l *engine.Listing) {
+	if s.w.Boundary.ScanAtExpiry <= 0 {
+		return
+	}
+	if p.seen == nil {
+		p.seen = map[string]seenVersion{}
+	}
+	m := p.clk.mono(s.now)
+	for i := range l.Leases {
+		r := &l.Leases[i]
+		v, ok := p.seen[r.Key]
+		switch {
+		case ok && r.Counter < v.counter:
+		case !ok || r.Counter != v.counter || r.Owner != v.owner:
+			p.seen[r.Key] = seenVersion{owner: r.Owner, counter: r.Counter, mono: m}
+		}
+	}
+}
+
+// expiryInView returns the earliest true time in (at, deadline) at which
+// a lease of l held by another worker, whose version p has seen standing
+// still, expires in p's view.
+func (s *simulator) expiryInView(p *proc, l *engine.Listing, at, deadline time.Duration) (time.Duration, bool) {
+	best, ok := deadline, false
+	for i := range l.Leases {
+		r := &l.Leases[i]
+		v, seen := p.seen[r.Key]
+		if !seen || r.Owner == "" || r.Owner == p.owner || v.owner != r.Owner || v.counter != r.Counter || r.Checkpoint.IsShardEnd() {
+			continue
+		}
+		t := p.clk.trueAt(v.mono + s.full.LeaseDuration)
+		if t > at && t < best {
+			best, ok = t, true
+		}
+	}
+	return best, ok
+}
+
+// applyAt decides whether call slot i, reaching the table now, is held
+// back by a boundary knob (a scan until just after another worker's
+// renewal applies, a resolving read until near its timeout); it reports
+// the held apply time.
+func (s *simulator) heldApply(p *proc, i int, f *inflight) (time.Duration, bool) {
+	b := &s.w.Boundary
+	if !b.On || f.held {
+		return 0, false
+	}
+	deadline := f.sent + s.timeoutOf(&f.call)
+	switch {
+	case f.call.Op == engine.OpListLeases && (s.armedOther(p) || s.bchance(b.ScanAfterRenew)):
+		// wait for another worker's next renewal to apply (renewApplied
+		// releases it), or until its time runs out
+		if until := deadline - 3*s.latency(s.linkOf(p, f.call.Op)); until > s.now {
+			f.holdGen++
+			s.bd.waiting = append(s.bd.waiting, heldCall{slot: i, gen: f.holdGen})
+			f.pending++
+			s.q.push(event{at: until, kind: evHeldApply, a: uint64(i)<<32 | uint64(f.holdGen)})
+			return -1, true
+		}
+	case f.call.Op == engine.OpGetLease && p.unknown[f.call.Key] && s.bchance(b.LateResolve):
+		delete(p.unknown, f.call.Key)
+		if t := deadline - 2*s.latency(s.linkOf(p, f.call.Op)); t > s.now {
+			return s.bd.rng.between(s.now, t), true
+		}
+	}
+	return 0, false
+}
+
+// noteUnknown records, in late-resolve worlds, that p learnt nothing of
+// the outcome of its write of key: its next read of the key resolves it.
+func (s *simulator) noteUnknown(p *proc, f *inflight) {
+	if s.w.Boundary.LateResolve <= 0 || !f.call.Op.IsWrite() {
+		return
+	}
+	if p.unknown == nil {
+		p.unknown = map[string]bool{}
+	}
+	p.unknown[leaseKey(&f.call)] = true
+}
