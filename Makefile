@@ -109,7 +109,7 @@ TOXIPROXY_VERSION := v2.5.0
 toxiproxy:
 	@$(GOBIN)/server -version 2>/dev/null | grep -q toxiproxy || $(GO) install github.com/Shopify/toxiproxy/v2/cmd/server@$(TOXIPROXY_VERSION)
 
-# test-chaos runs the short live chaos test (both initial positions, ~1 min):
+# test-chaos runs the short live chaos test (both initial positions, and LATEST with enhanced fan-out against internal/efoserver; ~1 min):
 # worker processes built from cmd/live against dynalite/kinesalite, with kills,
 # pauses, link faults, throttling, splits and merges; then `live check`.
 # The servers are always stopped afterwards.
@@ -166,6 +166,12 @@ report-example: chromium
 # the seed and wall time at which the simulator caught it.
 mutants:
 	$(GO) test $(MUTATIONS) -count=1 -v -timeout 60m ./sim -run '^TestMutationsCaught$$' -sim.mutants | grep -E 'caught|^(---|    ---|ok|FAIL)'
+
+.PHONY: driversim
+# driversim runs the production driver (engine.Consumer) in virtual time
+# over 2,000 seeds (go test ./sim/driversim runs 100).
+driversim:
+	set -o pipefail; $(GO) test -count=1 -timeout 60m ./sim/driversim -run '^TestDriverSim$$' -driversim.seeds=$(or $(SEEDS),2000) -v | grep -E 'seeds in|FAIL|^ok'
 
 .PHONY: sweep
 # sweep runs the rapid property suites at scale (2,000 drawn cases inside

@@ -206,74 +206,76 @@ func TestBalanceConvergesAndStays(t *testing.T) {
 		{3, 5, false, 4 * ld},
 		{1, 2, true, 4 * ld},
 	}
-	for _, tc := range cases {
-		name := fmt.Sprintf("%d_shards_%d_workers", tc.shards, tc.workers)
-		if tc.staggered {
-			name += "_staggered"
-		}
-		t.Run(name, func(t *testing.T) {
-			c := newCluster(t, tc.shards, Config{})
-			c.feed(tc.shards)
-			ids := make([]string, tc.workers)
-			for i := range ids {
-				ids[i] = fmt.Sprintf("W%d", i)
-			}
+	for _, mode := range []string{AssignmentScan, AssignmentAssigner} {
+		for _, tc := range cases {
+			name := fmt.Sprintf("%s/%d_shards_%d_workers", mode, tc.shards, tc.workers)
 			if tc.staggered {
-				c.start(ids[0])
-				c.runUntil(30*time.Second, "the first worker takes all", func() bool { return len(c.held(ids[0])) == tc.shards })
-				for _, id := range ids[1:] {
-					c.start(id)
-					c.run(2 * time.Second)
-					c.feed(tc.shards)
-				}
-			} else {
-				for _, id := range ids {
-					c.start(id)
-				}
+				name += "_staggered"
 			}
-			joined := c.now
-			for !balanced(c.counts(), tc.shards) {
-				if c.now-joined > tc.bound {
-					t.Fatalf("not balanced %v after the last join: %v\n%s", tc.bound, c.counts(), c.table())
-				}
-				c.run(time.Second)
+			t.Run(name, func(t *testing.T) {
+				c := newCluster(t, tc.shards, Config{Assignment: mode})
 				c.feed(tc.shards)
-			}
-			t.Logf("balanced after %v: %v", c.now-joined, c.counts())
-			before := map[string][]string{}
-			for _, id := range ids {
-				before[id] = c.held(id)
-			}
-			acquired := len(c.traceOf(TraceLeaseAcquired, "", ""))
-			settled := c.now
-			for i := 0; i < 60; i++ {
-				c.run(10 * time.Second)
-				c.feed(tc.shards)
-			}
-			if n := len(c.traceOf(TraceLeaseAcquired, "", "")); n != acquired {
-				for _, e := range c.traceOf(TraceLeaseAcquired, "", "") {
-					if e.Mono > settled {
-						t.Errorf("after balance: %v", e)
+				ids := make([]string, tc.workers)
+				for i := range ids {
+					ids[i] = fmt.Sprintf("W%d", i)
+				}
+				if tc.staggered {
+					c.start(ids[0])
+					c.runUntil(30*time.Second, "the first worker takes all", func() bool { return len(c.held(ids[0])) == tc.shards })
+					for _, id := range ids[1:] {
+						c.start(id)
+						c.run(2 * time.Second)
+						c.feed(tc.shards)
+					}
+				} else {
+					for _, id := range ids {
+						c.start(id)
 					}
 				}
-			}
-			for _, id := range ids {
-				if got := c.held(id); !slices.Equal(got, before[id]) {
-					t.Errorf("%s held %v, then %v", id, before[id], got)
+				joined := c.now
+				for !balanced(c.counts(), tc.shards) {
+					if c.now-joined > tc.bound {
+						t.Fatalf("not balanced %v after the last join: %v\n%s", tc.bound, c.counts(), c.table())
+					}
+					c.run(time.Second)
+					c.feed(tc.shards)
 				}
-			}
-			// Every lease lost was stolen (no lease expired under a live
-			// worker).
-			for _, e := range c.traceOf(TraceLeaseLost, "", "") {
-				if !strings.HasPrefix(e.Reason, "condition failed") {
-					t.Errorf("lost: %v", e)
+				t.Logf("balanced after %v: %v", c.now-joined, c.counts())
+				before := map[string][]string{}
+				for _, id := range ids {
+					before[id] = c.held(id)
 				}
-			}
-			if n, m := len(c.traceOf(TraceLeaseLost, "", "")), countReason(c.traceOf(TraceLeaseAcquired, "", ""), "stolen"); n != m {
-				t.Errorf("%d leases lost, %d stolen", n, m)
-			}
-			checkSingleOwner(t, c.trace)
-		})
+				acquired := len(c.traceOf(TraceLeaseAcquired, "", ""))
+				settled := c.now
+				for i := 0; i < 60; i++ {
+					c.run(10 * time.Second)
+					c.feed(tc.shards)
+				}
+				if n := len(c.traceOf(TraceLeaseAcquired, "", "")); n != acquired {
+					for _, e := range c.traceOf(TraceLeaseAcquired, "", "") {
+						if e.Mono > settled {
+							t.Errorf("after balance: %v", e)
+						}
+					}
+				}
+				for _, id := range ids {
+					if got := c.held(id); !slices.Equal(got, before[id]) {
+						t.Errorf("%s held %v, then %v", id, before[id], got)
+					}
+				}
+				// Every lease lost was stolen (no lease expired under a live
+				// worker).
+				for _, e := range c.traceOf(TraceLeaseLost, "", "") {
+					if !strings.HasPrefix(e.Reason, "condition failed") {
+						t.Errorf("lost: %v", e)
+					}
+				}
+				if n, m := len(c.traceOf(TraceLeaseLost, "", "")), countReason(c.traceOf(TraceLeaseAcquired, "", ""), "stolen"); n != m {
+					t.Errorf("%d leases lost, %d stolen", n, m)
+				}
+				checkSingleOwner(t, c.trace)
+			})
+		}
 	}
 }
 

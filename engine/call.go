@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"time"
 )
 
 // Op is the kind of a store or stream call.
@@ -27,6 +28,9 @@ var opNames = [...]string{"", "ListLeases", "GetLease", "CreateLease", "UpdateLe
 func (o Op) String() string {
 	if int(o) < len(opNames) && o != 0 {
 		return opNames[o]
+	}
+	if n, ok := o.fanOutName(); ok {
+		return n
 	}
 	return fmt.Sprintf("Op(%d)", uint8(o))
 }
@@ -54,6 +58,13 @@ type Call struct {
 	Position Position // GetIterator
 	Iterator string   // GetRecords
 	Limit    int      // GetRecords
+
+	// Fan-out calls (see FanOutStream): Stream and, for Subscribe, Shard
+	// and Position are set too.
+	ConsumerName string        // Describe-, Register-, DeregisterConsumer
+	ConsumerARN  string        // Subscribe
+	Subscription string        // NextEvent, Unsubscribe
+	Wait         time.Duration // NextEvent
 }
 
 func (c Call) String() string {
@@ -79,12 +90,16 @@ func (c Call) String() string {
 	case OpGetRecords:
 		return fmt.Sprintf("#%d GetRecords(limit=%d)", c.ID, c.Limit)
 	}
+	if s, ok := c.fanOutString(); ok {
+		return s
+	}
 	return fmt.Sprintf("#%d %s", c.ID, c.Op)
 }
 
 // Result answers a Call: its ID and outcome. Err is nil on success, or an
 // error that errors.Is matches against ErrConditionFailed, ErrThrottled,
-// ErrNotFound or ErrExpiredIterator; any other error is an unknown outcome
+// ErrNotFound or ErrExpiredIterator (fan-out calls also ErrResourceInUse
+// and ErrSubscriptionEnded); any other error is an unknown outcome
 // (a timeout, a lost reply, a 5xx), which for a write means it may have
 // applied.
 type Result struct {
@@ -97,6 +112,10 @@ type Result struct {
 	Iterator string      // GetIterator
 	Page     RecordsPage // GetRecords
 	Stream   StreamInfo  // DescribeStream
+
+	Consumer     StreamConsumer    // DescribeConsumer, RegisterConsumer
+	Subscription string            // Subscribe
+	Event        SubscriptionEvent // NextEvent
 }
 
 // Execute makes call c against store and stream and returns its Result. It
@@ -130,6 +149,9 @@ func Execute(ctx context.Context, store LeaseStore, stream Stream, c Call) Resul
 	case OpDescribeStream:
 		r.Stream, r.Err = stream.DescribeStream(ctx, c.Stream)
 	default:
+		if c.Op.IsFanOut() {
+			return executeFanOut(ctx, stream, c)
+		}
 		r.Err = fmt.Errorf("execute: unknown op %d", c.Op)
 	}
 	return r

@@ -75,10 +75,42 @@ type Config struct {
 	// MaxLeasesToStealAtOnce bounds how many leases one balancing round
 	// steals (from the most-loaded worker). Negative disables stealing.
 	MaxLeasesToStealAtOnce int
+	// Assignment is how leases reach workers: AssignmentAssigner (the
+	// default) elects one assigner through the table, which observes every
+	// lease, hands out the expired and unowned ones and moves leases for
+	// balance by cooperative handoff, while the others read only what
+	// waits for them (the store's PendingIndex); AssignmentScan has every
+	// worker scan the table and take leases itself (KCL 2.x's way). A
+	// worker whose store has no pending index works as AssignmentScan. Both
+	// kinds of worker may run against one table at once (a rolling deploy
+	// from one to the other): every write is conditional either way.
+	Assignment string
+	// AssignerScanInterval is the time between the assigner's scans of
+	// the table (AssignmentAssigner). Default: LeaseDuration/3.
+	AssignerScanInterval time.Duration
+	// PendingPollInterval is the time between a worker's reads of what
+	// waits for it (AssignmentAssigner). Default: LeaseDuration/8.
+	PendingPollInterval time.Duration
+	// BalanceBy is what the assigner balances: BalanceLeases (the
+	// default: lease counts) or BalanceThroughput (the KB per second each
+	// holder reports with its renewals, Lease.ThroughputKBps).
+	BalanceBy string
 	// GetRecordsLimit is the most records one GetRecords asks for.
 	GetRecordsLimit int
 	// IdleTimeBetweenReads is the pause after an empty GetRecords.
 	IdleTimeBetweenReads time.Duration
+	// Consumer is how held shards are read: Polling (GetRecords, the
+	// default) or FanOut (SubscribeToShard, see FanOut).
+	Consumer ConsumerMode
+	// ConsumerName is the stream consumer a FanOut worker registers (or
+	// finds registered) on every stream it consumes; every worker of the
+	// application uses the same name. Required with FanOut.
+	ConsumerName string
+	// DeregisterConsumer makes a FanOut worker deregister its consumer
+	// when it shuts down. Off by default: the consumer is shared by every
+	// worker of the application, and deregistering it under workers still
+	// running ends their subscriptions.
+	DeregisterConsumer bool
 	// ConsistentTakeScans makes the take scans strongly consistent. They
 	// need not be: every take is a compare-and-swap on the row version, so
 	// a stale scan can delay a take but never make a wrong one.
@@ -114,6 +146,15 @@ type Config struct {
 	planted string
 }
 
+// The ways leases reach workers (Config.Assignment) and what an assigner
+// balances (Config.BalanceBy).
+const (
+	AssignmentAssigner = "assigner"
+	AssignmentScan     = "scan"
+	BalanceLeases      = "leases"
+	BalanceThroughput  = "throughput"
+)
+
 // withDefaults returns c with zero fields set to their defaults.
 func (c Config) withDefaults() Config {
 	if c.LeaseDuration == 0 {
@@ -142,6 +183,18 @@ func (c Config) withDefaults() Config {
 	}
 	if c.GetRecordsLimit == 0 {
 		c.GetRecordsLimit = DefaultGetRecordsLimit
+	}
+	if c.Assignment == "" {
+		c.Assignment = AssignmentAssigner
+	}
+	if c.AssignerScanInterval == 0 {
+		c.AssignerScanInterval = c.LeaseDuration / 3
+	}
+	if c.PendingPollInterval == 0 {
+		c.PendingPollInterval = c.LeaseDuration / 8
+	}
+	if c.BalanceBy == "" {
+		c.BalanceBy = BalanceLeases
 	}
 	if c.IdleTimeBetweenReads == 0 {
 		c.IdleTimeBetweenReads = DefaultIdleTimeBetween
@@ -220,9 +273,26 @@ func (c Config) Validate() (Config, error) {
 	if c.MaxLeasesForWorker < 0 {
 		bad("MaxLeasesForWorker (%d) must not be negative (0 means no cap)", c.MaxLeasesForWorker)
 	}
+	switch c.Assignment {
+	case AssignmentAssigner, AssignmentScan:
+	default:
+		bad("Assignment %q is not %q or %q", c.Assignment, AssignmentAssigner, AssignmentScan)
+	}
+	switch c.BalanceBy {
+	case BalanceLeases, BalanceThroughput:
+	default:
+		bad("BalanceBy %q is not %q or %q", c.BalanceBy, BalanceLeases, BalanceThroughput)
+	}
+	if c.AssignerScanInterval < 0 || c.AssignerScanInterval > c.LeaseDuration/2 {
+		bad("AssignerScanInterval (%v) must be in (0, LeaseDuration/2 = %v]: failover waits for the assigner's scans", c.AssignerScanInterval, c.LeaseDuration/2)
+	}
+	if c.PendingPollInterval < 0 || c.PendingPollInterval > c.LeaseDuration/2 {
+		bad("PendingPollInterval (%v) must be in (0, LeaseDuration/2 = %v]", c.PendingPollInterval, c.LeaseDuration/2)
+	}
 	if c.GetRecordsLimit < 1 || c.GetRecordsLimit > 10000 {
 		bad("GetRecordsLimit (%d) must be in [1, 10000]", c.GetRecordsLimit)
 	}
+	errs = append(errs, c.fanOutErrors()...)
 	if len(errs) > 0 {
 		return c, fmt.Errorf("invalid engine configuration: %w", errors.Join(errs...))
 	}

@@ -54,6 +54,8 @@ type consumer struct {
 	// failures counts the failed deliveries in a row of records (reset
 	// when a batch is processed or skipped).
 	failures int
+
+	fo subState // FanOut: the subscription
 }
 
 func (c *consumer) waitingForTime() bool {
@@ -100,13 +102,17 @@ func (w *Worker) tickConsumer(h *holding) {
 			w.notice(Notice{Kind: NoticeInitialize, Key: h.key, Shard: h.ref, Batch: c.batch, Start: h.row.Checkpoint})
 		}
 	case cIter:
-		if now >= c.nextAt {
+		if now >= c.nextAt && w.cfg.Consumer == FanOut {
+			w.subscribe(h)
+		} else if now >= c.nextAt {
 			c.phase = cIterWait
 			w.call(Call{Op: OpGetIterator, Stream: h.ref.Stream, Shard: h.ref.Shard, Position: w.positionAfter(h)},
 				pendingCall{purpose: forIterator, key: h.key, gen: h.gen})
 		}
 	case cFetch:
-		if now >= c.nextAt {
+		if now >= c.nextAt && w.cfg.Consumer == FanOut {
+			w.askEvent(h)
+		} else if now >= c.nextAt {
 			c.phase = cFetchWait
 			w.call(Call{Op: OpGetRecords, Iterator: c.iterator, Limit: w.cfg.GetRecordsLimit},
 				pendingCall{purpose: forRecords, key: h.key, gen: h.gen})
@@ -115,6 +121,9 @@ func (w *Worker) tickConsumer(h *holding) {
 		if now >= c.nextAt && w.isActing(h) {
 			c.batch = w.batchID()
 			c.phase = cDeliverWait
+			for i := range c.records {
+				h.rateBytes += int64(len(c.records[i].Data))
+			}
 			first, last := c.records[0], c.records[len(c.records)-1]
 			w.notice(Notice{Kind: NoticeRecords, Key: h.key, Shard: h.ref, Batch: c.batch, Records: c.records, MillisBehind: c.millisBehind,
 				Attempt: c.failures + 1})

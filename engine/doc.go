@@ -54,6 +54,68 @@
 //     BackupSyncFactor times less often, and any worker at once when a
 //     shard it holds ends.
 //
+// # Enhanced fan-out
+//
+// With Config.Consumer FanOut a worker reads its shards with
+// SubscribeToShard instead of GetRecords (the Stream must implement
+// FanOutStream). Before it touches the table it finds or registers the
+// consumer Config.ConsumerName on every stream and waits until it is
+// ACTIVE; workers that start together all try, and the losers describe the
+// winner's consumer. A subscription is a call like any other (Subscribe,
+// then NextEvent for each event, Unsubscribe when it is given up), so the
+// simulator runs the same decisions:
+//
+//   - the next event is asked for only once the processor has finished
+//     the previous batch (backpressure: the stream holds the rest back);
+//   - a subscription is opened and read only while the worker acts on the
+//     lease, and events reach the processor under the same act-until rule
+//     and hand-off check as GetRecords pages;
+//   - when a subscription ends (every 5 minutes on Kinesis) the worker
+//     subscribes again AFTER_SEQUENCE_NUMBER the last
+//     ContinuationSequenceNumber, so a lease that started at LATEST loses
+//     nothing in between;
+//   - ErrResourceInUse (another subscription of the consumer and shard
+//     less than 5 s old, as the previous holder's is in a hand-off) and a
+//     subscription taken over are retried after at least a second;
+//   - the last event of a closed shard names its children (ChildShards).
+//
+// # Assignment by an assigner
+//
+// By default (Config.Assignment = AssignmentAssigner) one worker, the
+// assigner, hands leases out; the others never scan the table. The assigner
+// is elected through the table with the lease rules above (the assigner row
+// is a lease), so a dead assigner is replaced like a dead holder. It scans
+// the table every AssignerScanInterval, observes every lease as a taker
+// would, and at the moment a lease expires in its own view writes an
+// assignment: the row becomes unowned with Pending naming the worker that
+// is to take it. Every other worker reads only the rows whose Pending names
+// it (the store's PendingIndex, a sparse index: eventually consistent),
+// reads each strongly consistently, and takes it with a conditional write.
+// A balance move is a cooperative handoff: the assigner asks the holder
+// (HandoffTo), which finishes its in-flight batch, lets its processor
+// checkpoint (ShutdownRequested) and releases the lease to the receiver,
+// which acts at once. A graceful shutdown releases to the assigner, which
+// hands out at once. The rules that keep this safe:
+//
+//   - Every assignment, handoff request and cancellation is a
+//     compare-and-swap on the version the assigner saw. An expired lease's
+//     holder has stopped acting by the assigner's rule of expiry, a released
+//     one by its own release; neither depends on who assigns, so two workers
+//     that both believe they assign are harmless.
+//   - The assigner acts on its own leases only while its assigner row is
+//     valid in its own view and drops them when it is not; the worker that
+//     takes an expired assigner row over may reassign the rows that process
+//     wrote at once.
+//   - No lease stays "being handed over": a holder that dies midway expires
+//     like any other, a request its holder does not act on within two lease
+//     durations is cancelled, a holder whose processor does not let go within
+//     half a lease duration releases anyway.
+//   - Reads per shard-hour do not grow with workers: the assigner's scans,
+//     and index reads that return only the rows that wait.
+//
+// AssignmentScan keeps the older way (every worker scans and takes leases
+// itself). Both kinds of worker can run against one table at once.
+//
 // # Tables
 //
 // Rows use KCL's attribute names (see Lease), so KCL tooling can read a

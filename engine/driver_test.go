@@ -186,7 +186,7 @@ func TestConsumerProcessesAndReleasesOnShutdown(t *testing.T) {
 		l, _ := store.ListLeases(context.Background(), true)
 		n := 0
 		for _, row := range l.Leases {
-			if IsMarker(row.Key) {
+			if IsReserved(row.Key) {
 				continue
 			}
 			if row.Checkpoint.IsStart() {

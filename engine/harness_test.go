@@ -20,6 +20,8 @@ type tStream struct {
 	seq    int
 	// childShards makes GetRecords report children at shard end.
 	childShards bool
+	// fo holds consumers and subscriptions (see fanout_harness_test.go).
+	fo *tFanOut
 	// generation is added to the stream's creation time: a test bumps it
 	// to re-create the stream.
 	generation int64
@@ -185,6 +187,9 @@ func (c *cluster) start(id string) *tWorker {
 	cfg.Owner = id
 	if len(cfg.Streams) == 0 {
 		cfg.Streams = []StreamConfig{{Name: "s", InitialPosition: TrimHorizon}}
+	}
+	if cfg.Assignment == "" {
+		cfg.Assignment = AssignmentScan // the tests of the take rules; assigned mode has its own
 	}
 	cfg.Seed = uint64(len(c.workers) + 1)
 	cfg.Trace = func(e TraceEvent) { c.trace = append(c.trace, e) }

@@ -44,6 +44,19 @@ type holding struct {
 	gone     bool // released or lost: remove at the end of the step
 	taken    bool // lost because another writer changed the row
 
+	// control: the assigner row, held like a lease but read by no
+	// consumer; handing: a cooperative handoff to handoffTo is under way,
+	// to be released by handOverBy at the latest.
+	control    bool
+	handing    bool
+	handoffTo  string
+	handOverBy time.Duration
+
+	// rate: bytes delivered since rateFrom, for ThroughputKBps.
+	rateBytes int64
+	rateFrom  time.Duration
+	kbps      float64
+
 	c consumer
 }
 
@@ -53,11 +66,19 @@ type cpRequest struct {
 }
 
 func (w *Worker) validUntil(h *holding) time.Duration { return h.validFrom + w.cfg.LeaseDuration }
+
+// actUntil is when the worker stops acting on h: a safety margin before its
+// own view of expiry, and, while it holds the assigner row, no later than
+// on that row (the assigner's leases are bound to it: see assign.go).
 func (w *Worker) actUntil(h *holding) time.Duration {
+	until := h.validFrom + w.cfg.LeaseDuration - w.cfg.SafetyMargin
 	if w.bug("no-safety-margin") {
-		return w.validUntil(h)
+		until = w.validUntil(h)
 	}
-	return h.validFrom + w.cfg.LeaseDuration - w.cfg.SafetyMargin
+	if c := w.held[AssignerKey]; c != nil && c != h && !c.gone {
+		until = min(until, w.actUntil(c))
+	}
+	return until
 }
 
 // validFromOf returns when the validity of an applied write starts: its
@@ -87,6 +108,9 @@ func (w *Worker) acquired(wr *write) {
 	}
 	w.addHeld(h)
 	w.emit(TraceEvent{Kind: TraceLeaseAcquired, Key: h.key, Shard: h.ref, Counter: h.row.Counter, Reason: wr.reason, Previous: wr.previous})
+	if h.key == AssignerKey {
+		w.becomeAssigner(h, wr)
+	}
 	if w.shutdown {
 		h.c.shutdown = true
 	}
@@ -105,6 +129,15 @@ func (w *Worker) tickHolding(h *holding) {
 		w.loseLease(h, "expired: no renewal applied within the lease duration")
 		return
 	}
+	if h.handing && now >= h.handOverBy && h.write == nil && h.release == 0 {
+		// The processor did not let the handoff finish in time: release
+		// anyway (its later checkpoints are refused).
+		w.refuseCheckpoints(h, "the lease is being handed over")
+		h.c.phase, h.release = cFinished, wRelease
+	}
+	if h.control && w.shutdown && h.release == 0 && len(w.held) == 1 {
+		h.release = wRelease // the assigner row goes last
+	}
 	if h.actingTraced && !h.stoppedTraced && now >= w.actUntil(h) {
 		h.stoppedTraced = true
 		w.emit(TraceEvent{Kind: TraceStoppedActing, Key: h.key, Shard: h.ref, Counter: h.row.Counter, Reason: "safety margin before own-view expiry"})
@@ -114,7 +147,7 @@ func (w *Worker) tickHolding(h *holding) {
 	} else if now >= h.retryWriteAt {
 		w.nextWrite(h)
 	}
-	if !h.gone {
+	if !h.gone && !h.control {
 		w.tickConsumer(h)
 	}
 	if h.write == nil && !h.gone && h.release != 0 && now >= h.retryWriteAt {
@@ -151,10 +184,20 @@ func (w *Worker) nextWrite(h *holding) {
 		row := h.row.Clone()
 		row.Owner = ""
 		row.Counter++
+		row.HandoffTo, row.Pending = "", ""
+		switch {
+		case h.handing:
+			row.Pending = h.handoffTo // its receiver takes it at once
+		case w.asg.on && !h.control:
+			row.Pending = AssignerPending // the assigner hands it out at once
+		}
 		h.write = &write{kind: wRelease, key: h.key, expect: ExpectOf(h.row), row: row}
 	case now >= h.validFrom+w.cfg.RenewInterval || (h.row.HandoffFrom != "" && now >= h.actFrom && w.isActing(h)):
 		row := h.row.Clone()
 		row.Counter++
+		if h.control {
+			row.Children = w.sortedMembers()
+		}
 		h.write = &write{kind: wRenew, key: h.key, expect: ExpectOf(h.row), row: row}
 	default:
 		return
@@ -163,7 +206,25 @@ func (w *Worker) nextWrite(h *holding) {
 		// The previous owner has been waited out: the handoff is over.
 		h.write.row.HandoffFrom = ""
 	}
+	if h.write.kind != wRelease && h.write.kind != wShardEnd && !h.control {
+		h.write.row.ThroughputKBps = w.throughput(h)
+	}
 	w.sendWrite(h.write)
+}
+
+// throughput returns the rate, in KB per second, at which h's records
+// were delivered since the last write that reported it, smoothed.
+func (w *Worker) throughput(h *holding) float64 {
+	now := w.now.Mono
+	if el := now - h.rateFrom; el >= w.cfg.RenewInterval/2 && h.rateFrom > 0 {
+		kbps := float64(h.rateBytes) / 1024 / el.Seconds()
+		h.kbps = (h.kbps + kbps) / 2
+		h.rateBytes = 0
+		h.rateFrom = now
+	} else if h.rateFrom == 0 {
+		h.rateFrom = now
+	}
+	return float64(int64(h.kbps*100)) / 100
 }
 
 func (w *Worker) holderWriteApplied(h *holding, wr *write) {
@@ -211,9 +272,15 @@ func (w *Worker) holderWriteApplied(h *holding, wr *write) {
 		// The children's leases are created by shard sync: run it soon.
 		w.sync.soon(w.now.Mono)
 	case wRelease:
-		w.emit(TraceEvent{Kind: TraceLeaseReleased, Key: h.key, Shard: h.ref, Counter: h.row.Counter, Reason: "shutdown"})
+		why := "shutdown"
+		if h.handing {
+			why = "handed over to " + h.handoffTo
+		}
+		w.emit(TraceEvent{Kind: TraceLeaseReleased, Key: h.key, Shard: h.ref, Counter: h.row.Counter, Reason: why})
 		h.gone = true
-		w.down.released = append(w.down.released, h.key)
+		if w.shutdown && !h.control {
+			w.down.released = append(w.down.released, h.key)
+		}
 	}
 }
 
@@ -232,7 +299,7 @@ func (w *Worker) loseLease(h *holding, reason string) {
 		return
 	}
 	h.gone = true
-	if w.shutdown && !h.taken {
+	if w.shutdown && !h.taken && !h.control {
 		// Not taken by another worker: it expires.
 		w.down.left = append(w.down.left, h.key)
 	}
@@ -241,13 +308,33 @@ func (w *Worker) loseLease(h *holding, reason string) {
 		w.addGhost(h.write)
 	}
 	w.emit(TraceEvent{Kind: TraceLeaseLost, Key: h.key, Shard: h.ref, Counter: h.row.Counter, Reason: reason})
-	for _, r := range h.cps {
-		w.notice(Notice{Kind: NoticeCheckpointDone, Key: h.key, Shard: h.ref, Token: r.token, Checkpoint: r.cp, Err: ErrLeaseLost})
-	}
-	h.cps = nil
+	w.refuseCheckpoints(h, "")
 	if h.c.initialized {
 		w.notice(Notice{Kind: NoticeLeaseLost, Key: h.key, Shard: h.ref})
 	}
+	if h.control {
+		// The assigner's leases are bound to its row (see assign.go): a
+		// worker that took the row over may reassign them at once.
+		w.asg.as = nil
+		for _, k := range slices.Clone(w.heldKeys) {
+			if o := w.held[k]; o != nil && o != h && !o.gone {
+				w.loseLease(o, "the assigner row was lost: "+reason)
+				w.dueq.set(o, w.now.Mono)
+			}
+		}
+	}
+}
+
+// refuseCheckpoints answers every checkpoint request of h waiting for the
+// write slot with ErrLeaseLost.
+func (w *Worker) refuseCheckpoints(h *holding, why string) {
+	for _, r := range h.cps {
+		if why != "" {
+			w.emit(TraceEvent{Kind: TraceCheckpointRejected, Key: h.key, Shard: h.ref, Checkpoint: r.cp, Reason: why})
+		}
+		w.notice(Notice{Kind: NoticeCheckpointDone, Key: h.key, Shard: h.ref, Token: r.token, Checkpoint: r.cp, Err: ErrLeaseLost})
+	}
+	h.cps = nil
 }
 
 func (w *Worker) beginShutdown() {
@@ -258,7 +345,7 @@ func (w *Worker) beginShutdown() {
 	w.down.held = len(w.heldKeys)
 	for _, k := range w.heldKeys {
 		h := w.held[k]
-		h.c.shutdown = true
+		h.c.shutdown = !h.control
 		w.dueq.set(h, w.now.Mono)
 	}
 }

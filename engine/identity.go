@@ -59,8 +59,16 @@ func (f KeyFormat) MarkerKey(stream string) string {
 	return MarkerPrefix + ":" + stream
 }
 
-// IsMarker reports whether key names a marker row.
+// IsMarker reports whether key names a stream marker row.
 func IsMarker(key string) bool { return strings.HasPrefix(key, MarkerPrefix) }
+
+// ReservedPrefix starts the keys of every row of the table that is not a
+// shard's lease: stream markers, the assigner row, workers' hellos. No
+// lease key starts with it; KCL reads such rows as finished leases.
+const ReservedPrefix = "__shardlease"
+
+// IsReserved reports whether key names one of the table's own rows.
+func IsReserved(key string) bool { return strings.HasPrefix(key, ReservedPrefix) }
 
 // markerRow returns the marker row for a stream of identity id.
 func markerRow(key, id string) Lease {

@@ -168,7 +168,7 @@ func (f KeyFormat) Key(ref ShardRef) string {
 // single-stream table, or a bare shard id without a LegacyStream) and for
 // the table's marker rows (see MarkerKey).
 func (f KeyFormat) Parse(key string) (ref ShardRef, ok bool) {
-	if IsMarker(key) {
+	if IsReserved(key) {
 		return ShardRef{}, false
 	}
 	if i := strings.LastIndexByte(key, ':'); i >= 0 {

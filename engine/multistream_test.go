@@ -63,7 +63,7 @@ func rowKeys(c *cluster) []string {
 	l, _ := c.store.ListLeases(c.t.Context(), true)
 	var keys []string
 	for _, r := range l.Leases {
-		if !IsMarker(r.Key) {
+		if !IsReserved(r.Key) {
 			keys = append(keys, r.Key)
 		}
 	}
@@ -75,7 +75,7 @@ func markerKeys(c *cluster) []string {
 	l, _ := c.store.ListLeases(c.t.Context(), true)
 	var keys []string
 	for _, r := range l.Leases {
-		if IsMarker(r.Key) {
+		if IsReserved(r.Key) {
 			keys = append(keys, r.Key)
 		}
 	}

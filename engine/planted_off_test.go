@@ -28,4 +28,12 @@ func TestNoPlantedBugsWithoutTheTag(t *testing.T) {
 	if w.bug("no-safety-margin") {
 		t.Fatal("a planted bug is active in a build without the tag")
 	}
+	cfg.planted = "driver-handoff-unchecked"
+	c, err := NewConsumer(ConsumerOptions{Config: cfg, Stream: &lockedStream{s: newTStream(1)}, Processor: newRecorder().factory})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.bug("driver-handoff-unchecked") {
+		t.Fatal("a planted driver bug is active in a build without the tag")
+	}
 }

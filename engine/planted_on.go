@@ -14,6 +14,15 @@ var plantedBugs = map[string]string{
 	"steal-acts-at-once":     "a taker acts on a lease taken from another owner at once, without waiting that owner out",
 	"resolve-ignores-writer": "a write of unknown outcome is resolved by the row's contents alone, not its writer: a restarted process takes its predecessor's identical row for its own write",
 	"resume-after-sequence":  "a resume at a checkpoint with sub-sequence number 0 reads AFTER its sequence number: the rest of a KPL aggregate whose first user record was checkpointed is lost",
+	"resubscribe-at-latest":  "fan-out: a subscription renewed after its end starts at LATEST, not after the last continuation: records put between two subscriptions are skipped",
+	// assignment by an assigner
+	"assigner-takes-over-at-once": "a deputy takes the assigner row over as soon as it reads it, without waiting for it to expire: two assigners act at once, and the new one reassigns the old one's leases while it still acts on them",
+	"handoff-before-release":      "the assigner moves a lease for balance by assigning it to the receiver at once, not by asking its holder to hand it over: the receiver acts before the holder let go",
+	"assigner-early-expiry":       "the assigner takes a lease for expired after half a lease duration standing still, before its holder's own view has expired",
+	// Bugs of the production driver (Consumer): only the driver simulation
+	// (package sim/driversim) runs it; the simulator drives the core alone.
+	"driver-handoff-unchecked": "driver: the runner hands a batch to the processor without checking the lease's act-until time, so a batch delivered before a pause reaches the processor after the lease has moved",
+	"driver-ack-on-stop":       "driver: a checkpoint requested while the consumer stops is acknowledged to the processor as written, though it never reached the table",
 }
 
 func init() {
@@ -22,3 +31,7 @@ func init() {
 
 // bug reports whether the planted bug name is active in this worker.
 func (w *Worker) bug(name string) bool { return w.cfg.planted == name }
+
+// bug reports whether the planted driver bug name is active in this
+// consumer.
+func (c *Consumer) bug(name string) bool { return c.planted == name }

@@ -3,6 +3,7 @@
 package engine
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/shardlease/shardlease/internal/planted"
@@ -26,6 +27,15 @@ func TestPlantedBugsWithTheTag(t *testing.T) {
 		}
 		if !w.bug(name) {
 			t.Errorf("planted bug %s not active", name)
+		}
+		if strings.HasPrefix(name, "driver-") {
+			c, err := NewConsumer(ConsumerOptions{Config: cfg, Stream: &lockedStream{s: newTStream(1)}, Processor: newRecorder().factory})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !c.bug(name) || c.bug("driver-other") {
+				t.Errorf("planted driver bug %s not active in the consumer alone", name)
+			}
 		}
 	}
 	if err := planted.Set(&Config{}, "no-such-bug"); err == nil {

@@ -217,7 +217,7 @@ func (w *Worker) checkMarker(m *marker, row Lease) {
 func (w *Worker) checkRows(l Listing) {
 	var unverified []string
 	for _, row := range l.Leases {
-		if IsMarker(row.Key) {
+		if IsReserved(row.Key) {
 			continue
 		}
 		ref, ok := w.keys.Parse(row.Key)

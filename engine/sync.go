@@ -21,6 +21,7 @@ type syncState struct {
 	fresh   map[string]bool    // streams listed in this round
 	checked map[string]bool    // streams whose identity this round confirmed
 	rows    map[string]Lease   // this round's consistent scan, by key
+	asked   bool               // soon was called (a worker that does not sync periodically syncs then)
 }
 
 func (s *syncState) inFlight() bool { return s.waiting > 0 }
@@ -38,6 +39,7 @@ func (s *syncState) listed(stream string, shards []Shard) {
 
 // soon asks for a sync within a short time.
 func (s *syncState) soon(now time.Duration) {
+	s.asked = true
 	if s.next > now+200*time.Millisecond {
 		s.next = now + 200*time.Millisecond
 	}
@@ -58,7 +60,7 @@ const BackupSyncFactor = 6
 // for (a shard ended, a listing lacks its children) run at once on any
 // worker.
 func (w *Worker) syncInterval() time.Duration {
-	if w.syncLeader {
+	if w.syncLeader || w.asg.as != nil {
 		return w.cfg.ShardSyncInterval
 	}
 	return BackupSyncFactor * w.cfg.ShardSyncInterval
@@ -116,9 +118,13 @@ func (w *Worker) onSyncScan(r Result) {
 	// may be eventually consistent, row by row.
 	s.rows = rowsByKey(r.Listing.Leases)
 	// A consistent scan is as good as a take scan.
-	w.nextScan = w.now.Mono + w.jitter(w.cfg.TakeInterval)
+	if w.asg.on {
+		w.nextScan = w.now.Mono + w.jitter(w.cfg.AssignerScanInterval)
+	} else {
+		w.nextScan = w.now.Mono + w.jitter(w.cfg.TakeInterval)
+	}
 	w.observeListing(r.Listing)
-	w.takeLeases(r.Listing.Leases)
+	w.onTable(r.Listing.Leases)
 	for _, sc := range w.cfg.Streams {
 		s.waiting += 2
 		w.call(Call{Op: OpListShards, Stream: sc.Name}, pendingCall{purpose: forSyncShards, key: sc.Name, gen: s.round})
@@ -181,6 +187,9 @@ func (w *Worker) finishSync() {
 	for _, sc := range w.cfg.Streams {
 		if s.fresh[sc.Name] && s.checked[sc.Name] {
 			s.shards[sc.Name] = s.listing[sc.Name]
+			if w.asg.on && w.asg.as == nil {
+				continue // only the assigner creates and deletes rows
+			}
 			if w.syncStream(&sc) {
 				deferred = true
 			}

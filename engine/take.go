@@ -68,7 +68,22 @@ func (w *Worker) onScan(r Result) {
 		return
 	}
 	w.observeListing(r.Listing)
-	w.takeLeases(r.Listing.Leases)
+	w.onTable(r.Listing.Leases)
+}
+
+// onTable acts on a scan of the table: in assigned mode the assigner
+// assigns and every worker resumes its own rows at start; otherwise the
+// worker takes leases itself.
+func (w *Worker) onTable(rows []Lease) {
+	switch {
+	case !w.asg.on:
+		w.takeLeases(rows)
+	case w.asg.as != nil:
+		w.asg.resumed = true
+		w.assignFrom(rows)
+	case !w.asg.resumed:
+		w.resumeOwn(rows)
+	}
 }
 
 // observeListing records a full scan of the table.
@@ -126,10 +141,8 @@ func (w *Worker) gated(o *observation) bool {
 	return false
 }
 
-// candidate is a lease takeLeases may take: the observation of its row
-// (not a copy of the row), when the taker may act on it, and why.
 type candidate struct {
-	o       *observation
+	row     Lease
 	actFrom time.Duration
 	reason  string
 }
@@ -146,10 +159,18 @@ func (w *Worker) takeLeases(rows []Lease) {
 	}
 	now := w.now.Mono
 	me := w.cfg.Owner
+	// the candidates point at their observations: a scan of thousands of
+	// rows copies none (a candidate's row is built for the few taken)
+	type cand struct {
+		o       *observation
+		actFrom time.Duration
+		reason  string
+	}
+	takeOne := func(c cand) { w.take(candidate{row: c.o.row, actFrom: c.actFrom, reason: c.reason}) }
 	var (
 		total, mine  int
-		resume, free []candidate
-		held         []candidate // held by others, not expired: what a steal picks from
+		resume, free []cand
+		held         []cand // held by others, not expired: what a steal picks from
 		counts       = map[string]int{}
 		owners       []string
 		inflight     int
@@ -187,17 +208,17 @@ func (w *Worker) takeLeases(rows []Lease) {
 		}
 		switch {
 		case row.Owner == me:
-			resume = append(resume, candidate{o: o, actFrom: quiet, reason: "resumed"})
+			resume = append(resume, cand{o: o, actFrom: quiet, reason: "resumed"})
 		case row.Owner == "":
-			free = append(free, candidate{o: o, actFrom: quiet, reason: "unowned"})
+			free = append(free, cand{o: o, actFrom: quiet, reason: "unowned"})
 		case now-o.seenAt >= w.cfg.LeaseDuration:
-			free = append(free, candidate{o: o, actFrom: o.seenAt + w.cfg.LeaseDuration, reason: "expired"})
+			free = append(free, cand{o: o, actFrom: o.seenAt + w.cfg.LeaseDuration, reason: "expired"})
 		default:
 			if counts[row.Owner] == 0 {
 				owners = append(owners, row.Owner)
 			}
 			counts[row.Owner]++
-			held = append(held, candidate{o: o, actFrom: o.seenAt + w.cfg.LeaseDuration, reason: "stolen"})
+			held = append(held, cand{o: o, actFrom: o.seenAt + w.cfg.LeaseDuration, reason: "stolen"})
 		}
 	}
 	workers := len(owners) + 1
@@ -211,7 +232,7 @@ func (w *Worker) takeLeases(rows []Lease) {
 		if limit > 0 && have >= limit {
 			break
 		}
-		w.take(c)
+		takeOne(c)
 		have++
 	}
 	if have >= target {
@@ -223,7 +244,7 @@ func (w *Worker) takeLeases(rows []Lease) {
 			if have >= target {
 				break
 			}
-			w.take(c)
+			takeOne(c)
 			have++
 		}
 		return
@@ -251,22 +272,30 @@ func (w *Worker) takeLeases(rows []Lease) {
 	}
 	w.rng.Shuffle(len(cands), func(i, j int) { cands[i], cands[j] = cands[j], cands[i] })
 	for _, c := range cands[:n] {
-		w.take(c)
+		takeOne(c)
 	}
 }
 
-// take sends a conditional take of the candidate's row.
+// take sends a conditional take of c.row, unless a write of the row is in
+// flight or the worker holds it.
 func (w *Worker) take(c candidate) {
+	if w.writes[c.row.Key] != nil {
+		return
+	}
+	if h := w.held[c.row.Key]; h != nil && !h.gone {
+		return
+	}
 	if w.bug("steal-acts-at-once") {
 		c.actFrom = w.now.Mono
 	}
-	row := c.o.row.Clone()
-	prev := row.Owner
+	row := c.row.Clone()
+	prev, prevWriter := row.Owner, row.Writer
 	if row.Owner != w.cfg.Owner {
 		row.OwnerSwitches++
 	}
 	row.Owner = w.cfg.Owner
 	row.Counter++
+	row.Pending, row.HandoffTo = "", ""
 	if ref := w.refOf(row.Key); row.StreamID == "" && w.provenOurs(ref, row) {
 		// A row from before stream identities (KCL, an earlier
 		// shardlease) of a shard the listing shows: it is this stream's,
@@ -284,7 +313,7 @@ func (w *Worker) take(c candidate) {
 			row.HandoffFrom = w.cfg.Owner
 		}
 	}
-	wr := &write{kind: wTake, key: row.Key, expect: ExpectOf(c.o.row), row: row, actFrom: c.actFrom, reason: c.reason, previous: prev}
+	wr := &write{kind: wTake, key: row.Key, expect: ExpectOf(c.row), row: row, actFrom: c.actFrom, reason: c.reason, previous: prev, prevWriter: prevWriter}
 	w.writes[row.Key] = wr
 	w.sendWrite(wr)
 }

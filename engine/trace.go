@@ -97,13 +97,25 @@ const (
 	// decision ("skipped", "handed-off"). The worker goes on reading after
 	// it; nothing is checkpointed for it.
 	TraceBatchSkipped
+	// TraceAssigned: the assigner wrote Key to Counter (Reason: "to W:
+	// why" for an assignment, "handoff to W" for a handoff request,
+	// "handoff cancelled"); Previous is the owner before.
+	TraceAssigned
+	// TraceHandingOver: the worker began handing Key over to another
+	// (Reason "to W"): it lets its processor checkpoint and releases.
+	TraceHandingOver
+	// TraceModeFallback: the worker takes leases itself (AssignmentScan)
+	// although configured for an assigner (Reason: the store has no
+	// pending index).
+	TraceModeFallback
 )
 
 var traceNames = [...]string{"", "lease-created", "lease-acquired", "acting", "lease-renewed",
 	"stopped-acting", "lease-lost", "lease-released", "lease-deleted", "delivered",
 	"checkpoint-requested", "checkpoint-written", "checkpoint-rejected", "shard-ended",
 	"child-started", "malformed-row", "resolved", "write-sent", "started", "failed", "foreign-row",
-	"shard-unverified", "sync-abandoned", "aggregate-dropped", "aggregate-undecoded", "batch-failed", "batch-skipped"}
+	"shard-unverified", "sync-abandoned", "aggregate-dropped", "aggregate-undecoded", "batch-failed", "batch-skipped",
+	"assigned", "handing-over", "mode-fallback"}
 
 func (k TraceKind) String() string {
 	if int(k) < len(traceNames) && k != 0 {

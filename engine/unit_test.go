@@ -67,6 +67,9 @@ func newUnit(t *testing.T, cfg Config) *unit {
 	if len(cfg.Streams) == 0 {
 		cfg.Streams = []StreamConfig{{Name: "s", InitialPosition: TrimHorizon}}
 	}
+	if cfg.Assignment == "" {
+		cfg.Assignment = AssignmentScan // the tests of the take rules; assigned mode has its own
+	}
 	cfg.Trace = func(e TraceEvent) { u.trace = append(u.trace, e) }
 	w, err := NewWorker(cfg)
 	if err != nil {
@@ -230,7 +233,7 @@ func callKey(c Call) string {
 	switch c.Op {
 	case OpCreateLease, OpUpdateLease:
 		return c.Lease.Key
-	case OpGetIterator:
+	case OpGetIterator, OpSubscribe, OpNextEvent, OpUnsubscribe:
 		return c.Shard
 	}
 	return c.Key

@@ -57,6 +57,7 @@ type Worker struct {
 
 	started      bool
 	start        startState
+	asg          assignState
 	err          error
 	shutdown     bool
 	down         shutdownReport
@@ -65,6 +66,7 @@ type Worker struct {
 	scanSentAt   time.Duration
 	nextScan     time.Duration
 	sync         syncState
+	fo           fanOutRegistry // FanOut: the consumers registered
 }
 
 // pendingCall remembers what a call in flight was for.
@@ -88,6 +90,11 @@ const (
 	forSyncScan
 	forSyncDescribe
 	forStart
+	forPoll
+	forConfirm
+	forMonitor
+	forAssignerPoll
+	forAssignerConfirm
 )
 
 // NewWorker returns a worker for cfg, or an error naming every broken
@@ -110,6 +117,7 @@ func NewWorker(cfg Config) (*Worker, error) {
 		ghosts:     make(map[string][]ghost),
 		syncLeader: true, // until a listing shows a smaller owner
 		writer:     writerOf(c.Seed),
+		asg:        assignState{on: c.Assignment == AssignmentAssigner},
 	}
 	for i := range c.Streams {
 		w.streams[c.Streams[i].Name] = &c.Streams[i]
@@ -123,8 +131,23 @@ func (w *Worker) Owner() string { return w.cfg.Owner }
 // Config returns the worker's configuration with defaults applied.
 func (w *Worker) Config() Config { return w.cfg }
 
-// Held returns the keys of the leases the worker holds, sorted.
-func (w *Worker) Held() []string { return slices.Clone(w.heldKeys) }
+// Held returns the keys of the leases the worker holds, sorted (not the
+// assigner row: see IsAssigner).
+func (w *Worker) Held() []string {
+	return slices.DeleteFunc(slices.Clone(w.heldKeys), IsReserved)
+}
+
+// leases returns how many leases the worker holds (not the assigner row).
+func (w *Worker) leases() int {
+	if w.held[AssignerKey] != nil {
+		return len(w.heldKeys) - 1
+	}
+	return len(w.heldKeys)
+}
+
+// IsAssigner reports whether the worker is the assigner (see
+// Config.Assignment): it holds the assigner row and may act on it.
+func (w *Worker) IsAssigner() bool { return w.isAssigner() }
 
 // Acting reports whether the worker may act on lease key at its current
 // time: it holds the lease, has waited out any previous holder, and is
@@ -246,6 +269,18 @@ func (w *Worker) onResult(r Result) {
 		}
 	case forStart:
 		w.onStartResult(pc, pc.op, r)
+	case forPoll:
+		w.onPoll(r)
+	case forConfirm:
+		w.onConfirm(pc.key, r)
+	case forMonitor:
+		w.onMonitor(r)
+	case forAssignerPoll:
+		w.onAssignerPoll(r)
+	case forAssignerConfirm:
+		w.onAssignerConfirm(pc.key, r)
+	default:
+		w.onFanOutResult(pc, r)
 	}
 }
 
@@ -264,7 +299,7 @@ func (w *Worker) advance() {
 		w.retryWrites()
 	}
 	if w.shutdown {
-		if len(w.held) == 0 && len(w.writes) == 0 {
+		if len(w.held) == 0 && len(w.writes) == 0 && w.fanOutDeregistered() {
 			w.stopped = true
 		}
 		return
@@ -277,6 +312,13 @@ func (w *Worker) advance() {
 	if w.sync.inFlight() && now-w.sync.sentAt > 2*w.cfg.LeaseDuration {
 		w.sync.waiting = 0
 		w.sync.round++
+	}
+	if w.cfg.Consumer == FanOut && !w.tickFanOutRegistration() {
+		return // no table work before the consumers are ACTIVE
+	}
+	if w.asg.on {
+		w.advanceAssigned()
+		return
 	}
 	if !w.sync.inFlight() && now >= w.sync.next {
 		w.startSync()
@@ -318,16 +360,21 @@ func (w *Worker) wake() time.Duration {
 			min(w.start.retryAt)
 		}
 	} else if !w.shutdown {
-		if !w.scanInFlight {
-			min(w.nextScan)
-		}
-		if !w.sync.inFlight() {
-			min(w.sync.next)
+		if w.asg.on {
+			w.wakeAssigned(min)
+		} else {
+			if !w.scanInFlight {
+				min(w.nextScan)
+			}
+			if !w.sync.inFlight() {
+				min(w.sync.next)
+			}
 		}
 	}
 	if len(w.dueq) > 0 {
 		min(w.dueq[0].due)
 	}
+	w.fanOutWake(min)
 	if w.retrying > 0 {
 		for _, wr := range w.writes {
 			if wr.resolving && wr.id == 0 {
@@ -390,6 +437,7 @@ func (w *Worker) tick(h *holding) {
 		w.tickHolding(h)
 	}
 	if h.gone {
+		w.dropSubscription(h)
 		w.dueq.remove(h)
 		delete(w.held, h.key)
 		if i, ok := slices.BinarySearch(w.heldKeys, h.key); ok {
@@ -400,12 +448,18 @@ func (w *Worker) tick(h *holding) {
 	w.dueq.set(h, h.nextDue(w))
 }
 
-// addHeld starts holding h; it is ticked in the same step.
+// addHeld starts holding h; it is ticked in the same step. A holding of
+// the same key that was given up in this step and not yet removed is
+// replaced.
 func (w *Worker) addHeld(h *holding) {
 	h.qidx = -1
+	if old := w.held[h.key]; old != nil {
+		w.dueq.remove(old)
+	} else {
+		i, _ := slices.BinarySearch(w.heldKeys, h.key)
+		w.heldKeys = slices.Insert(w.heldKeys, i, h.key)
+	}
 	w.held[h.key] = h
-	i, _ := slices.BinarySearch(w.heldKeys, h.key)
-	w.heldKeys = slices.Insert(w.heldKeys, i, h.key)
 	w.dueq.set(h, w.now.Mono)
 }
 

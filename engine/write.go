@@ -16,9 +16,11 @@ const (
 	wRelease
 	wCreate
 	wDelete
+	wAssign // the assigner's write on a row it does not hold: assignment, handoff request or cancel
+	wHello  // a worker's hello to the assigner
 )
 
-var writeNames = [...]string{"", "take", "renew", "checkpoint", "shard-end", "release", "create", "delete"}
+var writeNames = [...]string{"", "take", "renew", "checkpoint", "shard-end", "release", "create", "delete", "assign", "hello"}
 
 func (k writeKind) String() string { return writeNames[k] }
 
@@ -43,10 +45,13 @@ type write struct {
 	retryAt    time.Duration // when to re-send the resolving read
 	backoff    time.Duration
 
-	// take
-	actFrom  time.Duration
-	reason   string
-	previous string
+	// take (create: the row does not exist yet, as the assigner row at
+	// first), assign
+	create     bool
+	actFrom    time.Duration
+	reason     string
+	previous   string
+	prevWriter string
 	// checkpoint
 	target Checkpoint
 }
@@ -57,11 +62,11 @@ func (w *Worker) sendWrite(wr *write) {
 	wr.row.Writer = w.writer
 	wr.resolving = false
 	c := Call{Key: wr.key}
-	switch wr.kind {
-	case wCreate:
+	switch {
+	case wr.kind == wCreate || wr.kind == wHello || wr.create:
 		c.Op = OpCreateLease
 		c.Lease = wr.row
-	case wDelete:
+	case wr.kind == wDelete:
 		c.Op = OpDeleteLease
 		c.Expect = wr.expect
 	default:
@@ -96,9 +101,9 @@ func (w *Worker) onWriteResult(key string, r Result) {
 		w.writeApplied(wr)
 	case errors.Is(r.Err, ErrThrottled):
 		w.writeNotApplied(wr, true)
-	case wr.kind == wCreate:
+	case wr.kind == wCreate || wr.kind == wHello:
 		// A create that failed its condition found the row; one of
-		// unknown outcome is settled by the next sync either way.
+		// unknown outcome is settled by the next sync (or hello) either way.
 		w.writeNotApplied(wr, false)
 	default:
 		wr.condFailed = errors.Is(r.Err, ErrConditionFailed)
@@ -145,6 +150,16 @@ func (w *Worker) onResolveResult(key string, r Result) {
 			w.addGhost(wr)
 			w.writeNotApplied(wr, false)
 		default:
+			if h := w.held[wr.key]; h != nil && h.write == wr && w.adoptable(h, r.Lease) {
+				// The assigner changed the row (a handoff request, or its
+				// cancellation): still this worker's lease. Write again on
+				// the new version.
+				w.emitResolved(wr, "not applied: the assigner changed the row")
+				w.observeRow(r.Lease)
+				h.write = nil
+				w.adopt(h, r.Lease)
+				break
+			}
 			w.emitResolved(wr, "superseded")
 			w.observeRow(r.Lease)
 			w.writeSuperseded(wr)
@@ -235,6 +250,11 @@ func (w *Worker) writeApplied(wr *write) {
 		delete(w.writes, wr.key)
 		delete(w.obs, wr.key)
 		w.emit(TraceEvent{Kind: TraceLeaseDeleted, Key: wr.key, Shard: w.refOf(wr.key)})
+	case wAssign:
+		delete(w.writes, wr.key)
+		w.assignedApplied(wr)
+	case wHello:
+		delete(w.writes, wr.key)
 	default:
 		if h := w.held[wr.key]; h != nil {
 			w.holderWriteApplied(h, wr)
@@ -244,7 +264,7 @@ func (w *Worker) writeApplied(wr *write) {
 
 func (w *Worker) writeNotApplied(wr *write, throttled bool) {
 	switch wr.kind {
-	case wTake, wCreate, wDelete:
+	case wTake, wCreate, wDelete, wAssign, wHello:
 		delete(w.writes, wr.key)
 	default:
 		if h := w.held[wr.key]; h != nil {
@@ -261,7 +281,7 @@ func (w *Worker) writeNotApplied(wr *write, throttled bool) {
 func (w *Worker) writeSuperseded(wr *write) {
 	delete(w.ghosts, wr.key)
 	switch wr.kind {
-	case wTake, wCreate, wDelete:
+	case wTake, wCreate, wDelete, wAssign, wHello:
 		delete(w.writes, wr.key)
 	default:
 		if h := w.held[wr.key]; h != nil {

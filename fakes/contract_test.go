@@ -130,3 +130,40 @@ func (h *kinesisHarness) Merge(t *testing.T, stream, shard, adjacent string) {
 }
 
 func (h *kinesisHarness) ExpireIterators(t *testing.T) { h.k.ExpireIterators() }
+
+// TestKinesisFanOutContract runs the enhanced fan-out contract suite
+// against the fake's consumers and subscriptions, with Kinesis's timings
+// and with a consumer activation delay.
+func TestKinesisFanOutContract(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opts fakes.FanOutOptions
+	}{
+		{"service_timings", fakes.FanOutOptions{}},
+		{"slow_activation_small_events", fakes.FanOutOptions{Activation: 20 * time.Second, MaxEventRecords: 3}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clock := fakes.NewManualClock(time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC))
+			k := fakes.NewKinesis(fakes.KinesisOptions{Clock: clock})
+			k.SetFanOutOptions(tc.opts)
+			streamtest.RunFanOut(t, &fanOutHarness{kinesisHarness: kinesisHarness{k: k, clock: clock}, opts: tc.opts})
+			if n := k.OpenSubscriptions(); n == 0 {
+				t.Fatal("no subscription left open: the suite gives some up, not all")
+			}
+		})
+	}
+}
+
+type fanOutHarness struct {
+	kinesisHarness
+	opts fakes.FanOutOptions
+}
+
+func (h *fanOutHarness) FanOut() engine.FanOutStream { return h.k }
+
+func (h *fanOutHarness) Times() streamtest.FanOutTimes {
+	return streamtest.FanOutTimes{Activation: h.opts.Activation, Lifetime: fakes.DefaultSubscriptionLifetime,
+		InUseWindow: fakes.DefaultInUseWindow, MinSubscribeInterval: time.Second}
+}
+
+func (h *fanOutHarness) Elapse(t *testing.T, d time.Duration) { h.clock.Advance(d) }

@@ -6,13 +6,15 @@ import (
 	"github.com/shardlease/shardlease/engine"
 )
 
-// numOps bounds the engine.Op values the fakes track (engine.Op is small).
-const numOps = 16
+// numOps bounds the engine.Op values the fakes track (engine.Op is small;
+// the fan-out ops start at 16).
+const numOps = 24
 
 // Hook decides, before a call of a fake executes, whether it fails: a
 // non-nil error fails the call without applying it. key names what the call
 // is about: for LeaseTable the lease key ("" for ListLeases); for Kinesis
-// "stream" (ListShards) or "stream/shard" (GetShardIterator, GetRecords).
+// "stream" (ListShards), "stream/shard" (GetShardIterator, GetRecords and
+// the subscription calls) or "stream/consumer" (the consumer calls).
 type Hook func(op engine.Op, key string) error
 
 // Faults injects failures into the calls of a fake. LeaseTable and Kinesis
@@ -32,7 +34,7 @@ type Hook func(op engine.Op, key string) error
 //
 // Operations of a fake that are not engine calls (Kinesis.PutRecord, the
 // administrative methods) are never faulted. The zero value injects
-// nothing. Passing an engine.Op the fakes do not know (16 or above)
+// nothing. Passing an engine.Op the fakes do not know (numOps or above)
 // panics.
 type Faults struct {
 	throttled [numOps]time.Time

@@ -80,6 +80,7 @@ type Kinesis struct {
 	serial    uint64     // serial of the last iterator issued
 	expiredTo uint64     // iterators with serial <= expiredTo are expired
 	stats     Stats
+	fo        *fanOut // enhanced fan-out (consumers.go), made on first use
 }
 
 // kstream is one stream.

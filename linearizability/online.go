@@ -4,6 +4,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/shardlease/shardlease/engine"
@@ -141,6 +142,9 @@ func (o *Online) Observe(r *trace.Record) {
 	}
 	if r.Op != engine.OpGetLease && !r.Op.IsWrite() {
 		return // scans: the trace does not carry their rows
+	}
+	if strings.HasPrefix(r.Key, engine.HelloPrefix) {
+		return // workers' hello rows hold no lease (see FromTrace)
 	}
 	o.now = r.T
 	ck := callKey{r.Proc, r.Call}

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/shardlease/shardlease/engine"
@@ -101,7 +102,13 @@ type callRecs struct {
 // Observe feeds one record; records of other kinds than store calls are
 // ignored. It keeps no reference to r.
 func (b *traceHistory) Observe(r *trace.Record) {
-	if b.err != nil || (r.Kind != trace.KindSend && r.Kind != trace.KindApply && r.Kind != trace.KindReply) || !r.Op.IsStore() {
+	if b.err != nil || (r.Kind != trace.KindSend && r.Kind != trace.KindApply && r.Kind != trace.KindReply) || !r.Op.IsStore() ||
+		r.Op == engine.OpListPending || strings.HasPrefix(r.Key, engine.HelloPrefix) {
+		// Not in the history: reads of the eventually consistent pending
+		// index, and workers' hello rows, created and deleted again and
+		// again (an SDK retry of a create may apply once more after a
+		// delete, which a history of single-effect calls cannot show;
+		// they hold no lease).
 		return
 	}
 	if b.calls == nil {

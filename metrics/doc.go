@@ -9,7 +9,9 @@
 //   - the lease table and the stream (Metrics.Store, Metrics.Stream, which
 //     wrap an engine.LeaseStore and an engine.Stream): the duration and
 //     outcome of every DynamoDB and Kinesis call the engine makes, and the
-//     malformed rows of the latest table scan;
+//     malformed rows of the latest table scan; a stream with enhanced
+//     fan-out (engine.FanOutStream) stays one, and its subscriptions,
+//     renewals, ends, events and MillisBehindLatest are counted too;
 //   - the record processors (Metrics.Processors, which wraps an
 //     engine.ProcessorFactory): records and batches processed, and each
 //     held shard's MillisBehindLatest.

@@ -44,6 +44,7 @@ type Metrics struct {
 	inARow       *prometheus.GaugeVec
 	skipped      *prometheus.CounterVec
 	kplDropped   *prometheus.CounterVec
+	fo           *fanOutMetrics
 
 	mu      sync.Mutex
 	keys    map[string]engine.ShardRef // leases held
@@ -91,7 +92,7 @@ func New(o Options) (*Metrics, error) {
 	m.storeCalls = histVec("shardlease_store_call_duration_seconds",
 		"Latency of lease-table calls by operation, write class (take, renew, checkpoint, shard-end, release, create, delete; empty for reads) and outcome.", "op", "write", "outcome")
 	m.streamCalls = histVec("shardlease_stream_call_duration_seconds",
-		"Latency of Kinesis calls (DescribeStream, ListShards, GetShardIterator, GetRecords) by operation and outcome.", "op", "outcome")
+		"Latency of Kinesis calls (DescribeStream, ListShards, GetShardIterator, GetRecords; with enhanced fan-out the consumer calls and SubscribeToShard) by operation and outcome.", "op", "outcome")
 	m.checkpoints = counterVec("shardlease_checkpoints_total",
 		"Checkpoint writes by result: written (landed in the table) or rejected (refused by the engine: lease lost, not acting, out of range).", "result")
 	m.records = counter("shardlease_records_processed_total", "Records the processors handled without error.")
@@ -106,8 +107,9 @@ func New(o Options) (*Metrics, error) {
 	m.kplDropped = counterVec("shardlease_kpl_aggregates_dropped_total",
 		"KPL-aggregated records read but not de-aggregated, by cause: corrupt (MD5 mismatch or malformed; delivered as read with DeliverCorruptAggregates, action=delivered) or hash-range (user records outside the shard's range, which the KPL puts again).",
 		"cause", "action")
-	for _, c := range []prometheus.Collector{m.held, m.taken, m.stolen, m.lost, m.released, m.renew, m.storeCalls, m.streamCalls,
-		m.checkpoints, m.records, m.batches, m.millisBehind, m.malformed, m.failed, m.inARow, m.skipped, m.kplDropped} {
+	m.fo = newFanOutMetrics(cl)
+	for _, c := range append([]prometheus.Collector{m.held, m.taken, m.stolen, m.lost, m.released, m.renew, m.storeCalls, m.streamCalls,
+		m.checkpoints, m.records, m.batches, m.millisBehind, m.malformed, m.failed, m.inARow, m.skipped, m.kplDropped}, m.fo.collectors()...) {
 		if err := m.reg.Register(c); err != nil {
 			return nil, err
 		}

@@ -184,8 +184,8 @@ type checkingStore struct {
 
 func (c *checkingStore) CheckTable(context.Context) error { c.checked = true; return nil }
 
-// TestStoreKeepsTheTableCheck: the wrapper of a TableChecker is one, and
-// its check reaches the store; the wrapper of another store is not.
+// TestStoreKeepsTheTableCheck: the wrapper passes the table check and the
+// pending index of the store it wraps through.
 func TestStoreKeepsTheTableCheck(t *testing.T) {
 	m, err := New(Options{})
 	if err != nil {
@@ -199,7 +199,18 @@ func TestStoreKeepsTheTableCheck(t *testing.T) {
 	if err := tc.CheckTable(context.Background()); err != nil || !inner.checked {
 		t.Fatalf("CheckTable: %v, reached the store: %v", err, inner.checked)
 	}
-	if _, ok := m.Store(engine.NewMemStore()).(engine.TableChecker); ok {
-		t.Error("the wrapper of a MemStore claims to check a table")
+	// The wrapper of a store without a check checks nothing (and fails
+	// nothing); its pending index is the store's.
+	if err := m.Store(engine.NewMemStore()).(engine.TableChecker).CheckTable(context.Background()); err != nil {
+		t.Errorf("the wrapper of a MemStore failed a table check: %v", err)
+	}
+	if _, err := m.Store(engine.NewMemStore()).(engine.PendingIndex).ListPending(context.Background(), "w"); err != nil {
+		t.Errorf("the wrapper of a MemStore lost its pending index: %v", err)
+	}
+	if _, err := m.Store(noIndexStore{}).(engine.PendingIndex).ListPending(context.Background(), "w"); !errors.Is(err, engine.ErrNoIndex) {
+		t.Errorf("the wrapper of a store without an index: %v, want ErrNoIndex", err)
 	}
 }
+
+// noIndexStore is a store without a pending index.
+type noIndexStore struct{ engine.LeaseStore }

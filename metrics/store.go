@@ -3,6 +3,7 @@ package metrics
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/shardlease/shardlease/engine"
@@ -15,8 +16,10 @@ const (
 	OutcomeThrottled       = "throttled"
 	OutcomeNotFound        = "not-found"
 	OutcomeExpiredIterator = "expired-iterator"
-	OutcomeTimeout         = "timeout" // the call's deadline passed, or it was cancelled
-	OutcomeError           = "error"   // any other error
+	OutcomeInUse           = "in-use"             // ResourceInUse (enhanced fan-out)
+	OutcomeEnded           = "subscription-ended" // the subscription ended (enhanced fan-out)
+	OutcomeTimeout         = "timeout"            // the call's deadline passed, or it was cancelled
+	OutcomeError           = "error"              // any other error
 )
 
 // Outcome classifies a call's error with the engine's sentinels.
@@ -32,6 +35,10 @@ func Outcome(err error) string {
 		return OutcomeNotFound
 	case errors.Is(err, engine.ErrExpiredIterator):
 		return OutcomeExpiredIterator
+	case errors.Is(err, engine.ErrResourceInUse):
+		return OutcomeInUse
+	case errors.Is(err, engine.ErrSubscriptionEnded):
+		return OutcomeEnded
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		return OutcomeTimeout
 	}
@@ -99,22 +106,30 @@ func (m *Metrics) storeCall(op engine.Op, class string, start time.Time, err err
 
 // Store returns s wrapped so that every call is timed and counted by
 // operation, write class and outcome, and the malformed rows of every
-// scan are counted. If s is an engine.TableChecker, so is the wrapper (the
-// consumer's start-up check of the table still runs).
-func (m *Metrics) Store(s engine.LeaseStore) engine.LeaseStore {
-	st := &store{m: m, next: s}
-	if tc, ok := s.(engine.TableChecker); ok {
-		return &checkedStore{store: st, tc: tc}
+// scan are counted. The wrapper passes s's table check (engine.TableChecker:
+// none if s has none) and its pending index (engine.PendingIndex:
+// engine.ErrNoIndex if s has none) through.
+func (m *Metrics) Store(s engine.LeaseStore) engine.LeaseStore { return &store{m: m, next: s} }
+
+// CheckTable runs the wrapped store's table check, if it has one.
+func (s *store) CheckTable(ctx context.Context) error {
+	if tc, ok := s.next.(engine.TableChecker); ok {
+		return tc.CheckTable(ctx)
 	}
-	return st
+	return nil
 }
 
-type checkedStore struct {
-	*store
-	tc engine.TableChecker
+// ListPending reads the wrapped store's pending index, timed and counted.
+func (s *store) ListPending(ctx context.Context, who string) ([]engine.Lease, error) {
+	pi, ok := s.next.(engine.PendingIndex)
+	if !ok {
+		return nil, fmt.Errorf("list pending %s: %w", who, engine.ErrNoIndex)
+	}
+	start := time.Now()
+	rows, err := pi.ListPending(ctx, who)
+	s.m.storeCall(engine.OpListPending, "", start, err)
+	return rows, err
 }
-
-func (s *checkedStore) CheckTable(ctx context.Context) error { return s.tc.CheckTable(ctx) }
 
 type store struct {
 	m    *Metrics

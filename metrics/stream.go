@@ -9,8 +9,16 @@ import (
 
 // Stream returns s wrapped so that every Kinesis call (DescribeStream,
 // ListShards, GetShardIterator, GetRecords) is timed and counted by
-// operation and outcome.
-func (m *Metrics) Stream(s engine.Stream) engine.Stream { return &stream{m: m, next: s} }
+// operation and outcome. A stream with enhanced fan-out
+// (engine.FanOutStream) stays one: its consumer calls and SubscribeToShard
+// are timed too, and subscriptions, renewals, ends and events counted.
+func (m *Metrics) Stream(s engine.Stream) engine.Stream {
+	st := &stream{m: m, next: s}
+	if fo, ok := s.(engine.FanOutStream); ok {
+		return &fanOutStream{stream: st, fo: fo}
+	}
+	return st
+}
 
 type stream struct {
 	m    *Metrics

@@ -32,7 +32,7 @@ func busy(t testing.TB, seed uint64) (sim.Options, *sim.Result) {
 func planted(t testing.TB) (sim.Options, *sim.Result) {
 	t.Helper()
 	o := sim.Options{Seed: 1, Workers: 4, Shards: 4, Chaos: 30 * time.Second, Quiet: 30 * time.Second, Scenario: "test",
-		Faults: "partition,pause,crash,clog", Mutation: "unfenced-checkpoint", KeepTrace: true}
+		Faults: "partition,pause,crash,clog", Mutation: "unfenced-checkpoint", KeepTrace: true, Assignment: "scan"}
 	res, err := sim.Run(o)
 	if err != nil {
 		t.Fatal(err)
@@ -221,7 +221,7 @@ func TestBarsCapped(t *testing.T) {
 // drawn in the lane of the worker it resolved to (the trace's fault record
 // names it), and scripted SDK retries are drawn as a band.
 func TestTimelineAimedActions(t *testing.T) {
-	o := sim.Options{Seed: 2, Workers: 3, Shards: 3, Chaos: 40 * time.Second, Scenario: "test", Faults: "none", KeepTrace: true,
+	o := sim.Options{Seed: 2, Workers: 3, Shards: 3, Chaos: 40 * time.Second, Scenario: "test", Faults: "none", KeepTrace: true, Assignment: "scan",
 		Actions: []sim.Action{
 			{At: 15 * time.Second, Kind: sim.ActPause, Shard: "shardId-000000000000", Dur: 5 * time.Second},
 			{At: 20 * time.Second, Kind: sim.ActSDKRetry, Value: 0.5, Dur: 10 * time.Second},

@@ -177,6 +177,42 @@ func catalog() []Scenario {
 				}},
 		},
 		{
+			Name: "fan-out-handoffs",
+			Story: "The application reads with enhanced fan-out, each subscription renewed every 6 s, and the service refuses " +
+				"some subscriptions as duplicates (ResourceInUse or LimitExceeded: sub-in-use). The owner of shard 0 crashes and " +
+				"its process manager restarts it at once, a worker is deployed (graceful shutdown, back 3 s later), and shard 2 " +
+				"splits: a hand-off may meet the previous holder's subscription (ResourceInUse for 5 s), every renewal must " +
+				"resume exactly after the last continuation, and the split's end names its children.",
+			Options: sim.Options{Workers: 3, Shards: 6, Faults: "sub-in-use", Consumer: "fan-out", SubscriptionLifetime: 6 * s, Chaos: 120 * s,
+				Actions: []sim.Action{
+					{At: 30 * s, Kind: sim.ActCrash, Shard: shard(0), Dur: 100 * time.Millisecond},
+					{At: 60 * s, Kind: sim.ActShutdown, Worker: 1, Dur: 3 * s},
+					{At: 80 * s, Kind: sim.ActSplit, Shard: shard(2)},
+				}},
+		},
+		{
+			Name: "migrate-to-assigner-and-back",
+			Story: "A fleet of five workers that scan the table and take leases themselves migrates, by a rolling deploy in the " +
+				"middle of crashes, partitions and a split, to leases handed out by an assigner, one worker every 10 s; " +
+				"then it rolls back. Old and new workers run side by side on one table throughout: no lease is ever acted " +
+				"on twice, nothing is lost.",
+			Options: sim.Options{Workers: 5, Shards: 12, Faults: "crash,partition,latency,split", Chaos: 4 * time.Minute, Assignment: engine.AssignmentScan,
+				Actions: migrate(5, 20*s, 10*s)},
+		},
+		{
+			Name: "assigner-crash",
+			Story: "The assigner crashes at 40 s and again (the one that replaced it) at 80 s, each while another worker is " +
+				"paused past its lease: a deputy takes the assigner row over once it expires in its own view, reassigns the " +
+				"crashed assigner's leases at once and the paused worker's when they expire.",
+			Options: sim.Options{Workers: 4, Shards: 12, Faults: "none", Chaos: 2 * time.Minute, Assignment: engine.AssignmentAssigner,
+				Actions: []sim.Action{
+					// the owner of the assigner row: the assigner
+					{At: 40 * s, Kind: sim.ActCrash, Shard: engine.AssignerKey, Dur: 30 * s},
+					{At: 40 * s, Kind: sim.ActPause, Shard: shard(5), Dur: 15 * s},
+					{At: 80 * s, Kind: sim.ActCrash, Shard: engine.AssignerKey, Dur: 30 * s},
+				}},
+		},
+		{
 			Name: "foreign-app",
 			Story: "A second application, started with a stream name that is not this table's (a typo, or two applications " +
 				"that picked the same table name), joins at 30 s: it must stop at start, naming the mismatch, and write nothing, " +
@@ -208,6 +244,24 @@ func catalog() []Scenario {
 	}
 	sort.Slice(list, func(i, j int) bool { return list[i].Name < list[j].Name })
 	return list
+}
+
+// migrate switches workers 0..n-1 to assigner mode and restarts them one
+// after another from first, every apart; then switches them back the same
+// way.
+func migrate(n int, first, every time.Duration) []sim.Action {
+	var out []sim.Action
+	back := first + time.Duration(n+3)*every
+	for i := 0; i < n; i++ {
+		for _, step := range []struct {
+			at   time.Duration
+			mode string
+		}{{first + time.Duration(i)*every, engine.AssignmentAssigner}, {back + time.Duration(i)*every, engine.AssignmentScan}} {
+			out = append(out, sim.Action{At: step.at, Kind: sim.ActSwitchMode, Worker: i, Target: step.mode},
+				sim.Action{At: step.at, Kind: sim.ActShutdown, Worker: i, Dur: 2 * time.Second})
+		}
+	}
+	return out
 }
 
 // rolling restarts workers 0..n-1 one after another: worker i shuts down
@@ -262,6 +316,8 @@ func shippedDefaults(c *engine.Config) {
 // for it, take scans every 100 ms (consistent, so the taker sees the last
 // renewal at once) and reads every 100 ms.
 func slowClockHolder(c *engine.Config) {
+	// a taker that scans the table itself, as soon as its view says so
+	c.Assignment = engine.AssignmentScan
 	c.LeaseDuration, c.RenewInterval, c.MaxClockDrift, c.SafetyMargin = 10*s, 2500*time.Millisecond, 0.05, 0
 	c.TakeInterval, c.ConsistentTakeScans = 100*time.Millisecond, true
 	c.IdleTimeBetweenReads, c.GetRecordsLimit = 100*time.Millisecond, 1000

@@ -24,6 +24,7 @@ type drawn struct {
 	Classes         []string // rate-only fault classes (no timed actions of their own)
 	Actions         []sim.Action
 	Mutation        string
+	Assignment      string // sim.Options.Assignment
 }
 
 // knobs are the engine settings the property draws; the rest (take and
@@ -60,7 +61,7 @@ func (d drawn) Options() sim.Options {
 	k := d.Knobs
 	o := sim.Options{
 		Seed: d.Seed, Workers: d.Workers, Shards: d.Shards, Chaos: d.Chaos, Quiet: d.Quiet,
-		Faults: faults, Engine: k.apply, Actions: d.Actions, Mutation: d.Mutation,
+		Faults: faults, Engine: k.apply, Actions: d.Actions, Mutation: d.Mutation, Assignment: d.Assignment,
 	}
 	if d.Quiet != 0 {
 		// The fast planted-bug runs: none of their bugs is one of the
@@ -75,7 +76,7 @@ func (d drawn) Options() sim.Options {
 // action per line.
 func (d drawn) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "sim seed %d; %d workers, %d shards, chaos %v; faults %s; engine: %s", d.Seed, d.Workers, d.Shards, d.Chaos, d.Options().Faults, d.Knobs)
+	fmt.Fprintf(&b, "sim seed %d; %d workers, %d shards, chaos %v; faults %s; engine: %s; assignment %s", d.Seed, d.Workers, d.Shards, d.Chaos, d.Options().Faults, d.Knobs, d.Assignment)
 	if d.Quiet != 0 {
 		fmt.Fprintf(&b, "; healing phase %v (liveness not checked)", d.Quiet)
 	}
@@ -117,6 +118,7 @@ type size struct {
 	minChaos, maxChaos                int // seconds
 	outside                           bool
 	quiet                             time.Duration
+	assignment                        string // "": drawn
 }
 
 var (
@@ -248,5 +250,12 @@ func drawCase(t *rapid.T, sz size, mutation string) drawn {
 	d.Actions = rapid.SliceOfN(action, 0, sz.maxActions).Draw(t, "schedule")
 	// the simulator runs them in time order (stable); list them so
 	sort.SliceStable(d.Actions, func(i, j int) bool { return d.Actions[i].At < d.Actions[j].At })
+	// Drawn last, so that the fail files saved before it replay as they
+	// did (their bits end earlier: the first value, scan, the mode of
+	// every run then).
+	d.Assignment = sz.assignment
+	if d.Assignment == "" {
+		d.Assignment = rapid.SampledFrom([]string{engine.AssignmentScan, engine.AssignmentAssigner, sim.AssignmentMixed}).Draw(t, "assignment")
+	}
 	return d
 }

@@ -198,6 +198,41 @@ var expectations = map[string]func(sim.Options, *sim.Result) error{
 	},
 	"clock-step-backward": sameAsWithoutClockSteps,
 	"clock-step-forward":  sameAsWithoutClockSteps,
+	"fan-out-handoffs": func(o sim.Options, r *sim.Result) error {
+		if !r.World.FanOut.On {
+			return fmt.Errorf("the world reads by polling")
+		}
+		subs, ended, inUse := 0, 0, 0
+		for i := range r.Trace {
+			x := &r.Trace[i]
+			switch {
+			case x.Kind != trace.KindReply:
+			case x.Op == engine.OpSubscribe && x.Outcome == trace.OutcomeOK:
+				subs++
+			case x.Op == engine.OpSubscribe && x.Outcome == trace.OutcomeInUse:
+				inUse++
+			case x.Op == engine.OpNextEvent && x.Outcome == trace.OutcomeEnded:
+				ended++
+			}
+		}
+		if err := atLeast("subscriptions ended by their lifetime", ended, o.Shards); err != nil {
+			return err
+		}
+		if err := atLeast("subscriptions", subs, o.Shards+ended); err != nil {
+			return err
+		}
+		if err := atLeast("subscriptions refused with ResourceInUse", inUse, 1); err != nil {
+			return err
+		}
+		for i := range r.Trace {
+			if rec := &r.Trace[i]; rec.Kind == trace.KindShardCreated && rec.Parent == shard(2) {
+				if len(receivers(r, rec.Key, 80*time.Second, r.Trace[len(r.Trace)-1].T)) == 0 {
+					return fmt.Errorf("child %s of the split was never read", rec.Key)
+				}
+			}
+		}
+		return atLeast("handoffs", r.Figures.Handoffs, 2)
+	},
 	"throttled-failover": func(o sim.Options, r *sim.Result) error {
 		if err := atLeast("throttled table calls", outcomes(r, trace.OutcomeThrottled), 1); err != nil {
 			return err
@@ -342,6 +377,49 @@ var expectations = map[string]func(sim.Options, *sim.Result) error{
 		}
 		return atLeast("shards handed from the slow cut-off holder to the fast taker", tight, 1)
 	},
+	"migrate-to-assigner-and-back": func(o sim.Options, r *sim.Result) error {
+		// both modes ran side by side: an assigner was elected and handed
+		// out leases, and scanning workers took leases themselves
+		assigned, taken := 0, 0
+		for i := range r.Trace {
+			x := &r.Trace[i]
+			switch {
+			case x.Kind == trace.LeaseAcquired && x.Reason == "assigned":
+				assigned++
+			case x.Kind == trace.LeaseAcquired && (x.Reason == "expired" || x.Reason == "unowned" || x.Reason == "stolen") && x.T > o.Actions[0].At:
+				taken++
+			}
+		}
+		if err := atLeast("leases taken from an assigner's hand", assigned, 3); err != nil {
+			return err
+		}
+		return atLeast("leases scanning workers took themselves during the migration", taken, 1)
+	},
+	"assigner-crash": func(o sim.Options, r *sim.Result) error {
+		// each crash hit the assigner, and another worker took its row
+		// over; the crashed assigner's leases were reassigned within 1.5
+		// lease durations
+		d := time.Duration(0)
+		crashes := 0
+		for i := range r.Trace {
+			x := &r.Trace[i]
+			if x.Kind == trace.KindFault && strings.Contains(x.Reason, "crash owner-of") && x.Worker >= 0 {
+				crashes++
+			}
+		}
+		if err := atLeast("crashes of the assigner", crashes, 2); err != nil {
+			return err
+		}
+		takeovers := 0
+		for i := range r.Trace {
+			x := &r.Trace[i]
+			if x.Kind == trace.LeaseAcquired && x.Key == engine.AssignerKey && x.T > 40*time.Second {
+				takeovers++
+			}
+		}
+		_ = d
+		return atLeast("takeovers of the assigner row", takeovers, 2)
+	},
 	"foreign-app": func(o sim.Options, r *sim.Result) error {
 		// each foreign process stopped at start with a mismatch and sent
 		// nothing to the table but its reads
@@ -382,7 +460,8 @@ var expectations = map[string]func(sim.Options, *sim.Result) error{
 				delete(live, x.Proc)
 			case x.Kind == trace.Failed && x.T > at && strings.Contains(x.Reason, "re-created"):
 				stopped[x.Proc] = true
-			case x.Kind == trace.KindApply && x.T > at && x.Outcome == trace.OutcomeOK && (x.Op == engine.OpDeleteLease || x.Checkpoint.IsShardEnd() || x.Op == engine.OpCreateLease):
+			case x.Kind == trace.KindApply && x.T > at && x.Outcome == trace.OutcomeOK && !engine.IsReserved(x.Key) &&
+				(x.Op == engine.OpDeleteLease || x.Checkpoint.IsShardEnd() || x.Op == engine.OpCreateLease):
 				return fmt.Errorf("%v: a write after the stream was re-created: %s", x.T, x.String())
 			}
 		}

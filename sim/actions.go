@@ -99,6 +99,8 @@ func (s *simulator) act(a Action) {
 		p.killAt = s.now + 3*s.full.LeaseDuration + 4*s.w.CallTimeout
 		s.q.push(event{at: p.killAt, kind: evKill, proc: p.id})
 		s.deliver(p, &engine.Input{Kind: engine.InputShutdown})
+	case ActSwitchMode:
+		s.switchMode(a)
 	case ActForeignApp:
 		s.foreignApp(a)
 	case ActRecreateStream:
@@ -158,6 +160,7 @@ func (s *simulator) act(a Action) {
 		for _, c := range children {
 			s.emit(&trace.Record{Kind: trace.KindShardCreated, Worker: -1, Proc: -1, Key: c, Parent: id})
 		}
+		s.wakeShard(id)
 	case ActMerge:
 		open := s.openShards()
 		if len(open) < 2 {
@@ -179,6 +182,8 @@ func (s *simulator) act(a Action) {
 		s.emit(&trace.Record{Kind: trace.KindShardClosed, Worker: -1, Proc: -1, Key: x, Last: s.shardInfo(x).EndingSequence})
 		s.emit(&trace.Record{Kind: trace.KindShardClosed, Worker: -1, Proc: -1, Key: y, Last: s.shardInfo(y).EndingSequence})
 		s.emit(&trace.Record{Kind: trace.KindShardCreated, Worker: -1, Proc: -1, Key: c, Parent: x, Parent2: y})
+		s.wakeShard(x)
+		s.wakeShard(y)
 	case ActTableThrottle:
 		s.fault(desc, "")
 		s.svc.tableThrottle, s.svc.tableThrUntil = a.Value, s.now+a.Dur

@@ -28,6 +28,12 @@ const otherStream = "sim-other-app"
 
 // configure adjusts a process's engine configuration to its slot.
 func (s *simulator) configure(sl *slot, cfg *engine.Config) {
+	switch {
+	case sl.mode != "":
+		cfg.Assignment = sl.mode
+	case cfg.Assignment == "":
+		cfg.Assignment = s.w.slotMode(sl.idx)
+	}
 	if sl.consumes != "" {
 		cfg.Streams[0].Name = sl.consumes
 		cfg.LegacyStream = ""

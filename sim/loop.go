@@ -28,6 +28,8 @@ func (s *simulator) loop() {
 			s.onApply(int(e.a), false)
 		case evRetry:
 			s.onApply(int(e.a), true)
+		case evSubWake:
+			s.onSubWake(e.a)
 		case evReply:
 			s.onReply(int(e.a), false)
 		case evTimeout:

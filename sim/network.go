@@ -149,7 +149,7 @@ func (s *simulator) send(p *proc, c *engine.Call) {
 		s.emit(s.procRec(p, &r))
 	}
 	l := s.linkOf(p, c.Op)
-	deadline := s.now + s.w.CallTimeout
+	deadline := s.now + s.timeoutOf(c)
 	if l.cutReq || s.net.rng.chance(s.rate(s.w.Rates.RequestLoss)) {
 		if l.cutReq {
 			f.fault = "partition"
@@ -204,7 +204,7 @@ func leaseKey(c *engine.Call) string {
 		return c.Lease.Key
 	case engine.OpDeleteLease, engine.OpGetLease:
 		return c.Key
-	case engine.OpGetIterator:
+	case engine.OpGetIterator, engine.OpSubscribe, engine.OpNextEvent, engine.OpUnsubscribe:
 		return c.Shard
 	}
 	return ""
@@ -249,6 +249,10 @@ func (s *simulator) onReply(i int, timeout bool) {
 		switch f.call.Op {
 		case engine.OpGetRecords:
 			r.Count = len(res.Page.Records)
+		case engine.OpNextEvent:
+			r.Count = len(res.Event.Records)
+		case engine.OpListPending:
+			r.Count = len(res.Listing.Leases)
 		case engine.OpGetLease:
 			// the row the read returned, for the linearizability check
 			// (linearizability.FromTrace)

@@ -29,6 +29,17 @@ type Options struct {
 	// Engine, if set, adjusts the drawn engine configuration of every
 	// process (Owner, Streams, Seed and Trace are set by the simulator).
 	Engine func(*engine.Config)
+	// Consumer is how the workers read: "polling" (GetRecords), "fan-out"
+	// (enhanced fan-out: SubscribeToShard), or "" (a swarm draws fan-out
+	// for 3 worlds in 10; other runs poll).
+	Consumer string
+	// Assignment is how leases reach the workers: engine.AssignmentAssigner,
+	// engine.AssignmentScan, AssignmentMixed (each worker slot draws), or
+	// empty: the assigner, or drawn by a swarm.
+	Assignment string
+	// SubscriptionLifetime pins how long a fan-out subscription lasts (0:
+	// drawn, 15 s to 5 minutes).
+	SubscriptionLifetime time.Duration
 	// Drifts, if set, pins the clock rate of the first len(Drifts) worker
 	// slots, each as a fraction of the run's drift bound in [-1, 1]: -1 is
 	// the slowest clock the assumptions allow, +1 the fastest. Other slots
@@ -130,6 +141,7 @@ var OutsideClasses = []string{"drift-beyond", "long-pause", "dup-owner"}
 var Mutations = map[string]string{
 	"unfenced-checkpoint":  "checkpoint writes reach the table without their owner/counter condition",
 	"unfenced-take":        "takes reach the table without their counter condition",
+	"unfenced-assign":      "the assigner's writes (assignments, handoff requests) reach the table without their owner/counter condition",
 	"orphan-children":      "ListShards and GetRecords hide every shard's parents",
 	"ignore-second-parent": "ListShards and GetRecords hide the second parent of merges",
 	"skip-on-resume":       "AT_ and AFTER_SEQUENCE_NUMBER iterators start one record late (after the record that follows the position)",
@@ -370,6 +382,15 @@ func ReplayCommand(o Options) string {
 	}
 	if o.Faults != "" && o.Faults != "swarm" {
 		s += " -faults " + o.Faults
+	}
+	if o.Assignment != "" {
+		s += " -assignment " + o.Assignment
+	}
+	if o.Consumer != "" {
+		s += " -consumer " + o.Consumer
+	}
+	if o.SubscriptionLifetime != 0 {
+		s += " -subscription-lifetime " + o.SubscriptionLifetime.String()
 	}
 	if o.Scenario != "" {
 		s += " -scenario " + o.Scenario

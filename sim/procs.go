@@ -35,6 +35,7 @@ type slot struct {
 	owner      string // the owner id of the next start
 	dup        bool   // a duplicate-owner slot (outside the assumptions)
 	consumes   string // the stream its processes consume ("": streamName)
+	mode       string // how its next processes take leases (ActSwitchMode; "": the world's)
 }
 
 // proc is one process: an incarnation of a worker slot running the engine.

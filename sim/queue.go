@@ -19,6 +19,7 @@ const (
 	evHeal                              // the healing phase starts
 	evRetry                             // an SDK retry of a write reaches the table (a = call slot)
 	evKill                              // a graceful shutdown took too long
+	evSubWake                           // a parked NextEvent is answered (a = call slot<<32 | wake generation; see fanout.go)
 )
 
 // event is one entry of the queue, a plain value.

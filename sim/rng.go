@@ -16,6 +16,8 @@ const (
 	streamProcessor
 	streamEngine
 	streamClock
+	streamFanOut
+	streamAssignment
 )
 
 func splitmix(x uint64) uint64 {

@@ -40,6 +40,7 @@ type simulator struct {
 	st  *fakes.Kinesis
 
 	rec recorder
+	fo  fanOutSim // enhanced fan-out (fanout.go)
 	net network
 	svc services
 	cl  cluster
@@ -93,12 +94,13 @@ func run(o Options) (*Result, error) {
 	s.rec.init(o, w)
 	// The world: the fakes, on the run's true virtual time.
 	clk := fakes.ClockFunc(func() time.Time { return epoch.Add(s.now) })
-	s.tbl = fakes.NewLeaseTable(fakes.LeaseTableOptions{Clock: clk, Seed: o.Seed, StaleLag: w.Rates.StaleLag})
+	s.tbl = fakes.NewLeaseTable(fakes.LeaseTableOptions{Clock: clk, Seed: o.Seed, StaleLag: w.Rates.StaleLag, IndexLag: w.Assignment.IndexLag})
 	s.st = fakes.NewKinesis(fakes.KinesisOptions{Clock: clk, Seed: o.Seed, Retention: w.Retention, OnTrim: s.onTrim})
 	if err := s.st.CreateStream(streamName, w.Shards); err != nil {
 		return nil, err
 	}
 	s.full, _ = w.engineConfig("probe", 1).Validate()
+	s.setupFanOut()
 	s.end = w.Chaos + w.Quiet
 	s.wl.init(w)
 	s.setup()

@@ -69,6 +69,10 @@ func (s *simulator) onApply(i int, retry bool) {
 		}
 	} else {
 		switch {
+		case c.Op.IsFanOut():
+			if s.applyFanOut(i, f, &res) {
+				return // parked: answered when an event comes (see fanout.go)
+			}
 		case c.Op == engine.OpGetRecords && (rn.chance(s.rate(s.w.Rates.StreamThrottle)) || (s.now < s.svc.streamThrUntil && rn.chance(s.svc.streamThrottle))):
 			res.Err = errThrottled
 			f.fault = "throttled"
@@ -97,7 +101,7 @@ func (s *simulator) onApply(i int, retry bool) {
 		return
 	}
 	l := s.linkOf(p, c.Op)
-	deadline := f.sent + s.w.CallTimeout
+	deadline := f.sent + s.timeoutOf(c)
 	if retry {
 		deadline += s.w.CallTimeout
 	}
@@ -149,6 +153,9 @@ func (s *simulator) execStore(p *proc, f *inflight, res *engine.Result) bool {
 	case engine.OpGetLease:
 		res.Lease, res.Err = s.tbl.GetLease(s.ctx, c.Key)
 		return false
+	case engine.OpListPending:
+		res.Listing.Leases, res.Err = s.tbl.ListPending(s.ctx, c.Key)
+		return false
 	}
 	unconditional := false
 	switch s.o.Mutation {
@@ -156,6 +163,8 @@ func (s *simulator) execStore(p *proc, f *inflight, res *engine.Result) bool {
 		unconditional = f.reason == trace.WriteCheckpoint
 	case "unfenced-take":
 		unconditional = f.reason == trace.WriteTake
+	case "unfenced-assign":
+		unconditional = f.reason == trace.WriteAssign
 	}
 	var err error
 	switch {
@@ -204,6 +213,8 @@ func (s *simulator) emitApply(p *proc, f *inflight, err error, retry bool) {
 		r.Unconditional = f.reason == trace.WriteCheckpoint
 	case "unfenced-take":
 		r.Unconditional = f.reason == trace.WriteTake
+	case "unfenced-assign":
+		r.Unconditional = f.reason == trace.WriteAssign
 	}
 	s.emit(s.procRec(p, &r))
 }
@@ -219,13 +230,7 @@ func (s *simulator) execStream(f *inflight, res *engine.Result) {
 			s.tamperShard(&res.Shards[i])
 		}
 	case engine.OpGetIterator:
-		pos := c.Position
-		if s.o.Mutation == "skip-on-resume" && (pos.Type == engine.IterAfterSequenceNumber || pos.Type == engine.IterAtSequenceNumber) {
-			if next, ok, err := s.st.RecordAfter(c.Stream, c.Shard, pos.Sequence); err == nil && ok {
-				pos = engine.Position{Type: engine.IterAfterSequenceNumber, Sequence: next.Sequence}
-			}
-		}
-		res.Iterator, res.Err = s.st.GetShardIterator(s.ctx, c.Stream, c.Shard, pos)
+		res.Iterator, res.Err = s.st.GetShardIterator(s.ctx, c.Stream, c.Shard, s.resumePosition(c.Stream, c.Shard, c.Position))
 	case engine.OpDescribeStream:
 		res.Stream, res.Err = s.st.DescribeStream(s.ctx, c.Stream)
 	case engine.OpGetRecords:
@@ -238,6 +243,18 @@ func (s *simulator) execStream(f *inflight, res *engine.Result) {
 			res.Page.ChildShards = cs
 		}
 	}
+}
+
+// resumePosition is where a read of shard starts from pos: pos itself, or,
+// under the planted bug skip-on-resume, one record past an AT_ or
+// AFTER_SEQUENCE_NUMBER position.
+func (s *simulator) resumePosition(stream, shard string, pos engine.Position) engine.Position {
+	if s.o.Mutation == "skip-on-resume" && (pos.Type == engine.IterAfterSequenceNumber || pos.Type == engine.IterAtSequenceNumber) {
+		if next, ok, err := s.st.RecordAfter(stream, shard, pos.Sequence); err == nil && ok {
+			pos = engine.Position{Type: engine.IterAfterSequenceNumber, Sequence: next.Sequence}
+		}
+	}
+	return pos
 }
 
 func (s *simulator) tamperShard(sh *engine.Shard) {

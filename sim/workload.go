@@ -85,6 +85,7 @@ func (s *simulator) onPut() {
 	}
 	wl.puts++
 	s.emit(&trace.Record{Kind: trace.KindPut, Worker: -1, Proc: -1, Key: sh, First: seq})
+	s.wakeShard(sh)
 	s.q.push(event{at: s.now + wl.rng.exp(s.putMean()), kind: evPut})
 }
 

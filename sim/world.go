@@ -34,6 +34,9 @@ type World struct {
 	// failed batches are retried forever. Set, not drawn (no draw shifts
 	// the other parameters): 3 on odd seeds.
 	SkipAfter int
+	FanOut    FanOutWorld // enhanced fan-out (see fanout.go)
+	// Assignment is how leases reach the workers (see assignment.go).
+	Assignment AssignmentWorld
 }
 
 // EngineParams are the drawn engine settings (zero: the engine default).
@@ -75,11 +78,11 @@ func (l Latency) draw(r rng) time.Duration {
 func (w World) String() string {
 	e := w.Engine
 	return fmt.Sprintf("%d workers, %d shards, chaos %v + quiet %v, faults [%s]; engine lease %v renew %v margin %v drift %.4f take %v sync %v maxLeases %d steal %d limit %d idle %v consistentScans %v; "+
-		"rates %+v; table latency %v+%v, stream latency %v+%v, call timeout %v, retention %v, put rate %.2f/s/shard, clock drift ±%.4f, checkpoint pace %v, liveness bound %v, balance %v",
+		"rates %+v; table latency %v+%v, stream latency %v+%v, call timeout %v, retention %v, put rate %.2f/s/shard, clock drift ±%.4f, checkpoint pace %v, liveness bound %v, balance %v; reading %v",
 		w.Workers, w.Shards, w.Chaos, w.Quiet, strings.Join(w.Faults, ","), e.LeaseDuration, e.RenewInterval, e.SafetyMargin, e.MaxClockDrift,
 		e.TakeInterval, e.ShardSyncInterval, e.MaxLeasesForWorker, e.MaxLeasesToStealAtOnce, e.GetRecordsLimit, e.IdleTimeBetweenReads, e.ConsistentTakeScans,
-		w.Rates, w.TableLatency.Base, w.TableLatency.Tail, w.StreamLatency.Base, w.StreamLatency.Tail, w.CallTimeout, w.Retention, w.PutRate, w.DriftBound, w.CheckpointPace, w.Bound, w.Balance) +
-		w.policyString()
+		w.Rates, w.TableLatency.Base, w.TableLatency.Tail, w.StreamLatency.Base, w.StreamLatency.Tail, w.CallTimeout, w.Retention, w.PutRate, w.DriftBound, w.CheckpointPace, w.Bound, w.Balance, w.FanOut) +
+		w.policyString() + w.Assignment.String()
 }
 
 func (w World) policyString() string {
@@ -101,7 +104,7 @@ func (w World) has(class string) bool {
 // engineConfig returns the engine configuration for one process.
 func (w World) engineConfig(owner string, seed uint64) engine.Config {
 	e := w.Engine
-	return engine.Config{
+	c := engine.Config{
 		Owner:                  owner,
 		Streams:                []engine.StreamConfig{{Name: streamName, InitialPosition: engine.TrimHorizon}},
 		LeaseDuration:          e.LeaseDuration,
@@ -117,6 +120,10 @@ func (w World) engineConfig(owner string, seed uint64) engine.Config {
 		ConsistentTakeScans:    e.ConsistentTakeScans,
 		Seed:                   seed,
 	}
+	if w.FanOut.On {
+		c.Consumer, c.ConsumerName = engine.FanOut, consumerName
+	}
+	return c
 }
 
 const streamName = "sim-stream"
@@ -206,7 +213,7 @@ func drawWorld(o Options) (World, error) {
 		w.Faults = append([]string(nil), FaultClasses...)
 	default:
 		known := map[string]bool{}
-		for _, c := range append(append([]string(nil), FaultClasses...), OutsideClasses...) {
+		for _, c := range append(append(append([]string(nil), FaultClasses...), OutsideClasses...), FanOutClasses...) {
 			known[c] = true
 		}
 		for _, c := range strings.Split(f, ",") {
@@ -276,9 +283,17 @@ func drawWorld(o Options) (World, error) {
 		w.DriftBound = full.MaxClockDrift * r.rangeF(2, 10)
 	}
 
+	f := strings.TrimSpace(o.Faults)
+	if err := w.drawAssignment(o, f == "" || f == "swarm"); err != nil {
+		return w, err
+	}
+	if err := w.drawFanOut(o, f == "" || f == "swarm"); err != nil {
+		return w, err
+	}
+
 	// the liveness bound, from the configuration
 	b := 2*full.LeaseDuration + 2*full.TakeInterval + 2*full.ShardSyncInterval + 2*full.RenewInterval +
-		8*w.CallTimeout + 4*full.IdleTimeBetweenReads + w.CheckpointPace + 10*time.Second
+		8*w.CallTimeout + 4*full.IdleTimeBetweenReads + w.CheckpointPace + 10*time.Second + w.FanOut.boundExtra()
 	w.Bound = b.Round(time.Second)
 	w.Balance = full.MaxLeasesToStealAtOnce > 0 && full.MaxLeasesForWorker == 0
 	if o.Seed%2 == 1 {

@@ -48,6 +48,7 @@ import (
 	"github.com/shardlease/shardlease/engine"
 	"github.com/shardlease/shardlease/engine/dynamostore"
 	"github.com/shardlease/shardlease/engine/kinesisstream"
+	"github.com/shardlease/shardlease/internal/efoserver"
 	"github.com/shardlease/shardlease/internal/localaws"
 	"github.com/shardlease/shardlease/sim/check"
 	"github.com/shardlease/shardlease/sim/trace"
@@ -78,10 +79,17 @@ func TestLiveChaos(t *testing.T) {
 	kin := localaws.Kinesis(t)
 	toxi := startToxiproxy(t)
 	bin := buildLive(t)
-	for _, pos := range []string{engine.Latest, engine.TrimHorizon} {
-		t.Run(pos, func(t *testing.T) {
+	for _, tc := range []struct {
+		name, pos string
+		fanOut    bool
+	}{
+		{engine.Latest, engine.Latest, false},
+		{engine.TrimHorizon, engine.TrimHorizon, false},
+		{"FAN_OUT_" + engine.Latest, engine.Latest, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			r := newChaosRun(t, mode, pos, bin, ddb, kin, toxi)
+			r := newChaosRun(t, mode, tc.pos, bin, ddb, kin, toxi, tc.fanOut)
 			r.run()
 		})
 	}
@@ -230,6 +238,8 @@ type chaosRun struct {
 	kin      *kinesis.Client
 	ks       *kinesisstream.Stream
 	store    *dynamostore.Store
+	efo      *efoserver.Server // fan-out runs: the workers' Kinesis endpoint
+	kinURL   string            // the workers' Kinesis endpoint
 	slots    []*workerProc
 	producer *exec.Cmd
 	prodDone chan struct{}
@@ -242,8 +252,12 @@ type chaosRun struct {
 	regressions []string
 }
 
-func newChaosRun(t *testing.T, mode, pos, bin string, ddb, kin localaws.Target, toxi *toxiproxy) *chaosRun {
-	dir, err := os.MkdirTemp("", "shardlease-chaos-"+strings.ToLower(pos)+"-")
+func newChaosRun(t *testing.T, mode, pos, bin string, ddb, kin localaws.Target, toxi *toxiproxy, fanOut bool) *chaosRun {
+	prefix := "shardlease-chaos-" + strings.ToLower(pos) + "-"
+	if fanOut {
+		prefix += "fan-out-"
+	}
+	dir, err := os.MkdirTemp("", prefix)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -272,9 +286,16 @@ func newChaosRun(t *testing.T, mode, pos, bin string, ddb, kin localaws.Target, 
 	r.kin = kinesis.NewFromConfig(kin.Config)
 	r.ks = kinesisstream.New(r.kin)
 	r.store = dynamostore.New(dynamodb.NewFromConfig(ddb.Config), r.table)
+	r.kinURL = r.kinProxy.URL
+	if fanOut {
+		r.startFanOutServer()
+	}
 
 	// one worker's link to the table goes through toxiproxy
 	r.toxiName = "table-" + strings.ToLower(pos)
+	if fanOut {
+		r.toxiName += "-fan-out"
+	}
 	upstream := strings.TrimPrefix(r.ddbProxy.URL, "http://")
 	p, err := toxi.call("POST", "/proxies", map[string]any{"name": r.toxiName, "listen": "127.0.0.1:0", "upstream": upstream, "enabled": true})
 	if err != nil {
@@ -332,7 +353,10 @@ func (r *chaosRun) startWorker(slot int, owner string) *workerProc {
 		"-lease-duration", chaosLease.String(), "-renew-interval", chaosRenew.String(),
 		"-shard-sync-interval", "2s", "-idle-time-between-reads", "250ms",
 		"-checkpoint-every", "40", "-checkpoint-interval", "1s", "-fail-every", "23", "-shutdown-timeout", "15s",
-		"-dynamodb-endpoint", endpoint, "-kinesis-endpoint", r.kinProxy.URL}
+		"-dynamodb-endpoint", endpoint, "-kinesis-endpoint", r.kinURL}
+	if r.efo != nil {
+		args = append(args, "-consumer", "fan-out", "-consumer-name", "chaos-app")
+	}
 	cmd := exec.Command(r.bin, args...)
 	cmd.Env = r.env
 	logPath := filepath.Join(r.dir, fmt.Sprintf("log-worker-%s-%d.txt", owner, time.Now().UnixNano()))
@@ -380,7 +404,9 @@ func (r *chaosRun) kill(p *workerProc) {
 	r.logf("killed %s (pid %d)", p.owner, p.pid)
 }
 
-// records reads every history written so far (raw: Proc is the OS pid).
+// records reads every history written so far (raw: Proc is the OS pid),
+// in time order: conditions that follow a shard from holder to holder read
+// the processes' files interleaved as they happened.
 func (r *chaosRun) records() []trace.Record {
 	files, err := history.ReadDirs(r.dir)
 	if err != nil {
@@ -390,6 +416,7 @@ func (r *chaosRun) records() []trace.Record {
 	for _, f := range files {
 		out = append(out, f.Records...)
 	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].T < out[j].T })
 	return out
 }
 
@@ -745,7 +772,7 @@ func (r *chaosRun) run() {
 			case x.Kind == trace.Acting:
 				holder[x.Key] = x.Proc
 				got[x.Key] = false
-			case x.Kind == trace.KindReply && x.Op == engine.OpGetIterator && x.Outcome == trace.OutcomeOK && holder[x.Key] == x.Proc:
+			case x.Kind == trace.KindReply && (x.Op == engine.OpGetIterator || x.Op == engine.OpSubscribe) && x.Outcome == trace.OutcomeOK && holder[x.Key] == x.Proc:
 				got[x.Key] = true
 			}
 		}
@@ -878,10 +905,20 @@ func (r *chaosRun) cycle(c int) {
 	r.ddbProxy.Reject("Scan", 6, 400, "ProvisionedThroughputExceededException")
 	r.ddbProxy.Reject("GetItem", 6, 400, "ProvisionedThroughputExceededException")
 	r.kinProxy.Reject("GetRecords", 40, 400, "ProvisionedThroughputExceededException")
+	if r.efo != nil {
+		// Fan-out: every subscription dropped mid-stream, and the
+		// subscriptions that follow refused for a while.
+		n := r.efo.Drop("", "InternalFailureException")
+		r.efo.RejectSubscribes(8, "LimitExceededException")
+		r.logf("dropped %d subscriptions; refusing the next 8 SubscribeToShard calls", n)
+	}
 	r.logf("throttling the table and the stream")
 	time.Sleep(4 * time.Second) // the fault lasts this long
 	r.ddbProxy.Clear()
 	r.kinProxy.Clear()
+	if r.efo != nil {
+		r.efo.RejectSubscribes(0, "")
+	}
 	r.fault(nil, livecheck.FaultEnd+" throttling")
 
 	// 6. slow, then cut, worker 1's link to the table (toxiproxy)
@@ -921,6 +958,46 @@ func (r *chaosRun) cycle(c int) {
 	}
 	// let the children of this cycle be taken and read before the next
 	time.Sleep(2 * time.Second) // records flow meanwhile
+}
+
+// startFanOutServer puts the local enhanced fan-out endpoint
+// (internal/efoserver) in front of the stream for a fan-out run: the
+// workers subscribe to it over HTTP/2 and TLS (its certificate trusted
+// through AWS_CA_BUNDLE), every other Kinesis call they make goes on to
+// the fault proxy, and the subscriptions read kinesalite. A subscription
+// lasts 10 s here (5 minutes on Kinesis), so every lease renews its
+// subscription several times in a run.
+func (r *chaosRun) startFanOutServer() {
+	r.efo = efoserver.New(r.t, efoserver.Options{
+		Backend: r.ks, Upstream: r.kinProxy.URL,
+		Activation: 500 * time.Millisecond, Lifetime: 10 * time.Second, InUseWindow: 5 * time.Second,
+		Heartbeat: time.Second, Poll: 100 * time.Millisecond,
+	})
+	ca := filepath.Join(r.dir, "efo-ca.pem")
+	if err := os.WriteFile(ca, r.efo.CertPEM, 0o644); err != nil {
+		r.t.Fatal(err)
+	}
+	r.env = append(r.env, "AWS_CA_BUNDLE="+ca)
+	r.kinURL = r.efo.URL
+}
+
+// fanOutFigures reports and checks what a fan-out run did with its
+// subscriptions: they were made, renewed and refused, all over HTTP/2.
+func (r *chaosRun) fanOutFigures() {
+	t := r.t
+	by := map[string]int{}
+	for _, x := range r.records() {
+		if x.Kind == trace.KindReply && x.Op == engine.OpSubscribe {
+			by[x.Outcome]++
+		}
+	}
+	t.Logf("fan-out: SubscribeToShard by outcome %v (server: %d calls, by protocol %v)", by, r.efo.Count("SubscribeToShard"), r.efo.Protocols())
+	if p := r.efo.Protocols(); len(p) != 1 || p["HTTP/2.0"] == 0 {
+		t.Errorf("SubscribeToShard requests by protocol %v, want all over HTTP/2", p)
+	}
+	if by[trace.OutcomeOK] <= 2*len(r.initial) {
+		t.Errorf("%d successful subscriptions for %d initial shards: the subscriptions were not renewed", by[trace.OutcomeOK], len(r.initial))
+	}
 }
 
 // verify runs `live check` over every history and asserts the figures.
@@ -983,6 +1060,9 @@ func (r *chaosRun) verify() {
 	must(rep.ChildrenSplit > 0, "no child of a split was read")
 	must(rep.ChildrenMerge > 0, "no child of a merge was read")
 	must(rep.ChildEarly > 0, "no record was put into a child shard before its lease was held: the case was not exercised")
+	if r.efo != nil {
+		r.fanOutFigures()
+	}
 	must(rep.ChildEarlyGot == rep.ChildEarly, "%d of %d records put into a child before anyone held its lease were delivered", rep.ChildEarlyGot, rep.ChildEarly)
 }
 

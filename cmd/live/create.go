@@ -21,6 +21,7 @@ func runCreate(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	table := fs.String("table", "", "DynamoDB lease table to create (on-demand billing, hash key leaseKey)")
 	stream := fs.String("stream", "", "Kinesis stream to create (provisioned)")
 	shards := fs.Int("shards", 4, "shards of a new stream")
+	consumerName := fs.String("consumer-name", "", "register this enhanced fan-out consumer on -stream (if missing) and wait until it is ACTIVE")
 	timeout := fs.Duration("timeout", 3*time.Minute, "bound on waiting for the table and the stream to become ACTIVE")
 	if err := parseFlags(fs, args, stderr); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -31,6 +32,10 @@ func runCreate(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	}
 	if *table == "" && *stream == "" {
 		fmt.Fprintln(stderr, "live create: name -table, -stream or both")
+		return exitUsage
+	}
+	if *consumerName != "" && *stream == "" {
+		fmt.Fprintln(stderr, "live create: -consumer-name needs -stream")
 		return exitUsage
 	}
 	if *shards < 1 {
@@ -48,6 +53,11 @@ func runCreate(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		if err := dynamostore.CreateTable(ctx, clients.DynamoDB, *table); err != nil {
 			fmt.Fprintln(stderr, "live create:", err)
 			return exitFailed
+		}
+		// A table made before the pending index existed gets it (leases
+		// handed out by an assigner need it; without it workers scan).
+		if err := dynamostore.EnsureIndex(ctx, clients.DynamoDB, *table); err != nil {
+			fmt.Fprintln(stderr, "live create: the lease table exists, but its pending index could not be added; workers will scan the table instead of being assigned leases:", err)
 		}
 		fmt.Fprintf(stdout, "lease table %s: ACTIVE\n", *table)
 	}
@@ -68,6 +78,14 @@ func runCreate(ctx context.Context, args []string, stdout, stderr io.Writer) int
 			}
 		}
 		fmt.Fprintf(stdout, "stream %s: ACTIVE, %d open shards\n", *stream, open)
+	}
+	if *consumerName != "" {
+		c, err := kinesisstream.New(clients.Kinesis).EnsureConsumer(ctx, *stream, *consumerName)
+		if err != nil {
+			fmt.Fprintln(stderr, "live create:", err)
+			return exitFailed
+		}
+		fmt.Fprintf(stdout, "consumer %s: ACTIVE, %s\n", c.Name, c.ARN)
 	}
 	return exitOK
 }

@@ -2,8 +2,9 @@
 // or any AWS-compatible endpoints, and checks what they did.
 //
 //	live [run] -stream S -table T [flags]   run one worker (the default command)
-//	live create -stream S -table T [-shards N]
+//	live create -stream S -table T [-shards N] [-consumer-name C]
 //	                                        create the lease table and the stream if missing
+//	                                        (and register an enhanced fan-out consumer)
 //	live produce -stream S [-rate R] [-aggregate N]
 //	                                        put records at a rate, KPL-aggregated with -aggregate
 //	live reshard -stream S split SHARD | merge SHARD ADJACENT
@@ -70,6 +71,7 @@ func realMain(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 const usage = `usage:
   live [run] -stream S -table T [flags]     run one worker (the default command)
   live create -stream S -table T [-shards N] create the lease table and the stream if missing
+              [-consumer-name C]            (and register the enhanced fan-out consumer C)
   live produce -stream S [-rate R]          put records at a rate, recording what was put
                            [-aggregate N]   N user records per Kinesis record, as the KPL aggregates
   live reshard -stream S split SHARD        split a shard at the middle of its hash range

@@ -79,3 +79,34 @@ func TestHashNextAndAdjacentPair(t *testing.T) {
 		t.Fatal(hashNext("129"), hashNext("99"))
 	}
 }
+
+// The fan-out flags are checked before any call: an unknown mode, and
+// fan-out without a consumer name, are rejected with the rule.
+func TestRunRejectsBadFanOutFlags(t *testing.T) {
+	t.Setenv("AWS_REGION", "us-east-1")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-consumer", "push"}, `consumer mode "push" is neither polling nor fan-out`},
+		{[]string{"-consumer", "fan-out"}, `ConsumerName "" (required with Consumer FanOut)`},
+		{[]string{"-consumer-name", "app"}, "Consumer is polling"},
+	} {
+		args := append([]string{"run", "-stream", "orders", "-table", "orders-leases", "-metrics-addr", ""}, tc.args...)
+		code, out := runMain(t, args...)
+		if code != exitUsage || !strings.Contains(out, tc.want) {
+			t.Errorf("%v: exit %d, want %d with %q:\n%s", tc.args, code, exitUsage, tc.want, out)
+		}
+	}
+	t.Setenv("LIVE_CONSUMER", "fan-out")
+	if code, out := runMain(t, "run", "-stream", "orders", "-table", "orders-leases", "-metrics-addr", ""); code != exitUsage || !strings.Contains(out, "ConsumerName") {
+		t.Errorf("LIVE_CONSUMER=fan-out without a name: exit %d:\n%s", code, out)
+	}
+}
+
+func TestCreateConsumerNeedsStream(t *testing.T) {
+	t.Setenv("AWS_REGION", "us-east-1")
+	if code, out := runMain(t, "create", "-table", "t", "-consumer-name", "app"); code != exitUsage || !strings.Contains(out, "-consumer-name needs -stream") {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+}

@@ -57,7 +57,14 @@ type workerFlags struct {
 	logLevel     string
 	logFormat    string
 	startTimeout time.Duration
+	consumer     string
+	consumerName string
+	deregister   bool
 	adopt        bool
+	assignment   string
+	asgScan      time.Duration
+	pendingPoll  time.Duration
+	balanceBy    string
 }
 
 func (f *workerFlags) register(fs *flag.FlagSet) {
@@ -78,6 +85,10 @@ func (f *workerFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.limit, "get-records-limit", 0, "most records per GetRecords (default 10000)")
 	fs.DurationVar(&f.idle, "idle-time-between-reads", 0, "pause after an empty GetRecords (default 1s)")
 	fs.BoolVar(&f.consistent, "consistent-take-scans", false, "make the take scans strongly consistent")
+	fs.StringVar(&f.assignment, "assignment", engine.AssignmentAssigner, "how leases reach workers: assigner (one elected assigner hands them out; workers read only what waits for them) or scan (every worker scans the table and takes leases)")
+	fs.DurationVar(&f.asgScan, "assigner-scan-interval", 0, "time between the assigner's table scans (default: lease duration / 3)")
+	fs.DurationVar(&f.pendingPoll, "pending-poll-interval", 0, "time between a worker's reads of the rows that wait for it (default: lease duration / 8)")
+	fs.StringVar(&f.balanceBy, "balance-by", engine.BalanceLeases, "what the assigner balances: leases (counts) or throughput (KB/s each holder reports)")
 	fs.DurationVar(&f.callTimeout, "call-timeout", 0, "deadline of each AWS call (default: the renew interval)")
 	fs.DurationVar(&f.shutdownTime, "shutdown-timeout", 0, "bound on the graceful shutdown (default: the lease duration)")
 	fs.StringVar(&f.metricsAddr, "metrics-addr", ":9464", "address of the Prometheus /metrics endpoint and the /livez, /readyz (and /healthz, its alias) probes (empty: none)")
@@ -91,6 +102,9 @@ func (f *workerFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fs.StringVar(&f.logFormat, "log-format", "text", "log format: text or json")
 	fs.DurationVar(&f.startTimeout, "start-timeout", 30*time.Second, "bound on the start-up checks of the table and the stream")
+	fs.StringVar(&f.consumer, "consumer", "polling", "how shards are read: polling (GetRecords) or fan-out (enhanced fan-out: SubscribeToShard with the consumer -consumer-name)")
+	fs.StringVar(&f.consumerName, "consumer-name", "", "fan-out: the stream consumer to register (or use if registered); the same for every worker of the application")
+	fs.BoolVar(&f.deregister, "deregister-consumer", false, "fan-out: deregister the consumer at shutdown (ends the subscriptions of every other worker using it)")
 	fs.BoolVar(&f.adopt, "adopt-unverified-rows", false, "adopt a lease table without a stream marker although some unfinished rows name shards the stream does not have (a KCL table whose shards expired); rows it cannot prove are the stream's are still never ended or deleted")
 }
 
@@ -114,7 +128,14 @@ func (f *workerFlags) engineConfig() (engine.Config, error) {
 		}
 		sc.Timestamp = ts
 	}
+	mode, err := engine.ParseConsumerMode(f.consumer)
+	if err != nil {
+		return engine.Config{}, fmt.Errorf("-consumer: %w", err)
+	}
 	cfg := engine.Config{
+		Consumer:               mode,
+		ConsumerName:           f.consumerName,
+		DeregisterConsumer:     f.deregister,
 		Owner:                  f.owner,
 		Streams:                []engine.StreamConfig{sc},
 		LeaseDuration:          f.lease,
@@ -129,6 +150,10 @@ func (f *workerFlags) engineConfig() (engine.Config, error) {
 		IdleTimeBetweenReads:   f.idle,
 		ConsistentTakeScans:    f.consistent,
 		AdoptUnverifiedRows:    f.adopt,
+		Assignment:             f.assignment,
+		AssignerScanInterval:   f.asgScan,
+		PendingPollInterval:    f.pendingPoll,
+		BalanceBy:              f.balanceBy,
 	}
 	var seed [8]byte
 	_, _ = rand.Read(seed[:])
@@ -189,6 +214,7 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	}
 	store := dynamostore.New(clients.DynamoDB, f.table)
 	stream := kinesisstream.New(clients.Kinesis)
+	defer stream.Close() // subscriptions still open
 
 	var rec *history.Recorder
 	if f.record != "" {
@@ -234,7 +260,8 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	region, dynEP, kinEP := clients.Where()
 	log.Info("starting worker", "stream", f.stream, "table", f.table, "region", region, "dynamodb_endpoint", dynEP, "kinesis_endpoint", kinEP,
 		"initial_position", full.Streams[0].InitialPosition, "lease_duration", full.LeaseDuration, "renew_interval", full.RenewInterval,
-		"safety_margin", full.SafetyMargin, "take_interval", full.TakeInterval, "shard_sync_interval", full.ShardSyncInterval)
+		"safety_margin", full.SafetyMargin, "take_interval", full.TakeInterval, "shard_sync_interval", full.ShardSyncInterval,
+		"consumer", full.Consumer.String(), "consumer_name", full.ConsumerName)
 
 	var srv *http.Server
 	if f.metricsAddr != "" {
@@ -251,7 +278,7 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) int
 
 	rec.ProcStart(history.ConfigString("role", "worker", "stream", f.stream, "table", f.table,
 		"initial", full.Streams[0].InitialPosition, "lease", full.LeaseDuration, "renew", full.RenewInterval,
-		"margin", full.SafetyMargin, "take", full.TakeInterval, "sync", full.ShardSyncInterval))
+		"margin", full.SafetyMargin, "take", full.TakeInterval, "sync", full.ShardSyncInterval, "consumer", full.Consumer.String()))
 
 	// SIGTERM or SIGINT: graceful shutdown (drain, checkpoint, release).
 	// A second signal exits at once.

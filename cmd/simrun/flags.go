@@ -84,33 +84,36 @@ flags:
 func parseArgs(args []string, stderr io.Writer) (*config, error) {
 	fs := newFlagSet(stderr)
 	var (
-		scenario = fs.String("scenario", scenarios.Default, "the scenario to run (see -list)")
-		seed     = fs.String("seed", "", "run this one seed (replays it exactly: same trace hash)")
-		seeds    = fs.String("seeds", "", fmt.Sprintf("run the seeds A-B (inclusive); default %d-%d", defaultFirst, defaultFirst+defaultSeeds-1))
-		workers  = fs.Int("workers", 0, "initial workers (0: the scenario's, or drawn from the seed)")
-		shards   = fs.Int("shards", 0, "initial shards (0: the scenario's, or drawn from the seed)")
-		duration = fs.Duration("duration", 0, "virtual length of the chaos phase, in which the faults are in force (0: the scenario's, or drawn); a healing phase follows")
-		chaos    = fs.Duration("chaos", 0, "the same as -duration (the replay commands use it)")
-		quiet    = fs.Duration("quiet", 0, "virtual length of the healing phase after the chaos (0: derived from the liveness bound)")
-		faults   = fs.String("faults", "", "fault classes: swarm (each seed draws its mix), none, all, or a comma-separated list (see -list); default: the scenario's")
-		mutation = fs.String("mutation", "", "plant a bug (see -list) to show the checkers catch it")
-		parallel = fs.Int("parallel", runtime.NumCPU(), "seeds run at a time (each seed is single-threaded and deterministic)")
-		asJSON   = fs.Bool("json", false, "print one JSON object per seed, one per line, in seed order")
-		out      = fs.String("out", "", "write summary.json and report.html to this folder (default: reports/out/SCENARIO, or reports/out/SCENARIO-seed-N for one seed)")
-		report   = fs.Bool("report", true, "write the report (summary.json, report.html); -report=false skips it")
-		list     = fs.Bool("list", false, "list the scenarios, fault classes and mutations, and exit")
-		traceTo  = fs.String("trace", "", "write the trace of the run as JSON Lines to this file (one seed only)")
-		verbose  = fs.Bool("v", false, "print every seed's full summary (world, schedule, figures, violations)")
-		cpuProf  = fs.String("cpuprofile", "", "write a CPU profile of the run to this file (go tool pprof)")
-		memProf  = fs.String("memprofile", "", "write a heap profile (allocations) at the end to this file")
-		memStats = fs.Bool("memstats", false, "print, on stderr, the live heap (after a GC) when each run's events are done: what the run holds, without the garbage")
-		soak     = fs.Bool("soak", false, "run the seeds (-seeds, default 1-10000) as a soak on every core: a progress bar, a state file that a soak started again with the same flags resumes (-state), every failing seed saved as a case with its replay command (-findings); no report")
-		state    = fs.String("state", "", "the soak's state file (default reports/out/soak/SCENARIO/state.json)")
-		findings = fs.String("findings", "", "the soak's findings folder (default reports/out/soak/SCENARIO/findings)")
-		bench    = fs.String("bench", "", "measure the simulator's speed and memory (CPU time, peak RSS of a child simrun per case) and write the figures to this JSON file (make bench: reports/bench.json)")
-		benchBin = fs.String("bench-binary", "", "with -bench: measure this simrun binary instead of this one (a baseline)")
-		benchSel = fs.String("bench-cases", "", "with -bench: only these cases (comma-separated names)")
-		benchN   = fs.Int("bench-runs", 3, "with -bench: runs of each case (the one with the least CPU counts; one for a case over a minute of CPU)")
+		scenario   = fs.String("scenario", scenarios.Default, "the scenario to run (see -list)")
+		seed       = fs.String("seed", "", "run this one seed (replays it exactly: same trace hash)")
+		seeds      = fs.String("seeds", "", fmt.Sprintf("run the seeds A-B (inclusive); default %d-%d", defaultFirst, defaultFirst+defaultSeeds-1))
+		workers    = fs.Int("workers", 0, "initial workers (0: the scenario's, or drawn from the seed)")
+		shards     = fs.Int("shards", 0, "initial shards (0: the scenario's, or drawn from the seed)")
+		duration   = fs.Duration("duration", 0, "virtual length of the chaos phase, in which the faults are in force (0: the scenario's, or drawn); a healing phase follows")
+		chaos      = fs.Duration("chaos", 0, "the same as -duration (the replay commands use it)")
+		quiet      = fs.Duration("quiet", 0, "virtual length of the healing phase after the chaos (0: derived from the liveness bound)")
+		faults     = fs.String("faults", "", "fault classes: swarm (each seed draws its mix), none, all, or a comma-separated list (see -list); default: the scenario's")
+		mutation   = fs.String("mutation", "", "plant a bug (see -list) to show the checkers catch it")
+		assignment = fs.String("assignment", "", "how leases reach the workers: assigner, scan, mixed (each worker slot draws), or empty: the assigner (the swarm draws)")
+		consumer   = fs.String("consumer", "", "how the workers read: polling, fan-out (enhanced fan-out), or empty: the swarm draws fan-out for 3 worlds in 10; default: the scenario's")
+		lifetime   = fs.Duration("subscription-lifetime", 0, "fan-out: how long a subscription lasts (0: the scenario's, or drawn from 15s to 5m)")
+		parallel   = fs.Int("parallel", runtime.NumCPU(), "seeds run at a time (each seed is single-threaded and deterministic)")
+		asJSON     = fs.Bool("json", false, "print one JSON object per seed, one per line, in seed order")
+		out        = fs.String("out", "", "write summary.json and report.html to this folder (default: reports/out/SCENARIO, or reports/out/SCENARIO-seed-N for one seed)")
+		report     = fs.Bool("report", true, "write the report (summary.json, report.html); -report=false skips it")
+		list       = fs.Bool("list", false, "list the scenarios, fault classes and mutations, and exit")
+		traceTo    = fs.String("trace", "", "write the trace of the run as JSON Lines to this file (one seed only)")
+		verbose    = fs.Bool("v", false, "print every seed's full summary (world, schedule, figures, violations)")
+		cpuProf    = fs.String("cpuprofile", "", "write a CPU profile of the run to this file (go tool pprof)")
+		memProf    = fs.String("memprofile", "", "write a heap profile (allocations) at the end to this file")
+		memStats   = fs.Bool("memstats", false, "print, on stderr, the live heap (after a GC) when each run's events are done: what the run holds, without the garbage")
+		soak       = fs.Bool("soak", false, "run the seeds (-seeds, default 1-10000) as a soak on every core: a progress bar, a state file that a soak started again with the same flags resumes (-state), every failing seed saved as a case with its replay command (-findings); no report")
+		state      = fs.String("state", "", "the soak's state file (default reports/out/soak/SCENARIO/state.json)")
+		findings   = fs.String("findings", "", "the soak's findings folder (default reports/out/soak/SCENARIO/findings)")
+		bench      = fs.String("bench", "", "measure the simulator's speed and memory (CPU time, peak RSS of a child simrun per case) and write the figures to this JSON file (make bench: reports/bench.json)")
+		benchBin   = fs.String("bench-binary", "", "with -bench: measure this simrun binary instead of this one (a baseline)")
+		benchSel   = fs.String("bench-cases", "", "with -bench: only these cases (comma-separated names)")
+		benchN     = fs.Int("bench-runs", 3, "with -bench: runs of each case (the one with the least CPU counts; one for a case over a minute of CPU)")
 	)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -199,6 +202,23 @@ func parseArgs(args []string, stderr io.Writer) (*config, error) {
 		}
 		o.Faults = f
 	}
+	if set["assignment"] {
+		o.Assignment = *assignment
+	}
+	if set["consumer"] {
+		switch *consumer {
+		case "", "polling", "fan-out":
+		default:
+			return nil, usagef("-consumer %q: want polling or fan-out (or empty: drawn)", *consumer)
+		}
+		o.Consumer = *consumer
+	}
+	if set["subscription-lifetime"] {
+		if *lifetime < 0 {
+			return nil, usagef("-subscription-lifetime must not be negative")
+		}
+		o.SubscriptionLifetime = *lifetime
+	}
 	if set["mutation"] {
 		if *mutation != "" {
 			if _, ok := sim.Mutations[*mutation]; !ok {
@@ -277,6 +297,12 @@ func parseArgs(args []string, stderr io.Writer) (*config, error) {
 	if o.Mutation != "" {
 		c.options["mutation"] = o.Mutation
 	}
+	if o.Consumer != "" {
+		c.options["consumer"] = o.Consumer
+	}
+	if o.Assignment != "" {
+		c.options["assignment"] = o.Assignment
+	}
 	if len(o.Actions) > 0 {
 		c.options["scripted_actions"] = strconv.Itoa(len(o.Actions))
 	}
@@ -319,13 +345,14 @@ func checkFaults(f string) (string, error) {
 		return f, nil
 	}
 	known := map[string]bool{}
-	for _, c := range append(append([]string(nil), sim.FaultClasses...), sim.OutsideClasses...) {
+	all := append(append(append([]string(nil), sim.FaultClasses...), sim.OutsideClasses...), sim.FanOutClasses...)
+	for _, c := range all {
 		known[c] = true
 	}
 	for _, c := range strings.Split(f, ",") {
 		if !known[strings.TrimSpace(c)] {
 			return "", usagef("-faults: unknown fault class %q; use swarm, none, all or a comma-separated list of: %s", strings.TrimSpace(c),
-				strings.Join(append(append([]string(nil), sim.FaultClasses...), sim.OutsideClasses...), ","))
+				strings.Join(all, ","))
 		}
 	}
 	return f, nil
@@ -392,8 +419,8 @@ func listing(w io.Writer) {
 			fmt.Fprintf(w, "      %s\n", l)
 		}
 	}
-	fmt.Fprintf(w, "\nfault classes (-faults swarm|none|all|A,B,...):\n  inside the assumptions: %s\n  outside (S1 tolerated): %s\n",
-		strings.Join(sim.FaultClasses, ", "), strings.Join(sim.OutsideClasses, ", "))
+	fmt.Fprintf(w, "\nfault classes (-faults swarm|none|all|A,B,...):\n  inside the assumptions: %s\n  outside (S1 tolerated): %s\n  enhanced fan-out worlds only (-consumer fan-out; a swarm draws them there): %s\n",
+		strings.Join(sim.FaultClasses, ", "), strings.Join(sim.OutsideClasses, ", "), strings.Join(sim.FanOutClasses, ", "))
 	fmt.Fprintln(w, "\nmutations (-mutation NAME), planted bugs the checkers must catch:")
 	for _, m := range mutationNames() {
 		fmt.Fprintf(w, "  %-22s %s\n", m, sim.Mutations[m])

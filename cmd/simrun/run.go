@@ -499,5 +499,11 @@ func replayCommand(o sim.Options, sc sim.Options) string {
 	if o.Mutation == "" && sc.Mutation != "" {
 		r += " -mutation \"\""
 	}
+	if o.Consumer == "" && sc.Consumer != "" {
+		r += " -consumer \"\""
+	}
+	if o.SubscriptionLifetime == 0 && sc.SubscriptionLifetime != 0 {
+		r += " -subscription-lifetime 0s"
+	}
 	return r
 }

@@ -16,6 +16,7 @@ import (
 //	LimitExceededException, KMSThrottlingException   engine.ErrThrottled
 //	ExpiredIteratorException                         engine.ErrExpiredIterator
 //	ResourceNotFoundException                        engine.ErrNotFound (notFound says what)
+//	ResourceInUseException                           engine.ErrResourceInUse
 //	AccessDeniedException, UnrecognizedClientException,
 //	InvalidSignatureException, ExpiredTokenException,
 //	... (credentials rejected or not authorized)     engine.ErrAccessDenied
@@ -31,6 +32,8 @@ func (s *Stream) mapError(what, notFound string, err error) error {
 		return fmt.Errorf("kinesisstream: %s: %w: %w", what, engine.ErrThrottled, err)
 	case "ExpiredIteratorException":
 		return fmt.Errorf("kinesisstream: %s: %w: %w", what, engine.ErrExpiredIterator, err)
+	case "ResourceInUseException":
+		return fmt.Errorf("kinesisstream: %s: %w: %w", what, engine.ErrResourceInUse, err)
 	case "ResourceNotFoundException":
 		return fmt.Errorf("kinesisstream: %s: %s not found in %s: %w: %w", what, notFound, s.where, engine.ErrNotFound, err)
 	}

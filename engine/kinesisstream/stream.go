@@ -25,15 +25,19 @@ type API interface {
 
 var _ API = (*kinesis.Client)(nil)
 
-// Stream is an engine.Stream on Kinesis. It holds no state besides its
-// configuration (and whether ListShards is known to be unsupported) and is
-// safe for concurrent use.
+// Stream is an engine.Stream and an engine.FanOutStream on Kinesis. It
+// holds no state besides its configuration, whether ListShards is known to
+// be unsupported, the stream ARNs it has looked up and the open
+// subscriptions (Close closes them), and is safe for concurrent use.
 type Stream struct {
 	api      API
 	pageSize int32
 	where    string // region and endpoint, for error messages
 
 	noListShards atomic.Bool // the server rejected ListShards as unknown
+
+	fo  FanOutAPI // enhanced fan-out calls, if the API has them
+	efo fanOut
 }
 
 var _ engine.Stream = (*Stream)(nil)
@@ -46,9 +50,19 @@ type Option func(*Stream)
 // Small pages exercise pagination in tests.
 func WithShardPageSize(n int32) Option { return func(s *Stream) { s.pageSize = n } }
 
-// New returns a Stream reading through api (usually a *kinesis.Client).
+// WithFanOutAPI sets the client of the enhanced fan-out calls, for an API
+// that does not have them itself (a wrapped client).
+func WithFanOutAPI(api FanOutAPI) Option { return func(s *Stream) { s.fo = api } }
+
+// New returns a Stream reading through api (usually a *kinesis.Client,
+// which also has the enhanced fan-out calls).
 func New(api API, opts ...Option) *Stream {
 	s := &Stream{api: api, where: describeClient(api)}
+	s.efo.arns = map[string]string{}
+	s.efo.subs = map[string]*subscription{}
+	if fo, ok := api.(FanOutAPI); ok {
+		s.fo = fo
+	}
 	for _, o := range opts {
 		o(s)
 	}

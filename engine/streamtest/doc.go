@@ -11,4 +11,11 @@
 // shard (an empty next iterator, with ChildShards where the stream
 // returns them), not-found errors and, through an optional interface,
 // expired iterators.
+//
+// RunFanOut is the contract suite of engine.FanOutStream (enhanced fan-out),
+// given a FanOutHarness: consumer registration, subscriptions from every
+// position, continuation, ResourceInUse and take-over, the subscription
+// lifetime, the end of a closed shard with ChildShards, and a slow reader
+// that loses nothing. It runs against fakes.Kinesis and, through
+// kinesisstream and the SDK, against internal/efoserver.
 package streamtest

@@ -98,7 +98,7 @@ func (m *measurer) reply(r *trace.Record) {
 	if r.Op.IsStore() {
 		m.f.StoreCalls++
 		switch {
-		case r.Op == engine.OpListLeases && r.Outcome == trace.OutcomeOK:
+		case (r.Op == engine.OpListLeases || r.Op == engine.OpListPending) && r.Outcome == trace.OutcomeOK:
 			m.f.RowsRead += r.Count
 		case r.Op == engine.OpGetLease && (r.Outcome == trace.OutcomeOK || r.Outcome == trace.OutcomeNotFound):
 			m.f.RowsRead++

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/shardlease/shardlease/engine"
@@ -132,7 +131,7 @@ func ParseJSON(line []byte) (Record, error) {
 		r.Proc = *j.Proc
 	}
 	if j.Op != "" {
-		for o := engine.Op(1); !strings.HasPrefix(o.String(), "Op("); o++ {
+		for o := engine.Op(1); o < 64; o++ {
 			if o.String() == j.Op {
 				r.Op = o
 			}

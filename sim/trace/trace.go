@@ -132,9 +132,11 @@ const (
 	OutcomeThrottled       = "throttled"
 	OutcomeNotFound        = "not-found"
 	OutcomeExpiredIterator = "expired-iterator"
-	OutcomeTimeout         = "timeout"   // no reply within the call timeout
-	OutcomeTransient       = "transient" // a 5xx: may or may not have applied
-	OutcomeError           = "error"     // any other error
+	OutcomeInUse           = "in-use"             // ErrResourceInUse (fan-out)
+	OutcomeEnded           = "subscription-ended" // ErrSubscriptionEnded (fan-out)
+	OutcomeTimeout         = "timeout"            // no reply within the call timeout
+	OutcomeTransient       = "transient"          // a 5xx: may or may not have applied
+	OutcomeError           = "error"              // any other error
 )
 
 // EngineOutcome names the outcome of err when it is nil or one of the
@@ -153,6 +155,10 @@ func EngineOutcome(err error) (outcome string, ok bool) {
 		return OutcomeNotFound, true
 	case errors.Is(err, engine.ErrExpiredIterator):
 		return OutcomeExpiredIterator, true
+	case errors.Is(err, engine.ErrResourceInUse):
+		return OutcomeInUse, true
+	case errors.Is(err, engine.ErrSubscriptionEnded):
+		return OutcomeEnded, true
 	}
 	return "", false
 }
@@ -166,6 +172,11 @@ const (
 	WriteShardEnd   = "shard-end"
 	WriteCreate     = "create"
 	WriteDelete     = "delete"
+	// WriteAssign is the assigner's conditional write on a row it does not
+	// hold (an assignment, a handoff request or its cancellation);
+	// WriteHello a worker's hello row (see engine.Config.Assignment).
+	WriteAssign = "assign"
+	WriteHello  = "hello"
 )
 
 // Record is one event of a run. Times are true times since the start of

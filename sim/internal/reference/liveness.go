@@ -182,7 +182,7 @@ func Measure(recs []trace.Record, end time.Duration) Figures {
 			if r.Op.IsStore() {
 				f.StoreCalls++
 				switch {
-				case r.Op == engine.OpListLeases && r.Outcome == trace.OutcomeOK:
+				case (r.Op == engine.OpListLeases || r.Op == engine.OpListPending) && r.Outcome == trace.OutcomeOK:
 					f.RowsRead += r.Count
 				case r.Op == engine.OpGetLease && (r.Outcome == trace.OutcomeOK || r.Outcome == trace.OutcomeNotFound):
 					f.RowsRead++

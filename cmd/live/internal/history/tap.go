@@ -3,6 +3,7 @@ package history
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -220,7 +221,15 @@ func (s *tapStore) DeleteLease(ctx context.Context, key string, expect engine.Ex
 
 // Stream returns s wrapped so that GetShardIterator replies are recorded
 // (they say where a LATEST start began reading).
-func (t *Tap) Stream(s engine.Stream) engine.Stream { return &tapStream{t: t, next: s} }
+// A stream with enhanced fan-out stays one, and its SubscribeToShard
+// replies are recorded too.
+func (t *Tap) Stream(s engine.Stream) engine.Stream {
+	ts := &tapStream{t: t, next: s}
+	if fo, ok := s.(engine.FanOutStream); ok {
+		return &tapFanOut{tapStream: ts, fo: fo}
+	}
+	return ts
+}
 
 type tapStream struct {
 	t    *Tap
@@ -335,4 +344,15 @@ func (s *tapStore) CheckTable(ctx context.Context) error {
 		return tc.CheckTable(ctx)
 	}
 	return nil
+}
+
+// ListPending passes the wrapped store's pending index through (see
+// engine.PendingIndex; engine.ErrNoIndex if it has none). The index is
+// eventually consistent, so its reads are not part of the history the
+// linearizability check reads.
+func (s *tapStore) ListPending(ctx context.Context, who string) ([]engine.Lease, error) {
+	if pi, ok := s.next.(engine.PendingIndex); ok {
+		return pi.ListPending(ctx, who)
+	}
+	return nil, fmt.Errorf("list pending %s: %w", who, engine.ErrNoIndex)
 }

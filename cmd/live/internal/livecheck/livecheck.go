@@ -259,7 +259,7 @@ func Check(m history.Merged, o Options) *Report {
 }
 
 // latestExcused returns the puts (by record Seq) that were sent before the
-// first LATEST iterator of their shard was answered and that nobody
+// first LATEST iterator (or subscription) of their shard was answered and that nobody
 // received: a LATEST start does not promise them. It also counts the puts
 // within grace of the end.
 func latestExcused(recs []trace.Record, grace, end time.Duration) (map[uint64]bool, int) {
@@ -268,7 +268,7 @@ func latestExcused(recs []trace.Record, grace, end time.Duration) (map[uint64]bo
 	for i := range recs {
 		r := &recs[i]
 		switch {
-		case r.Kind == trace.KindReply && r.Op == engine.OpGetIterator && r.Outcome == trace.OutcomeOK:
+		case r.Kind == trace.KindReply && (r.Op == engine.OpGetIterator || r.Op == engine.OpSubscribe) && r.Outcome == trace.OutcomeOK:
 			if _, ok := firstLatest[r.Key]; !ok {
 				if r.Reason == string(engine.IterLatest) {
 					firstLatest[r.Key] = r.T

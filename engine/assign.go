@@ -1,0 +1,363 @@
+package engine
+
+import (
+	"errors"
+	"slices"
+	"time"
+)
+
+// Assignment by an assigner (Config.Assignment = AssignmentAssigner).
+//
+// One worker, elected through the table, is the assigner: it holds the
+// assigner row (AssignerKey) under the same rules as any lease (a
+// compare-and-swap on its version, renewed every RenewInterval, taken over
+// only when unowned or seen standing still for LeaseDuration on the
+// taker's own clock). It scans the table every AssignerScanInterval,
+// observes every lease as a taker would, and writes, always conditioned on
+// the version it saw:
+//   - assignments: an expired lease (seen standing still for
+//     LeaseDuration: its holder's own view has expired), an unowned one, or
+//     one assigned to a worker that did not take it within LeaseDuration,
+//     becomes unowned with Pending naming the worker that is to take it;
+//   - handoff requests, for balance: the owner stays, HandoffTo names the
+//     receiver and Pending the owner, which finishes its in-flight batch,
+//     lets its processor checkpoint (ShutdownRequested), and releases the
+//     lease with Pending naming the receiver. A request the owner does not
+//     act on within 2 LeaseDuration while it renews is cancelled; an owner
+//     that dies midway is expired like any other, so no lease stays "being
+//     handed over".
+//
+// Every other worker renews its leases and reads only the rows that wait
+// for it, every PendingPollInterval, from the store's pending index
+// (eventually consistent); it reads each such row strongly consistently
+// before it acts, and takes an assignment with a conditional write. The
+// deputies (the two workers after the assigner in its member list) read
+// the assigner row every PendingPollInterval, the others every two lease
+// durations, and take it over when it expires in their own view.
+//
+// Two workers that both believe they assign are harmless by construction:
+// each assignment is conditioned on the version its writer saw, so at most
+// one applies to any version, and what makes an assignment safe (the
+// previous holder's own view has expired, or it released the lease) does
+// not depend on who wrote it. The assigner's own leases are bound to its
+// assigner row: it acts on them only while that row is valid in its own
+// view and drops them when it is not, so the worker that takes over an
+// expired assigner row may reassign them at once.
+
+// AssignerKey is the key of the assigner row.
+const AssignerKey = ReservedPrefix + "_assigner"
+
+// HelloPrefix starts the keys of workers' hello rows: a worker that the
+// assigner does not know yet, or that holds nothing, announces itself with
+// one (Pending AssignerPending); the assigner reads and deletes it.
+const HelloPrefix = ReservedPrefix + "_worker:"
+
+// AssignerPending is the Pending of rows that wait for the assigner: a
+// lease released by a worker that shut down, a worker's hello.
+const AssignerPending = ReservedPrefix + "_assigner"
+
+// Deputies is how many workers after the assigner in its member list watch
+// the assigner row closely.
+const Deputies = 2
+
+// assignState is a worker's part in assignment by an assigner.
+type assignState struct {
+	on      bool // assigned mode in force (not fallen back for want of an index)
+	indexOK bool // a read of the pending index succeeded: the mode is settled
+
+	resumed      bool // the start-up scan for this process's own rows is done
+	pollInFlight bool
+	nextPoll     time.Duration
+	confirming   map[string]bool // keys whose strongly consistent read is in flight
+
+	monitorInFlight bool
+	nextMonitor     time.Duration
+	members         []string // the assigner row's member list, as last read
+	nextHello       time.Duration
+
+	as *assigner // non-nil while this worker holds the assigner row
+}
+
+// isAssigner reports whether this worker holds the assigner row and may
+// act on it now.
+func (w *Worker) isAssigner() bool {
+	h := w.held[AssignerKey]
+	return h != nil && w.isActing(h)
+}
+
+// member reports whether the assigner's member list names this worker.
+func (w *Worker) member() bool {
+	_, ok := slices.BinarySearch(w.asg.members, w.cfg.Owner)
+	return ok
+}
+
+// deputy reports whether this worker is among the Deputies that follow
+// the assigner (owner) in the member list, which watch the assigner row
+// closely. Without a list every worker watches closely.
+func (w *Worker) deputy(owner string) bool {
+	m := w.asg.members
+	if len(m) == 0 {
+		return true
+	}
+	i, found := slices.BinarySearch(m, owner)
+	n := len(m)
+	if !found {
+		i-- // the first deputy is the member after where owner would be
+		n++
+	}
+	for d := 1; d <= Deputies && d < n; d++ {
+		if m[(i+d+len(m))%len(m)] == w.cfg.Owner {
+			return true
+		}
+	}
+	return false
+}
+
+// advanceAssigned does what time demands of a worker in assigned mode.
+func (w *Worker) advanceAssigned() {
+	now := w.now.Mono
+	a := &w.asg
+	if !a.resumed && !w.scanInFlight && now >= w.nextScan {
+		// Once, at start: a process restarted under its owner id resumes
+		// the leases its predecessor held.
+		w.startScan()
+	}
+	if !a.pollInFlight && now >= a.nextPoll {
+		a.pollInFlight = true
+		a.nextPoll = now + w.jitter(w.cfg.PendingPollInterval)
+		w.call(Call{Op: OpListPending, Key: w.cfg.Owner}, pendingCall{purpose: forPoll})
+	}
+	if !a.indexOK {
+		return // nothing else until the index answered (or is found missing)
+	}
+	if a.as == nil && !a.monitorInFlight && now >= a.nextMonitor {
+		a.monitorInFlight = true
+		w.call(Call{Op: OpGetLease, Key: AssignerKey}, pendingCall{purpose: forMonitor})
+	}
+	if a.as == nil && now >= a.nextHello && !w.shutdown && (!w.member() || w.leases() == 0) {
+		a.nextHello = now + w.jitter(w.cfg.LeaseDuration)
+		w.hello()
+	}
+	if a.as != nil {
+		w.advanceAssigner()
+	} else if w.sync.asked && !w.sync.inFlight() && now >= w.sync.next {
+		// A non-assigner syncs only when it must learn the listing (the
+		// children of a shard it ended); it creates and deletes nothing.
+		w.sync.asked = false
+		w.startSync()
+	}
+}
+
+// wakeAssigned reports to min every time at which assigned mode needs the
+// worker.
+func (w *Worker) wakeAssigned(min func(time.Duration)) {
+	a := &w.asg
+	if !a.pollInFlight {
+		min(a.nextPoll)
+	}
+	if !a.indexOK {
+		return
+	}
+	if a.as == nil && !a.monitorInFlight {
+		min(a.nextMonitor)
+	}
+	if a.as == nil && (!w.member() || w.leases() == 0) {
+		min(a.nextHello)
+	}
+	if !a.resumed && !w.scanInFlight {
+		min(w.nextScan)
+	}
+	if a.as != nil {
+		w.wakeAssigner(min)
+	} else if w.sync.asked && !w.sync.inFlight() {
+		min(w.sync.next)
+	}
+}
+
+// fallBack leaves assigned mode for good: the store has no pending index.
+func (w *Worker) fallBack(err error) {
+	if !w.asg.on {
+		return
+	}
+	w.asg.on = false
+	w.emit(TraceEvent{Kind: TraceModeFallback, Reason: err.Error()})
+	if h := w.held[AssignerKey]; h != nil {
+		w.loseLease(h, "assignment by an assigner is off: "+err.Error())
+	}
+	w.asg.as = nil
+	w.nextScan = w.now.Mono
+	w.sync.next = w.now.Mono
+}
+
+// onPoll handles the rows the pending index shows waiting for this worker.
+func (w *Worker) onPoll(r Result) {
+	w.asg.pollInFlight = false
+	if errors.Is(r.Err, ErrNoIndex) {
+		w.fallBack(r.Err)
+		return
+	}
+	if r.Err != nil {
+		return // the next poll comes soon
+	}
+	w.asg.indexOK = true
+	for _, row := range r.Listing.Leases {
+		w.confirm(row.Key)
+	}
+}
+
+// confirm reads key strongly consistently before acting on what the index
+// said of it.
+func (w *Worker) confirm(key string) {
+	if w.asg.confirming[key] || w.writes[key] != nil || w.shutdown {
+		return
+	}
+	if h := w.held[key]; h != nil && (h.handing || h.write != nil) {
+		return // already handing over, or a write of it in flight (its outcome will show the change)
+	}
+	if w.asg.confirming == nil {
+		w.asg.confirming = make(map[string]bool)
+	}
+	w.asg.confirming[key] = true
+	w.call(Call{Op: OpGetLease, Key: key}, pendingCall{purpose: forConfirm, key: key})
+}
+
+// onConfirm acts on a row that the index said waits for this worker, as a
+// strongly consistent read shows it.
+func (w *Worker) onConfirm(key string, r Result) {
+	delete(w.asg.confirming, key)
+	if r.Err != nil || w.shutdown {
+		return
+	}
+	row := r.Lease
+	o := w.observeRow(row)
+	if h := w.held[key]; h != nil {
+		if !h.gone && h.write == nil && w.adoptable(h, row) {
+			w.adopt(h, row)
+		}
+		return
+	}
+	if row.Pending != w.cfg.Owner || w.writes[key] != nil || !o.ok || w.foreign(o) || row.Checkpoint.IsShardEnd() {
+		return
+	}
+	if limit := w.cfg.MaxLeasesForWorker; limit > 0 && w.leases() >= limit && row.Owner != w.cfg.Owner {
+		return // at its cap: declined; the assigner reassigns it
+	}
+	switch {
+	case row.Owner == "":
+		actFrom := w.now.Mono
+		if row.HandoffFrom != "" {
+			// released before its thief ever acted: its previous owner may
+			// still act until its own view expires
+			actFrom = o.seenAt + w.cfg.LeaseDuration
+		}
+		w.take(candidate{row: row, actFrom: actFrom, reason: "assigned"})
+	case row.Owner == w.cfg.Owner:
+		w.take(candidate{row: row, actFrom: w.now.Mono, reason: "resumed"})
+	}
+}
+
+// adoptable reports whether row, read while this worker holds the lease h,
+// is the assigner's change of it (a handoff request, or its cancellation)
+// rather than another worker's take: the owner and the checkpoint are
+// still this worker's, the version moved on, and another process wrote it.
+func (w *Worker) adoptable(h *holding, row Lease) bool {
+	return row.Owner == w.cfg.Owner && row.Counter > h.row.Counter && row.Writer != w.writer &&
+		row.Checkpoint == h.row.Checkpoint && row.Key == h.key
+}
+
+// adopt makes the assigner's version of a held lease the one this worker's
+// next write expects, and starts handing the lease over if it asks so. The
+// lease's validity is unchanged: the assigner's write renews nothing.
+func (w *Worker) adopt(h *holding, row Lease) {
+	h.row = row.Clone()
+	h.suspect = false
+	if row.HandoffTo != "" && row.Pending == w.cfg.Owner && !h.handing {
+		w.handOver(h, row.HandoffTo)
+	}
+}
+
+// handOver starts a cooperative handoff of h to another worker: the
+// processor finishes its batch and is asked to checkpoint, then the lease
+// is released with Pending naming the receiver, which takes it at once. A
+// handoff that the processor does not let finish within half a lease
+// duration is released anyway (its later checkpoints are refused).
+func (w *Worker) handOver(h *holding, to string) {
+	h.handing = true
+	h.handoffTo = to
+	h.handOverBy = w.now.Mono + w.cfg.LeaseDuration/2
+	h.c.shutdown = true
+	w.emit(TraceEvent{Kind: TraceHandingOver, Key: h.key, Shard: h.ref, Counter: h.row.Counter, Reason: "to " + to})
+	w.dueq.set(h, w.now.Mono)
+}
+
+// hello announces this worker to the assigner.
+func (w *Worker) hello() {
+	key := HelloPrefix + w.cfg.Owner
+	if w.writes[key] != nil {
+		return
+	}
+	row := Lease{Key: key, Counter: 1, Checkpoint: SentinelCheckpoint(ShardEnd), Pending: AssignerPending}
+	wr := &write{kind: wHello, key: key, row: row}
+	w.writes[key] = wr
+	w.sendWrite(wr)
+}
+
+// onMonitor handles a read of the assigner row by a worker that does not
+// hold it: it notes the members and takes the row over if it is unowned,
+// or has stood still for a lease duration in this worker's view.
+func (w *Worker) onMonitor(r Result) {
+	a := &w.asg
+	a.monitorInFlight = false
+	now := w.now.Mono
+	next := now + w.jitter(2*w.cfg.LeaseDuration)
+	defer func() { a.nextMonitor = next }()
+	if w.shutdown || w.held[AssignerKey] != nil || w.writes[AssignerKey] != nil {
+		return
+	}
+	switch {
+	case errors.Is(r.Err, ErrNotFound):
+		// No assigner yet: become it.
+		row := Lease{Key: AssignerKey, Owner: w.cfg.Owner, Counter: 1, Checkpoint: SentinelCheckpoint(ShardEnd)}
+		wr := &write{kind: wTake, create: true, key: AssignerKey, row: row, actFrom: now, reason: "assigner"}
+		w.writes[AssignerKey] = wr
+		w.sendWrite(wr)
+		return
+	case r.Err != nil:
+		next = now + w.jitter(w.cfg.PendingPollInterval)
+		return
+	}
+	row := r.Lease
+	o := w.observeRow(row)
+	a.members = slices.Clone(row.Children)
+	if w.deputy(row.Owner) {
+		next = now + w.jitter(w.cfg.PendingPollInterval)
+	}
+	switch {
+	case row.Owner == "" || row.Owner == w.cfg.Owner || w.bug("assigner-takes-over-at-once"):
+		w.take(candidate{row: row, actFrom: now, reason: "assigner"})
+	case now-o.seenAt >= w.cfg.LeaseDuration:
+		w.take(candidate{row: o.row, actFrom: o.seenAt + w.cfg.LeaseDuration, reason: "assigner"})
+	case o.seenAt < now || w.deputy(row.Owner):
+		// The version has stood still since an earlier read (or this is
+		// a deputy): look again when it would expire, if that comes
+		// before the next read. A version first seen now shows a live
+		// assigner; a non-deputy then waits its full interval, so the
+		// reads of the assigner row do not grow with the fleet.
+		next = min(next, o.seenAt+w.cfg.LeaseDuration)
+	}
+}
+
+// resumeOwn takes, from the start-up scan of a worker in assigned mode,
+// the rows its owner id holds: a process restarted under the same id goes
+// on at once. Everything else reaches it from the assigner.
+func (w *Worker) resumeOwn(rows []Lease) {
+	w.asg.resumed = true
+	for i := range rows {
+		o := w.obs[rows[i].Key]
+		if o == nil || !o.ok || o.row.Owner != w.cfg.Owner || o.row.Checkpoint.IsShardEnd() || w.held[o.row.Key] != nil ||
+			w.writes[o.row.Key] != nil || w.foreign(o) || w.gated(o) || o.row.HandoffTo != "" {
+			continue
+		}
+		w.take(candidate{row: o.row, actFrom: w.now.Mono, reason: "resumed"})
+	}
+}

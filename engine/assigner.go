@@ -1,0 +1,585 @@
+package engine
+
+import (
+	"slices"
+	"strings"
+	"time"
+)
+
+// assigner is the state of the worker while it holds the assigner row
+// (see assign.go).
+type assigner struct {
+	since time.Duration // when this worker took the row
+	// previous and previousWriter name the process whose expired assigner
+	// row this worker took over: that process dropped its leases when the
+	// row expired in its own view, so the rows it wrote that this worker's
+	// first scan shows (firstScan) may be reassigned at once. Rows it takes
+	// later, as an ordinary worker, are seen later.
+	previous, previousWriter string
+	firstScan                time.Duration
+
+	pollInFlight bool
+	nextPoll     time.Duration
+	confirming   map[string]bool
+
+	live    map[string]time.Duration // member -> when last seen renewing (or taking, or inherited)
+	hellos  map[string]time.Duration // member -> when its hello was last read
+	leaving map[string]time.Duration // member -> when it released a lease for its shutdown
+	writers map[string]string        // Lease.Writer -> the owner that wrote with it
+	moved   map[string]move          // lease key -> when the assigner last moved it for balance
+	// epoch counts changes of the member list (lastMembers): a lease moved
+	// in an earlier epoch may move again (the fleet changed), one moved in
+	// this epoch only after MoveQuiet.
+	epoch       int
+	lastMembers []string
+	expiry      time.Duration            // the earliest time an observed lease expires in this worker's view
+	requests    map[string]time.Duration // lease key -> when its handoff request was written
+}
+
+// expiredFor returns how long a lease must have stood still in the
+// assigner's view to be taken for expired: the lease duration.
+func (w *Worker) expiredFor() time.Duration {
+	if w.bug("assigner-early-expiry") {
+		return w.cfg.LeaseDuration / 2
+	}
+	return w.cfg.LeaseDuration
+}
+
+// MoveQuiet is how long the assigner leaves a lease where it moved it
+// (unless its holder dies, or the fleet changes): a steady fleet never
+// moves a lease twice in that time.
+const MoveQuiet = 10 * time.Minute
+
+// move is a balance move of a lease: when, and in which epoch of the
+// member list.
+type move struct {
+	at    time.Duration
+	epoch int
+}
+
+func newAssigner(now time.Duration, members []string) *assigner {
+	a := &assigner{since: now, live: map[string]time.Duration{}, hellos: map[string]time.Duration{}, leaving: map[string]time.Duration{},
+		writers: map[string]string{}, moved: map[string]move{},
+		requests: map[string]time.Duration{}, confirming: map[string]bool{}}
+	for _, m := range members {
+		a.live[m] = now // inherited: alive until shown otherwise
+	}
+	return a
+}
+
+// becomeAssigner starts the assigner's work on a freshly taken row.
+func (w *Worker) becomeAssigner(h *holding, wr *write) {
+	h.control = true
+	a := newAssigner(w.now.Mono, wr.row.Children)
+	if wr.reason == "assigner" && wr.previous != "" && wr.previous != w.cfg.Owner {
+		a.previous, a.previousWriter = wr.previous, wr.prevWriter
+	}
+	a.live[w.cfg.Owner] = w.now.Mono
+	w.asg.as = a
+	w.nextScan = w.now.Mono
+	w.sync.next = w.now.Mono
+}
+
+// members returns the workers the assigner counts on, sorted: itself,
+// those whose rows it saw change within two renew intervals and a scan
+// interval (a worker renews every RenewInterval), and those whose hello it
+// read within one and a half lease durations (an idle worker says hello
+// every lease duration).
+func (a *assigner) members(w *Worker) []string {
+	now := w.now.Mono
+	renewing := 2*w.cfg.RenewInterval + w.cfg.AssignerScanInterval
+	var out []string
+	for m, t := range a.live {
+		if now-t <= renewing || m == w.cfg.Owner {
+			out = append(out, m)
+		}
+	}
+	for m, t := range a.hellos {
+		if now-t <= 3*w.cfg.LeaseDuration/2 && !slices.Contains(out, m) {
+			out = append(out, m)
+		}
+	}
+	// A worker that released a lease for its shutdown is leaving: not a
+	// member until it says hello again.
+	out = slices.DeleteFunc(out, func(m string) bool {
+		t, ok := a.leaving[m]
+		return ok && m != w.cfg.Owner && a.hellos[m] <= t
+	})
+	slices.Sort(out)
+	return out
+}
+
+// released notes the release, for its shutdown, of a lease that row now
+// shows: its writer is leaving.
+func (a *assigner) released(w *Worker, row Lease) {
+	if m, ok := a.writers[row.Writer]; ok && row.Owner == "" && row.Pending == AssignerPending {
+		a.leaving[m] = w.now.Mono
+	}
+}
+
+// advanceAssigner does the assigner's periodic work: scans, shard syncs,
+// and reads of the rows that wait for it.
+func (w *Worker) advanceAssigner() {
+	now := w.now.Mono
+	a := w.asg.as
+	if !w.isAssigner() {
+		return // not yet acting (a take waiting out its predecessor), or lapsing
+	}
+	if !w.sync.inFlight() && now >= w.sync.next {
+		w.startSync()
+	}
+	if !w.scanInFlight && !w.sync.inFlight() && now >= w.nextScan {
+		w.scanInFlight = true
+		w.scanSentAt = now
+		w.nextScan = now + w.jitter(w.cfg.AssignerScanInterval)
+		w.call(Call{Op: OpListLeases, Consistent: true}, pendingCall{purpose: forScan})
+	}
+	if !a.pollInFlight && now >= a.nextPoll {
+		a.pollInFlight = true
+		a.nextPoll = now + w.jitter(w.cfg.PendingPollInterval)
+		w.call(Call{Op: OpListPending, Key: AssignerPending}, pendingCall{purpose: forAssignerPoll})
+	}
+	if a.expiry > 0 && now >= a.expiry {
+		// A lease expires now in this worker's view: assign it at once,
+		// from what the last scan showed (the write is conditioned on that
+		// version: if the holder renewed since, it fails).
+		a.expiry = 0
+		w.assignExpired()
+	}
+}
+
+// assignExpired assigns the observed leases that have expired in this
+// worker's view since the last scan, and notes when the next one expires.
+func (w *Worker) assignExpired() {
+	a := w.asg.as
+	now := w.now.Mono
+	members := a.members(w)
+	loads := w.loads()
+	var keys []string
+	for k, o := range w.obs {
+		if o.ok && o.row.Owner != "" && o.row.Owner != w.cfg.Owner && !o.row.Checkpoint.IsShardEnd() && now-o.seenAt >= w.expiredFor() &&
+			w.writes[k] == nil && w.held[k] == nil && !w.foreign(o) && !w.gated(o) {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		to := w.leastLoaded(loads, w.obs[k].row.Owner, members)
+		w.assignTo(w.obs[k], to, "expired")
+		loads[to] += w.weight(w.obs[k].row)
+	}
+	w.noteExpiry()
+}
+
+// noteExpiry sets the assigner's next wake-up for an expiry: the earliest
+// time an observed lease of another worker expires in its view.
+func (w *Worker) noteExpiry() {
+	a := w.asg.as
+	a.expiry = 0
+	for _, o := range w.obs {
+		if o.ok && o.row.Owner != "" && o.row.Owner != w.cfg.Owner && !o.row.Checkpoint.IsShardEnd() {
+			if t := o.seenAt + w.expiredFor(); t > w.now.Mono && (a.expiry == 0 || t < a.expiry) {
+				a.expiry = t
+			}
+		}
+	}
+}
+
+func (w *Worker) wakeAssigner(min func(time.Duration)) {
+	if !w.scanInFlight {
+		min(w.nextScan)
+	}
+	if !w.sync.inFlight() {
+		min(w.sync.next)
+	}
+	if !w.asg.as.pollInFlight {
+		min(w.asg.as.nextPoll)
+	}
+	if h := w.held[AssignerKey]; h != nil {
+		min(h.actFrom)
+	}
+	if w.asg.as.expiry > 0 {
+		min(w.asg.as.expiry)
+	}
+}
+
+// onAssignerPoll reads each row that waits for the assigner.
+func (w *Worker) onAssignerPoll(r Result) {
+	a := w.asg.as
+	if a == nil {
+		return
+	}
+	a.pollInFlight = false
+	if r.Err != nil {
+		return
+	}
+	for _, row := range r.Listing.Leases {
+		if !a.confirming[row.Key] && w.writes[row.Key] == nil {
+			a.confirming[row.Key] = true
+			w.call(Call{Op: OpGetLease, Key: row.Key}, pendingCall{purpose: forAssignerConfirm, key: row.Key})
+		}
+	}
+}
+
+// onAssignerConfirm acts on a row that waits for the assigner: a hello
+// registers its worker (and is deleted), a released lease is assigned.
+func (w *Worker) onAssignerConfirm(key string, r Result) {
+	a := w.asg.as
+	if a == nil {
+		return
+	}
+	delete(a.confirming, key)
+	if r.Err != nil || !w.isAssigner() || r.Lease.Pending != AssignerPending {
+		return
+	}
+	row := r.Lease
+	if who, ok := strings.CutPrefix(key, HelloPrefix); ok {
+		a.hellos[who] = w.now.Mono
+		if w.writes[key] == nil {
+			wr := &write{kind: wDelete, key: key, expect: ExpectOf(row)}
+			w.writes[key] = wr
+			w.sendWrite(wr)
+		}
+		return
+	}
+	a.released(w, row)
+	o := w.observeRow(row) // the freshest version this worker knows: not older than row
+	if o.ok && !w.foreign(o) && o.row.Owner == "" && o.row.Pending == AssignerPending && !o.row.Checkpoint.IsShardEnd() && !w.gated(o) {
+		w.assignTo(o, w.leastLoaded(w.loads(), "", a.members(w)), "released")
+	}
+}
+
+// assignFrom is the assigner's round over a strongly consistent scan: it
+// notes who is alive, assigns what needs an owner, cancels handoff
+// requests that went nowhere, and balances.
+func (w *Worker) assignFrom(rows []Lease) {
+	a := w.asg.as
+	if a == nil || !w.isAssigner() || w.shutdown {
+		return
+	}
+	now, d := w.now.Mono, w.cfg.LeaseDuration
+	if a.firstScan == 0 {
+		a.firstScan = now
+	}
+	// Liveness: an owner whose row's version changed within a lease
+	// duration in this worker's view is alive.
+	for i := range rows {
+		o := w.obs[rows[i].Key]
+		if o == nil || !o.ok {
+			continue
+		}
+		if o.row.Owner != "" && o.row.Writer != "" {
+			a.writers[o.row.Writer] = o.row.Owner
+		}
+		if o.row.Owner != "" && now-o.seenAt < d {
+			a.live[o.row.Owner] = max(a.live[o.row.Owner], o.seenAt)
+		}
+		a.released(w, o.row)
+	}
+	members := a.members(w)
+	if !slices.Equal(members, a.lastMembers) {
+		a.epoch++
+		a.lastMembers = members
+	}
+	loads := w.loads()
+	var free []*observation
+	var why []string
+	for i := range rows {
+		o := w.obs[rows[i].Key]
+		if o == nil || !o.ok || w.foreign(o) || o.row.Checkpoint.IsShardEnd() || w.writes[o.row.Key] != nil || w.held[o.row.Key] != nil {
+			continue
+		}
+		row := &o.row
+		switch {
+		case w.gated(o):
+		case row.Owner == "":
+			if row.Pending == "" || row.Pending == AssignerPending || !slices.Contains(members, row.Pending) {
+				free, why = append(free, o), append(why, "unowned")
+			} else if now-o.seenAt >= d {
+				free, why = append(free, o), append(why, "not taken by "+row.Pending)
+			}
+		case row.Owner == a.previous && row.Writer == a.previousWriter && a.previousWriter != "" && o.seenAt <= a.firstScan:
+			// The previous assigner's leases: dropped when its row expired.
+			free, why = append(free, o), append(why, "held by the previous assigner")
+		case now-o.seenAt >= w.expiredFor():
+			free, why = append(free, o), append(why, "expired")
+		case row.HandoffTo != "":
+			if at, ok := a.requests[row.Key]; ok && now-at >= 2*d && o.seenAt > at {
+				w.cancelHandoff(o) // the owner renews but does not hand over
+			}
+		}
+	}
+	for i, o := range free {
+		to := w.leastLoaded(loads, o.row.Owner, members)
+		w.assignTo(o, to, why[i])
+		loads[to] += w.weight(o.row)
+	}
+	if now-a.since >= d {
+		w.balance(rows, loads, members)
+	}
+	w.noteExpiry()
+}
+
+// loads returns the load of every owner of an unfinished lease (its lease
+// count, or its reported throughput with BalanceThroughput), counting
+// assignments not yet taken for their assignee, and not leases expired in
+// this worker's view (they are about to move).
+func (w *Worker) loads() map[string]float64 {
+	loads := map[string]float64{}
+	now := w.now.Mono
+	for _, o := range w.obs {
+		if !o.ok || o.row.Checkpoint.IsShardEnd() || (now-o.seenAt >= w.cfg.LeaseDuration && w.held[o.row.Key] == nil) {
+			continue
+		}
+		who := o.row.Owner
+		switch {
+		case who == "":
+			who = o.row.Pending
+		case o.row.HandoffTo != "":
+			who = o.row.HandoffTo // being handed over: the receiver's already
+		}
+		if h := w.held[o.row.Key]; h != nil && h.handing {
+			who = h.handoffTo // this worker hands it over
+		}
+		if wr := w.writes[o.row.Key]; wr != nil && wr.kind == wAssign {
+			// what the assigner's write in flight makes of it
+			who = wr.row.Owner
+			if wr.row.HandoffTo != "" {
+				who = wr.row.HandoffTo
+			} else if who == "" {
+				who = wr.row.Pending
+			}
+		}
+		if who != "" && who != AssignerPending {
+			loads[who] += w.weight(o.row)
+		}
+	}
+	return loads
+}
+
+// weight is what one lease adds to its holder's load.
+func (w *Worker) weight(row Lease) float64 {
+	if w.cfg.BalanceBy == BalanceThroughput {
+		return row.ThroughputKBps + 1e-3 // idle shards weigh a little
+	}
+	return 1
+}
+
+// leastLoaded returns the member with the smallest load (ties: the
+// smallest owner id), other than not (the lease's previous owner) unless
+// not is this worker and no other member is left.
+func (w *Worker) leastLoaded(loads map[string]float64, not string, members []string) string {
+	best := ""
+	for _, m := range members {
+		if m != not && !w.full(m) && (best == "" || loads[m] < loads[best]) {
+			best = m
+		}
+	}
+	if best == "" && not == w.cfg.Owner {
+		return not
+	}
+	return best
+}
+
+// full reports whether member m holds MaxLeasesForWorker leases (the
+// assigner takes its own cap for every worker's: a fleet shares its
+// configuration; a worker over its own cap declines, see onConfirm).
+func (w *Worker) full(m string) bool {
+	if w.cfg.MaxLeasesForWorker <= 0 {
+		return false
+	}
+	n := 0
+	for k, o := range w.obs {
+		if o.ok && !o.row.Checkpoint.IsShardEnd() && (o.row.Owner == m || o.row.Owner == "" && o.row.Pending == m) && w.writes[k] == nil {
+			n++
+		}
+	}
+	// writes in flight: this worker's takes, the assignments it sent
+	for _, wr := range w.writes {
+		if wr.kind == wTake && m == w.cfg.Owner && !IsReserved(wr.key) || wr.kind == wAssign && wr.row.Pending == m && wr.row.Owner == "" {
+			n++
+		}
+	}
+	return n >= w.cfg.MaxLeasesForWorker
+}
+
+// assignTo hands the lease of o to worker to: the assigner takes it itself,
+// or makes it unowned with Pending naming to. The write is conditioned on
+// the version the assigner saw.
+func (w *Worker) assignTo(o *observation, to, why string) {
+	if to == "" || w.writes[o.row.Key] != nil {
+		return
+	}
+	if h := w.held[o.row.Key]; h != nil && !h.gone {
+		return // this worker holds it: never assigned away but by a handoff
+	}
+	// Handed out anew (its holder died, or let it go): its place is
+	// not a balance move of the fleet as it is, so it may move again.
+	delete(w.asg.as.moved, o.row.Key)
+	if to == w.cfg.Owner {
+		actFrom := w.now.Mono
+		if o.row.Owner == "" && o.row.HandoffFrom != "" {
+			actFrom = o.seenAt + w.cfg.LeaseDuration
+		}
+		w.take(candidate{row: o.row, actFrom: actFrom, reason: "assigned"})
+		return
+	}
+	row := o.row.Clone()
+	prev := row.Owner
+	if prev != "" {
+		// Expired: its holder's own view has expired, so has any handoff
+		// it was waiting out.
+		row.Owner, row.HandoffFrom = "", ""
+	}
+	row.Counter++
+	row.Pending, row.HandoffTo = to, ""
+	w.sendAssign(&write{kind: wAssign, key: row.Key, expect: ExpectOf(o.row), row: row, previous: prev, reason: "to " + to + ": " + why})
+}
+
+// balance asks the most loaded members to hand leases over to the least
+// loaded, one lease per source in a round, while that narrows the spread
+// (by two leases, or by a tenth of the load with BalanceThroughput), and
+// never moves a lease moved within MoveQuiet.
+func (w *Worker) balance(rows []Lease, loads map[string]float64, members []string) {
+	a := w.asg.as
+	now := w.now.Mono
+	if len(members) < 2 || w.cfg.MaxLeasesToStealAtOnce < 0 {
+		return
+	}
+	outstanding := 0
+	for k, at := range a.requests {
+		o := w.obs[k]
+		if wr := w.writes[k]; (wr != nil && wr.kind == wAssign && wr.row.HandoffTo != "") || (o != nil && o.row.HandoffTo != "" && now-at < 2*w.cfg.LeaseDuration) {
+			outstanding++
+		} else {
+			delete(a.requests, k)
+		}
+	}
+	limit := max(1, w.cfg.MaxLeasesToStealAtOnce) * max(1, len(members)/2)
+	// The fair share of the members (by count): a move never takes a
+	// receiver above its ceiling nor a source below its floor, so several
+	// sources in one round do not pile onto one receiver.
+	total := 0.0
+	for _, m := range members {
+		total += loads[m]
+	}
+	ceiling := float64(int(total+float64(len(members))-1) / len(members))
+	floor := float64(int(total) / len(members))
+	sources := map[string]bool{}
+	for outstanding < limit {
+		// the most loaded member not yet a source this round
+		from := ""
+		for _, m := range members {
+			if !sources[m] && (from == "" || loads[m] > loads[from]) {
+				from = m
+			}
+		}
+		if from == "" {
+			return
+		}
+		sources[from] = true
+		to := w.leastLoaded(loads, from, members)
+		if to == "" {
+			return
+		}
+		if w.cfg.BalanceBy != BalanceThroughput && (loads[to]+1 > ceiling || loads[from]-1 < floor) {
+			continue
+		}
+		o := w.pickMove(rows, from, loads[from]-loads[to])
+		if o == nil {
+			continue
+		}
+		wt := w.weight(o.row)
+		loads[from] -= wt
+		loads[to] += wt
+		outstanding++
+		if from == w.cfg.Owner {
+			if h := w.held[o.row.Key]; h != nil && !h.handing {
+				a.moved[o.row.Key] = move{now, a.epoch}
+				w.handOver(h, to) // its own lease: no request to write
+			}
+			continue
+		}
+		if w.bug("handoff-before-release") {
+			a.moved[o.row.Key] = move{now, a.epoch}
+			row := o.row.Clone()
+			row.Owner, row.Counter, row.Pending, row.HandoffFrom = "", row.Counter+1, to, ""
+			w.sendAssign(&write{kind: wAssign, key: row.Key, expect: ExpectOf(o.row), row: row, previous: from, reason: "to " + to + ": balance"})
+			continue
+		}
+		row := o.row.Clone()
+		row.Counter++
+		row.HandoffTo, row.Pending = to, from
+		a.moved[row.Key], a.requests[row.Key] = move{now, a.epoch}, now
+		w.sendAssign(&write{kind: wAssign, key: row.Key, expect: ExpectOf(o.row), row: row, previous: from, reason: "handoff to " + to})
+	}
+}
+
+// pickMove returns a lease of from to move, given the spread between from
+// and the least loaded member, or nil if no move narrows it: by lease
+// count a spread of two or more; by throughput the largest lease lighter
+// than the spread that cuts it by a tenth of from's load.
+func (w *Worker) pickMove(rows []Lease, from string, spread float64) *observation {
+	now := w.now.Mono
+	a := w.asg.as
+	var best *observation
+	for i := range rows {
+		o := w.obs[rows[i].Key]
+		if o == nil || !o.ok || o.row.Owner != from || o.row.HandoffTo != "" || o.row.Checkpoint.IsShardEnd() ||
+			w.writes[o.row.Key] != nil || w.foreign(o) || now-o.seenAt >= w.cfg.LeaseDuration {
+			continue
+		}
+		if m, ok := a.moved[o.row.Key]; ok && now-m.at < MoveQuiet && m.epoch == a.epoch {
+			continue
+		}
+		if h := w.held[o.row.Key]; h != nil && h.handing {
+			continue
+		}
+		wt := w.weight(o.row)
+		switch {
+		case w.cfg.BalanceBy != BalanceThroughput:
+			if spread >= 2 {
+				return o // rows are sorted: the first such lease
+			}
+			return nil
+		case wt < spread && spread-wt > 0 && (best == nil || wt > w.weight(best.row)):
+			best = o
+		}
+	}
+	if best != nil && 2*w.weight(best.row) < spread/10 {
+		return nil // too small a step to be worth a move
+	}
+	return best
+}
+
+// cancelHandoff withdraws a handoff request its owner did not act on.
+func (w *Worker) cancelHandoff(o *observation) {
+	row := o.row.Clone()
+	row.Counter++
+	row.HandoffTo, row.Pending = "", ""
+	delete(w.asg.as.requests, row.Key)
+	w.sendAssign(&write{kind: wAssign, key: row.Key, expect: ExpectOf(o.row), row: row, previous: o.row.Owner, reason: "handoff cancelled"})
+}
+
+// sendAssign sends one of the assigner's writes on a row it does not hold.
+func (w *Worker) sendAssign(wr *write) {
+	if w.writes[wr.key] != nil {
+		return
+	}
+	w.writes[wr.key] = wr
+	w.sendWrite(wr)
+}
+
+// assignedApplied records an applied write of the assigner.
+func (w *Worker) assignedApplied(wr *write) {
+	w.observeRow(wr.row)
+	w.emit(TraceEvent{Kind: TraceAssigned, Key: wr.key, Shard: w.refOf(wr.key), Counter: wr.row.Counter, Previous: wr.previous, Reason: wr.reason})
+}
+
+// sortedMembers returns the member list the assigner writes into its row.
+func (w *Worker) sortedMembers() []string {
+	if w.asg.as == nil {
+		return nil
+	}
+	return w.asg.as.members(w)
+}

@@ -1,0 +1,73 @@
+package driversim
+
+import (
+	"errors"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/shardlease/shardlease/internal/planted"
+)
+
+// driverBugs are the planted bugs of the production driver, each with the
+// invariant that must catch it and the number of seeds of the default
+// mix (no fault class chosen for the bug) within which it must.
+var driverBugs = []struct {
+	name, invariant string
+	bound           uint64
+}{
+	// about half the seeds catch it: a hand-off pause long enough for
+	// another consumer to take the lease and act on it
+	{"driver-handoff-unchecked", "S1", 16},
+	// about one seed in twelve: a graceful shutdown that hits its deadline
+	// while a processor that ignores cancellation still has a checkpoint
+	// to ask for
+	{"driver-ack-on-stop", "S3", 128},
+}
+
+// TestDriverBugsCaught plants each bug of the production driver in every
+// consumer and runs seeds of the default mix until the checkers catch it
+// as its invariant: within the bound, or the test fails.
+func TestDriverBugsCaught(t *testing.T) {
+	planted.SkipUnlessEnabled(t)
+	for _, b := range driverBugs {
+		t.Run(b.name, func(t *testing.T) {
+			start := time.Now()
+			for seed := uint64(1); seed <= b.bound; seed++ {
+				res := runSeed(t, Options{Seed: seed, Mutation: b.name})
+				for _, v := range res.Violations {
+					if v.Invariant == b.invariant {
+						t.Logf("caught at seed %d after %.1fs of wall time: %s", seed, time.Since(start).Seconds(), v.String())
+						return
+					}
+				}
+			}
+			t.Errorf("planted bug %s not caught as %s within %d seeds", b.name, b.invariant, b.bound)
+		})
+	}
+}
+
+// TestPlantNeedsTheTag: a planted bug is refused, naming the tag, by a
+// binary built without it; an unknown name is refused either way.
+func TestPlantNeedsTheTag(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		_, err := Run(Options{Seed: 1, Mutation: "driver-handoff-unchecked"})
+		switch {
+		case planted.Enabled() && err != nil:
+			t.Fatalf("with the tag: %v", err)
+		case !planted.Enabled() && !errors.Is(err, planted.ErrDisabled):
+			t.Fatalf("without the tag: err = %v, want %v", err, planted.ErrDisabled)
+		}
+		if _, err := Run(Options{Seed: 1, Mutation: "no-such-bug"}); err == nil {
+			t.Fatal("an unknown planted bug was accepted")
+		}
+	})
+}
+
+// TestRunNeedsABubble: outside a synctest bubble Run refuses to start
+// (it would run the consumers in real time).
+func TestRunNeedsABubble(t *testing.T) {
+	if _, err := Run(Options{Seed: 1}); !errors.Is(err, ErrNoBubble) {
+		t.Fatalf("Run outside a bubble: err = %v, want ErrNoBubble", err)
+	}
+}

@@ -1,0 +1,64 @@
+package driversim
+
+import (
+	"math"
+	"math/rand/v2"
+	"time"
+)
+
+// Independent PRNG streams derived from the run seed, one per concern, so
+// that changing how one concern draws does not reshuffle the others.
+const (
+	streamWorld uint64 = iota + 1
+	streamSchedule
+	streamWorkload
+	streamNode // + the process number: one stream per consumer incarnation
+)
+
+func splitmix(x uint64) uint64 {
+	x += 0x9e3779b97f4a7c15
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
+	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
+	return x ^ (x >> 31)
+}
+
+// rng is a seeded PCG stream with a few helpers. It is not safe for
+// concurrent use: the world's lock guards every stream used after start.
+type rng struct{ *rand.Rand }
+
+func newRNG(seed, stream uint64) rng {
+	return rng{rand.New(rand.NewPCG(splitmix(seed^splitmix(stream)), splitmix(stream*0x9e3779b97f4a7c15+seed)))}
+}
+
+func (r rng) chance(p float64) bool { return p > 0 && r.Float64() < p }
+
+// between returns a uniform duration in [lo, hi].
+func (r rng) between(lo, hi time.Duration) time.Duration {
+	if hi <= lo {
+		return lo
+	}
+	return lo + time.Duration(r.Int64N(int64(hi-lo)+1))
+}
+
+// exp returns an exponential duration with the given mean.
+func (r rng) exp(mean time.Duration) time.Duration {
+	return time.Duration(r.ExpFloat64() * float64(mean))
+}
+
+// rangeF returns a uniform float in [lo, hi).
+func (r rng) rangeF(lo, hi float64) float64 { return lo + r.Float64()*(hi-lo) }
+
+// logUniform returns a log-uniform duration in [lo, hi].
+func (r rng) logUniform(lo, hi time.Duration) time.Duration {
+	if hi <= lo || lo <= 0 {
+		return lo
+	}
+	return time.Duration(math.Exp(r.rangeF(math.Log(float64(lo)), math.Log(float64(hi)))))
+}
+
+func (r rng) intIn(lo, hi int) int {
+	if hi <= lo {
+		return lo
+	}
+	return lo + r.IntN(hi-lo+1)
+}
