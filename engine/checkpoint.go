@@ -22,7 +22,7 @@ const (
 //
 // Checkpoints are ordered: the three start sentinels come before every
 // sequence number, ShardEnd after every one, and sequence numbers compare
-// numerically (they are decimal integers of up to 128 digits — a Kinesis
+// numerically (they are decimal integers of up to 129 digits — a Kinesis
 // sequence number has 56 — never compared as strings).
 type Checkpoint struct {
 	Sequence    string // a decimal sequence number or a sentinel
@@ -116,12 +116,32 @@ func (c Checkpoint) Compare(d Checkpoint) int {
 	return cmp.Compare(c.SubSequence, d.SubSequence)
 }
 
-// ValidateSequence reports whether s is a decimal sequence number.
+// MaxSequenceDigits is the length of the longest sequence number Kinesis
+// accepts (its API's pattern is 0|([1-9]\d{0,128})).
+const MaxSequenceDigits = 129
+
+// order is how the worker orders two checkpoints (Checkpoint.Compare):
+// every comparison of positions its decisions make goes through it.
+func (w *Worker) order(a, b Checkpoint) int {
+	if w.bug("compare-sequences-as-strings") && a.rank() == 1 && b.rank() == 1 {
+		// the planted bug: sequence numbers ordered as strings, which
+		// agrees with their numeric order only while they have the same
+		// number of digits
+		if s := strings.Compare(a.Sequence, b.Sequence); s != 0 {
+			return s
+		}
+		return cmp.Compare(a.SubSequence, b.SubSequence)
+	}
+	return a.Compare(b)
+}
+
+// ValidateSequence reports whether s is a decimal sequence number of at
+// most MaxSequenceDigits digits.
 func ValidateSequence(s string) error {
 	if s == "" {
 		return fmt.Errorf("empty sequence number")
 	}
-	if len(s) > 128 {
+	if len(s) > MaxSequenceDigits {
 		return fmt.Errorf("sequence number of %d digits is too long", len(s))
 	}
 	for i := 0; i < len(s); i++ {

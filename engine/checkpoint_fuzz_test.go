@@ -7,10 +7,11 @@ import (
 	"testing"
 )
 
-// bigSeq is the oracle's reading of a sequence number: 1 to 128 decimal
-// digits, no sign, read by math/big.
+// bigSeq is the oracle's reading of a sequence number: 1 to 129 decimal
+// digits (the API's pattern 0|([1-9]\d{0,128}), leading zeros allowed),
+// no sign, read by math/big.
 func bigSeq(s string) (*big.Int, bool) {
-	if len(s) == 0 || len(s) > 128 || s[0] == '+' || s[0] == '-' {
+	if len(s) == 0 || len(s) > MaxSequenceDigits || s[0] == '+' || s[0] == '-' {
 		return nil, false
 	}
 	return new(big.Int).SetString(s, 10)

@@ -52,7 +52,8 @@ func TestValidateSequence(t *testing.T) {
 	}{
 		{"0", true}, {"123", true}, {seq56a, true}, {max128, true}, {"007", true},
 		{strings.Repeat("9", 128), true},
-		{strings.Repeat("9", 129), false},
+		{strings.Repeat("9", 129), true}, // the API's longest: 0|([1-9]\d{0,128})
+		{strings.Repeat("9", 130), false},
 		{"", false}, {"-1", false}, {"+1", false}, {"1.5", false}, {" 1", false}, {"1 ", false},
 		{"1e5", false}, {"0x10", false}, {"abc", false}, {TrimHorizon, false}, {ShardEnd, false},
 		{"١٢", false}, // non-ASCII digits

@@ -177,7 +177,7 @@ func (w *Worker) onEvent(pc pendingCall, r Result) {
 	c.backoff = 0
 	ev := r.Event
 	recs := w.userRecords(h, ev.Records)
-	for len(recs) > 0 && (Checkpoint{Sequence: recs[0].Sequence, SubSequence: recs[0].SubSequence}).Compare(c.position) <= 0 {
+	for len(recs) > 0 && w.order(Checkpoint{Sequence: recs[0].Sequence, SubSequence: recs[0].SubSequence}, c.position) <= 0 {
 		recs = recs[1:]
 	}
 	if ev.Continuation != "" {

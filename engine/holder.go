@@ -159,11 +159,14 @@ func (w *Worker) tickHolding(h *holding) {
 // checkpoints first, then the release or shard end, then a renewal.
 func (w *Worker) nextWrite(h *holding) {
 	now := w.now.Mono
+	// A release waits for the processor's checkpoints to land (KCL's
+	// contract: a checkpoint made at ShutdownRequested lands first).
+	releaseNow := h.release == wRelease && (len(h.cps) == 0 || w.bug("release-before-final-checkpoint"))
 	switch {
-	case len(h.cps) > 0 && w.isActing(h):
+	case len(h.cps) > 0 && w.isActing(h) && !releaseNow:
 		target := h.cps[0].cp
 		for _, r := range h.cps[1:] {
-			if r.cp.Compare(target) > 0 {
+			if w.order(r.cp, target) > 0 {
 				target = r.cp
 			}
 		}
@@ -180,7 +183,7 @@ func (w *Worker) nextWrite(h *holding) {
 		row.Children = h.children
 		row.Counter++
 		h.write = &write{kind: wShardEnd, key: h.key, expect: ExpectOf(h.row), row: row}
-	case h.release == wRelease && len(h.cps) == 0:
+	case releaseNow:
 		row := h.row.Clone()
 		row.Owner = ""
 		row.Counter++
@@ -251,7 +254,7 @@ func (w *Worker) holderWriteApplied(h *holding, wr *write) {
 		w.emit(TraceEvent{Kind: TraceCheckpointWritten, Key: h.key, Shard: h.ref, Counter: h.row.Counter, Checkpoint: wr.target})
 		kept := h.cps[:0]
 		for _, r := range h.cps {
-			if r.cp.Compare(wr.target) <= 0 {
+			if w.order(r.cp, wr.target) <= 0 {
 				w.notice(Notice{Kind: NoticeCheckpointDone, Key: h.key, Shard: h.ref, Token: r.token, Checkpoint: r.cp})
 			} else {
 				kept = append(kept, r)
@@ -278,6 +281,7 @@ func (w *Worker) holderWriteApplied(h *holding, wr *write) {
 		}
 		w.emit(TraceEvent{Kind: TraceLeaseReleased, Key: h.key, Shard: h.ref, Counter: h.row.Counter, Reason: why})
 		h.gone = true
+		w.refuseCheckpoints(h, "the lease was released") // none: a release waits for them
 		if w.shutdown && !h.control {
 			w.down.released = append(w.down.released, h.key)
 		}
@@ -371,11 +375,11 @@ func (w *Worker) onCheckpointRequest(key string, cp Checkpoint, token uint64) {
 		reject(ErrCheckpointRejected, cp.Validate().Error())
 	case cp.IsSentinel():
 		reject(ErrCheckpointRejected, "only sequence numbers can be checkpointed; the engine writes SHARD_END itself")
-	case cp.Compare(h.c.position) > 0:
+	case w.order(cp, h.c.position) > 0:
 		reject(ErrCheckpointRejected, "beyond the last record delivered")
-	case cp.Compare(h.row.Checkpoint) < 0:
+	case w.order(cp, h.row.Checkpoint) < 0:
 		reject(ErrCheckpointRejected, "lower than the stored checkpoint "+h.row.Checkpoint.String())
-	case cp.Compare(h.row.Checkpoint) == 0 && len(h.cps) == 0:
+	case w.order(cp, h.row.Checkpoint) == 0 && len(h.cps) == 0:
 		w.notice(Notice{Kind: NoticeCheckpointDone, Key: key, Shard: ref, Token: token, Checkpoint: cp})
 	default:
 		h.cps = append(h.cps, cpRequest{cp: cp, token: token})

@@ -125,7 +125,7 @@ func (w *Worker) userRecords(h *holding, recs []Record) []Record {
 	out, drops := deaggregate(recs, w.hashRange(h), w.cfg.DeliverCorruptAggregates)
 	pos := h.c.position
 	for _, d := range drops {
-		if pos.rank() == 1 && CompareSequences(d.sequence, pos.Sequence) <= 0 {
+		if pos.rank() == 1 && w.order(Checkpoint{Sequence: d.sequence}, Checkpoint{Sequence: pos.Sequence}) <= 0 {
 			// Read again (a resume at the checkpoint): reported before.
 			continue
 		}

@@ -8,13 +8,17 @@ import "github.com/shardlease/shardlease/internal/planted"
 // internal/planted: rules of the engine that the simulator cannot break
 // from outside. They exist only in builds with the shardlease_mutations tag.
 var plantedBugs = map[string]string{
-	"validity-from-reply":    "a lease's validity is counted from the reply of its last write, not from its send (KCL's rule)",
-	"no-safety-margin":       "the holder acts until its own view of expiry, with no safety margin",
-	"parents-unchecked":      "a child shard is processed without reading its parents",
-	"steal-acts-at-once":     "a taker acts on a lease taken from another owner at once, without waiting that owner out",
-	"resolve-ignores-writer": "a write of unknown outcome is resolved by the row's contents alone, not its writer: a restarted process takes its predecessor's identical row for its own write",
-	"resume-after-sequence":  "a resume at a checkpoint with sub-sequence number 0 reads AFTER its sequence number: the rest of a KPL aggregate whose first user record was checkpointed is lost",
-	"resubscribe-at-latest":  "fan-out: a subscription renewed after its end starts at LATEST, not after the last continuation: records put between two subscriptions are skipped",
+	"validity-from-reply":             "a lease's validity is counted from the reply of its last write, not from its send (KCL's rule)",
+	"no-safety-margin":                "the holder acts until its own view of expiry, with no safety margin",
+	"parents-unchecked":               "a child shard is processed without reading its parents",
+	"steal-acts-at-once":              "a taker acts on a lease taken from another owner at once, without waiting that owner out",
+	"resolve-ignores-writer":          "a write of unknown outcome is resolved by the row's contents alone, not its writer: a restarted process takes its predecessor's identical row for its own write",
+	"resume-after-sequence":           "a resume at a checkpoint with sub-sequence number 0 reads AFTER its sequence number: the rest of a KPL aggregate whose first user record was checkpointed is lost",
+	"compare-sequences-as-strings":    "the worker orders sequence numbers as strings, not as numbers: when a shard's numbers grow by a digit, records are dropped as already delivered and checkpoints rejected or taken for regressions",
+	"expiry-by-wall-clock":            "a taker times how long a lease version stood still on its wall clock (stored wall times), not its monotonic one, and acts at once: a wall clock stepped forward takes leases that have not expired",
+	"sync-from-eventual-scan":         "shard sync decides from an eventually consistent scan: a scan that shows a finished parent's row deleted but not yet its child's re-creates the parent's lease, which is processed again",
+	"release-before-final-checkpoint": "a lease let go for a shutdown or a handoff is released at once, without waiting for the checkpoints its processor asked for at ShutdownRequested: the next owner starts before them",
+	"resubscribe-at-latest":           "fan-out: a subscription renewed after its end starts at LATEST, not after the last continuation: records put between two subscriptions are skipped",
 	// assignment by an assigner
 	"assigner-takes-over-at-once": "a deputy takes the assigner row over as soon as it reads it, without waiting for it to expire: two assigners act at once, and the new one reassigns the old one's leases while it still acts on them",
 	"handoff-before-release":      "the assigner moves a lease for balance by assigning it to the receiver at once, not by asking its holder to hand it over: the receiver acts before the holder let go",

@@ -85,7 +85,7 @@ func (w *Worker) startSync() {
 	// never older than the scan is what keeps a finished parent from
 	// being re-created (see syncStream).
 	s.waiting = 1
-	w.call(Call{Op: OpListLeases, Consistent: true}, pendingCall{purpose: forSyncScan, gen: s.round})
+	w.call(Call{Op: OpListLeases, Consistent: !w.bug("sync-from-eventual-scan")}, pendingCall{purpose: forSyncScan, gen: s.round})
 }
 
 func (w *Worker) onSyncShards(stream string, r Result) {

@@ -16,9 +16,12 @@ import (
 type observation struct {
 	row    Lease
 	seenAt time.Duration
-	ref    ShardRef
-	ok     bool // the key names a shard of a consumed stream
-	scan   uint64
+	// seenWall is the wall reading at seenAt, kept only by the planted
+	// bug expiry-by-wall-clock
+	seenWall time.Time
+	ref      ShardRef
+	ok       bool // the key names a shard of a consumed stream
+	scan     uint64
 }
 
 func (w *Worker) refOf(key string) ShardRef {
@@ -39,6 +42,9 @@ func (w *Worker) observeRow(row Lease) *observation {
 			_, ok = w.streams[ref.Stream]
 		}
 		o = &observation{row: row, seenAt: w.now.Mono, ref: ref, ok: ok}
+		if w.bug("expiry-by-wall-clock") {
+			o.seenWall = w.wallClock("a lease version observed")
+		}
 		w.obs[row.Key] = o
 		return o
 	}
@@ -48,6 +54,9 @@ func (w *Worker) observeRow(row Lease) *observation {
 	case row.Counter != o.row.Counter || row.Owner != o.row.Owner:
 		o.row = row
 		o.seenAt = w.now.Mono
+		if w.bug("expiry-by-wall-clock") {
+			o.seenWall = w.wallClock("a lease version observed")
+		}
 	default:
 		o.row = row
 	}
@@ -211,7 +220,12 @@ func (w *Worker) takeLeases(rows []Lease) {
 			resume = append(resume, cand{o: o, actFrom: quiet, reason: "resumed"})
 		case row.Owner == "":
 			free = append(free, cand{o: o, actFrom: quiet, reason: "unowned"})
-		case now-o.seenAt >= w.cfg.LeaseDuration:
+		case w.bug("expiry-by-wall-clock") && w.wallClock("lease expiry").Sub(o.seenWall) >= w.cfg.LeaseDuration:
+			// the planted bug: how long the version stood still, on the
+			// wall clock (a Go port's time.Now().Sub(lastSeen) of
+			// stored wall times), and acted on at once
+			free = append(free, cand{o: o, actFrom: now, reason: "expired"})
+		case now-o.seenAt >= w.cfg.LeaseDuration && !w.bug("expiry-by-wall-clock"):
 			free = append(free, cand{o: o, actFrom: o.seenAt + w.cfg.LeaseDuration, reason: "expired"})
 		default:
 			if counts[row.Owner] == 0 {

@@ -108,6 +108,10 @@ const (
 	// although configured for an assigner (Reason: the store has no
 	// pending index).
 	TraceModeFallback
+	// TraceWallRead: the worker read the wall clock (Now.Wall) in this
+	// step, for the purpose Reason (see wallclock.go). Lease decisions
+	// never depend on it.
+	TraceWallRead
 )
 
 var traceNames = [...]string{"", "lease-created", "lease-acquired", "acting", "lease-renewed",
@@ -115,7 +119,7 @@ var traceNames = [...]string{"", "lease-created", "lease-acquired", "acting", "l
 	"checkpoint-requested", "checkpoint-written", "checkpoint-rejected", "shard-ended",
 	"child-started", "malformed-row", "resolved", "write-sent", "started", "failed", "foreign-row",
 	"shard-unverified", "sync-abandoned", "aggregate-dropped", "aggregate-undecoded", "batch-failed", "batch-skipped",
-	"assigned", "handing-over", "mode-fallback"}
+	"assigned", "handing-over", "mode-fallback", "wall-read"}
 
 func (k TraceKind) String() string {
 	if int(k) < len(traceNames) && k != 0 {

@@ -16,12 +16,16 @@ import (
 //
 // It is not safe for concurrent use: a driver steps it from one goroutine.
 type Worker struct {
-	cfg   Config
-	keys  KeyFormat
-	rng   *rand.Rand
-	now   Now
-	rd    Ready
-	trace Tracer
+	cfg  Config
+	keys KeyFormat
+	rng  *rand.Rand
+	now  Now // the current Step's monotonic reading (Wall is zero: see wall)
+	rd   Ready
+	// wall is the current Step's wall reading, read through wallClock;
+	// wallRead the purpose of the last read in this Step
+	wall     time.Time
+	wallRead string
+	trace    Tracer
 
 	streams map[string]*StreamConfig
 
@@ -178,7 +182,8 @@ func (w *Worker) Step(now Now, in Input) Ready {
 	if now.Mono < w.now.Mono {
 		now.Mono = w.now.Mono // never let time run backwards
 	}
-	w.now = now
+	// the wall reading is read only through wallClock (wallclock.go)
+	w.now, w.wall, w.wallRead = Now{Mono: now.Mono}, now.Wall, ""
 	w.rd.Calls = w.rd.Calls[:0]
 	w.rd.Notices = w.rd.Notices[:0]
 	if w.stopped {

@@ -170,14 +170,14 @@ func (k *Kinesis) checkSequence(s *kstream, sh *kshard, seq string) string {
 	if err := engine.ValidateSequence(seq); err != nil {
 		return err.Error()
 	}
-	if engine.CompareSequences(seq, sh.info.StartingSequence) < 0 {
+	if compareDecimal([]byte(seq), sh.info.StartingSequence) < 0 {
 		return "sequence number " + seq + " is before the shard's first " + sh.info.StartingSequence
 	}
 	end := sh.info.EndingSequence
 	if end == "" {
-		end = s.seq.last()
+		end = sh.seq.format(s.seq.last())
 	}
-	if engine.CompareSequences(seq, end) > 0 {
+	if compareDecimal([]byte(seq), end) > 0 {
 		return "sequence number " + seq + " is after the shard's last " + end
 	}
 	return ""

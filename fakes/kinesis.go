@@ -90,7 +90,8 @@ type kstream struct {
 	deleted bool      // by DeleteStream
 	index   int
 	seq     seqGen
-	shards  []*kshard // creation order: shards[i] is shardId-<i>
+	rng     *rand.Rand // the fake's: draws each new shard's sequence layout
+	shards  []*kshard  // creation order: shards[i] is shardId-<i>
 	byID    map[string]*kshard
 	open    []*kshard // open shards sorted by starting hash key
 	// the partition keys and data of its records, each stored once
@@ -109,8 +110,9 @@ type kshard struct {
 	created     time.Time
 	closed      time.Time // zero while open
 	log         recordLog
-	trimmed     int   // records[:trimmed] are past retention
-	lastArrival int64 // arrival times (from the origin) never decrease within a shard
+	seq         seqLayout // how its counters are written as sequence numbers
+	trimmed     int       // records[:trimmed] are past retention
+	lastArrival int64     // arrival times (from the origin) never decrease within a shard
 	// trimmedBefore: a retention horizon at or below it trims nothing
 	// more (the arrival of records[trimmed]; MaxInt64 if none, until a put)
 	trimmedBefore int64
@@ -159,7 +161,7 @@ func (k *Kinesis) CreateStream(name string, shardCount int) error {
 	if shardCount < 1 || shardCount > 1<<20 {
 		return &callError{msg: "CreateStream " + name + ": shard count " + strconv.Itoa(shardCount) + " out of [1, 2^20]", err: ErrInvalidArgument}
 	}
-	s := &kstream{name: name, index: len(k.byIndex), seq: newSeqGen(k.rng), byID: make(map[string]*kshard),
+	s := &kstream{name: name, index: len(k.byIndex), seq: newSeqGen(), rng: k.rng, byID: make(map[string]*kshard),
 		pkeyOf: make(map[string]uint32), data: [][]byte{nil}}
 	now := k.clock.Now()
 	for _, r := range evenRanges(shardCount) {
@@ -189,13 +191,15 @@ func validStreamName(name string) error {
 // it. The caller re-indexes the open shards.
 func (s *kstream) addShard(start, end hashKey, parent, adjacent string, now time.Time) *kshard {
 	sh := &kshard{index: len(s.shards), stream: s, start: start, end: end, created: now}
+	n0 := s.seq.take()
+	sh.seq = drawLayout(s.rng, n0)
 	sh.info = engine.Shard{
 		ID:               shardID(sh.index),
 		Parent:           parent,
 		AdjacentParent:   adjacent,
 		StartingHashKey:  start.String(),
 		EndingHashKey:    end.String(),
-		StartingSequence: s.seq.take(),
+		StartingSequence: sh.seq.format(n0),
 	}
 	s.shards = append(s.shards, sh)
 	s.byID[sh.info.ID] = sh
@@ -289,8 +293,8 @@ func (k *Kinesis) put(s *kstream, partitionKey string, h hashKey, data []byte) (
 		d = uint32(len(s.data))
 		s.data = append(s.data, bytes.Clone(data))
 	}
-	n := s.seq.next
-	seq := s.seq.take()
+	n := s.seq.take()
+	seq := sh.seq.format(n)
 	sh.log.append(krec{n: n, arrival: now, pkey: pk, data: d})
 	if sh.trimmed == sh.log.len()-1 {
 		sh.trimmedBefore = now // the oldest retained record

@@ -143,6 +143,32 @@ func (t *LeaseTable) ListLeasesAsOf(ctx context.Context, at time.Time) (engine.L
 	return l, nil
 }
 
+// ListLeasesEventual is an eventually consistent ListLeases whose rows
+// are each read as of their own time, as DynamoDB's eventual consistency
+// is per item: row key is the version that was current lagOf(key) ago
+// (clamped into [0, StaleLag]), so that one scan may mix rows of
+// different ages, show a row deleted since, miss one created since, and a
+// later scan may show an older version than an earlier one did. lagOf is
+// called once per key the table holds (or held within StaleLag), in key
+// order: a caller that draws the lags (a simulator) decides them. It is
+// faulted and counted as ListLeases. The Listing belongs to the caller;
+// the Leases' Parents and Children slices are the stored versions' own
+// and must not be modified.
+func (t *LeaseTable) ListLeasesEventual(ctx context.Context, lagOf func(key string) time.Duration) (engine.Listing, error) {
+	const op = engine.OpListLeases
+	now := t.clock.Now()
+	if err := t.begin(ctx, op, "", now); err != nil {
+		return engine.Listing{}, err
+	}
+	l := t.listEach(now, lagOf)
+	if err := t.after(op, "", ""); err != nil {
+		t.stats.count(op, err, true)
+		return engine.Listing{}, err
+	}
+	t.stats.count(op, nil, false)
+	return l, nil
+}
+
 // GetLease returns the latest version of the row key (a strongly
 // consistent read), an error wrapping engine.ErrNotFound if there is none,
 // or an error wrapping ErrMalformedRow for a malformed row. The Lease
@@ -395,6 +421,37 @@ func (t *LeaseTable) listAt(now, at time.Time) engine.Listing {
 			v = &h.v[h.keepFrom(at)]
 		} else {
 			v = h.current()
+		}
+		switch v.state {
+		case rowPresent:
+			out.Leases = append(out.Leases, v.lease) // shares the version's slices
+		case rowMalformed:
+			out.Malformed = append(out.Malformed, engine.MalformedRow{Key: key, Reason: v.reason})
+		}
+	}
+	clear(t.order[n:])
+	t.order = t.order[:n]
+	return out
+}
+
+// listEach returns the rows in key order, each as it was lagOf(key) ago
+// (clamped into [0, lag]). It prunes like list.
+func (t *LeaseTable) listEach(now time.Time, lagOf func(string) time.Duration) engine.Listing {
+	horizon := t.horizon(now)
+	out := engine.Listing{Leases: make([]engine.Lease, 0, len(t.order))}
+	n := 0
+	for _, h := range t.order {
+		key := h.key
+		h.prune(horizon)
+		if h.gone() {
+			delete(t.rows, key)
+			continue
+		}
+		t.order[n] = h
+		n++
+		v := h.current()
+		if lag := min(max(lagOf(key), 0), t.lag); lag > 0 {
+			v = &h.v[h.keepFrom(now.Add(-lag))]
 		}
 		switch v.state {
 		case rowPresent:

@@ -58,7 +58,11 @@ func (x *pendingIndex) update(key, p string, now time.Time) {
 
 // visible returns the Pending of key that the index shows at now.
 func (x *pendingIndex) visible(key string, now time.Time) string {
-	seen := now.Add(-x.lag)
+	return x.visibleAt(key, now.Add(-x.lag))
+}
+
+// visibleAt returns the Pending of key as of seen.
+func (x *pendingIndex) visibleAt(key string, seen time.Time) string {
 	p := ""
 	for _, u := range x.byKey[key] {
 		if u.at.After(seen) {
@@ -70,11 +74,22 @@ func (x *pendingIndex) visible(key string, now time.Time) string {
 }
 
 // query returns the keys the index shows with Pending who, sorted, and
-// forgets keys that can no longer show it.
-func (x *pendingIndex) query(who string, now time.Time) []string {
+// forgets keys that can no longer show it. With lagOf, each key's entry
+// is as of its own lag (clamped into [0, lag]); else every entry lags by
+// the index lag.
+func (x *pendingIndex) query(who string, now time.Time, lagOf func(string) time.Duration) []string {
 	var out []string
+	keys := make([]string, 0, len(x.byValue[who]))
 	for key := range x.byValue[who] {
-		if x.visible(key, now) == who {
+		keys = append(keys, key)
+	}
+	slices.Sort(keys) // lagOf draws in key order
+	for _, key := range keys {
+		seen := now.Add(-x.lag)
+		if lagOf != nil {
+			seen = now.Add(-min(max(lagOf(key), 0), x.lag))
+		}
+		if x.visibleAt(key, seen) == who {
 			out = append(out, key)
 			continue
 		}
@@ -97,12 +112,31 @@ func (t *LeaseTable) ListPending(ctx context.Context, who string) ([]engine.Leas
 	if err := t.begin(ctx, op, who, now); err != nil {
 		return nil, err
 	}
+	return t.pending(op, who, now, nil)
+}
+
+// ListPendingEventual is ListPending with each key's index entry as of
+// its own lag, lagOf(key) (clamped into [0, IndexLag]), as a global
+// secondary index lags its table item by item: one query may show a row
+// that has stopped waiting for who, and miss one that has started to.
+// lagOf is called once per key the index may show with who, in key
+// order. It is faulted and counted as ListPending.
+func (t *LeaseTable) ListPendingEventual(ctx context.Context, who string, lagOf func(key string) time.Duration) ([]engine.Lease, error) {
+	const op = engine.OpListPending
+	now := t.clock.Now()
+	if err := t.begin(ctx, op, who, now); err != nil {
+		return nil, err
+	}
+	return t.pending(op, who, now, lagOf)
+}
+
+func (t *LeaseTable) pending(op engine.Op, who string, now time.Time, lagOf func(string) time.Duration) ([]engine.Lease, error) {
 	var out []engine.Lease
 	var err error
 	if t.noIndex {
 		err = &callError{op: op, subject: who, msg: "the table has no pending index", err: engine.ErrNoIndex}
 	} else {
-		for _, k := range t.index.query(who, now) {
+		for _, k := range t.index.query(who, now, lagOf) {
 			out = append(out, engine.Lease{Key: k, Pending: who})
 		}
 	}

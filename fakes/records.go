@@ -145,8 +145,8 @@ func (l *recordLog) search(ok func(*krec) bool) int {
 }
 
 // record returns the engine.Record of r (its Data is shared).
-func (k *Kinesis) record(s *kstream, r *krec) engine.Record {
-	return engine.Record{Sequence: s.seq.format(r.n), PartitionKey: s.pkeys[r.pkey], Data: s.data[r.data], Arrival: k.origin.Add(time.Duration(r.arrival))}
+func (k *Kinesis) record(s *kstream, sh *kshard, r *krec) engine.Record {
+	return engine.Record{Sequence: sh.seq.format(r.n), PartitionKey: s.pkeys[r.pkey], Data: s.data[r.data], Arrival: k.origin.Add(time.Duration(r.arrival))}
 }
 
 // records returns the engine.Records from..to-1 of sh.
@@ -157,7 +157,7 @@ func (k *Kinesis) records(s *kstream, sh *kshard, from, to int) []engine.Record 
 	out := make([]engine.Record, to-from)
 	c := sh.log.at(from)
 	for i := range out {
-		out[i] = k.record(s, &c.cur)
+		out[i] = k.record(s, sh, &c.cur)
 		c.next()
 	}
 	sh.log.remember(c)
@@ -176,15 +176,15 @@ func (k *Kinesis) RecordAfter(stream, shard, seq string) (engine.Record, bool, e
 		return engine.Record{}, false, nil
 	}
 	r := sh.log.get(i)
-	return k.record(s, &r), true, nil
+	return k.record(s, sh, &r), true, nil
 }
 
 // search returns the index of the first record of sh with a sequence
 // number at or above seq (above, with after).
 func (s *kstream) search(sh *kshard, seq string, after bool) int {
-	var buf [seqDigits]byte
+	var buf [maxSeqDigits + 20]byte
 	return sh.log.search(func(r *krec) bool {
-		c := compareDecimal(s.seq.appendFormat(buf[:0], r.n), seq)
+		c := compareDecimal(sh.seq.appendFormat(buf[:0], r.n), seq)
 		return c > 0 || c == 0 && !after
 	})
 }

@@ -106,7 +106,7 @@ func (k *Kinesis) reshardable(call, stream, shard string) (*kstream, *kshard, er
 // closeShard closes sh at the clock's reading: its EndingSequence is the
 // next number of the stream, above every record it holds.
 func (k *Kinesis) closeShard(s *kstream, sh *kshard) {
-	sh.info.EndingSequence = s.seq.take()
+	sh.info.EndingSequence = sh.seq.format(s.seq.take())
 	sh.closed = k.clock.Now()
 	if last := k.origin.Add(time.Duration(sh.lastArrival)); sh.closed.Before(last) {
 		sh.closed = last

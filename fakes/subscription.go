@@ -190,7 +190,7 @@ func (k *Kinesis) event(s *ksub, now time.Time) engine.SubscriptionEvent {
 	case end == n:
 		// Caught up on an open shard: everything numbered so far is
 		// covered (sequence numbers are stream-wide and increasing).
-		s.cont = s.stream.seq.last()
+		s.cont = sh.seq.format(s.stream.seq.last())
 	}
 	ev.Continuation = s.cont
 	return ev

@@ -360,7 +360,11 @@ func TestOnlineOnSimulatorHistories(t *testing.T) {
 	}
 	caught := map[string]int{}
 	for _, c := range runs {
-		r, err := sim.Run(sim.Options{Seed: c.seed, Workers: 4, Shards: 8, Chaos: time.Minute, Faults: simFaults, Mutation: c.mutation, KeepTrace: true})
+		o := sim.Options{Seed: c.seed, Workers: 4, Shards: 8, Chaos: time.Minute, Faults: simFaults, Mutation: c.mutation, KeepTrace: true}
+		if c.mutation != "" {
+			o.Assignment = engine.AssignmentScan // where workers take leases themselves
+		}
+		r, err := sim.Run(o)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -59,16 +59,30 @@ type Seed struct {
 	Violations []Violation `json:"violations"`
 	Tolerated  []Violation `json:"tolerated,omitempty"`
 
-	Failovers              int     `json:"failovers"`
-	FailoverP50Ms          float64 `json:"failover_p50_ms"`
-	FailoverMaxMs          float64 `json:"failover_max_ms"`
-	Handoffs               int     `json:"handoffs"`
-	RedeliveriesPerHandoff float64 `json:"redeliveries_per_handoff"`
-	TableOpsPerShardHour   float64 `json:"table_ops_per_shard_hour"`
-	TableRowsPerShardHour  float64 `json:"table_rows_read_per_shard_hour"`
-	StreamOpsPerShardHour  float64 `json:"stream_ops_per_shard_hour"`
-	Puts                   int     `json:"puts"`
-	LostToRetention        int     `json:"lost_to_retention"`
+	// The handoff figures (see sim.Figures): failovers follow an unplanned
+	// end of the old owner's tenure (lease lost or expired, process
+	// crashed, killed, paused or cut off), planned moves a release for a
+	// graceful shutdown or a cooperative handoff; both are timed from the
+	// old owner's last act to the new owner's first. LeaseDurationMs is
+	// the world's lease duration, their unit.
+	LeaseDurationMs            float64 `json:"lease_duration_ms"`
+	Failovers                  int     `json:"failovers"`
+	FailoverP50Ms              float64 `json:"failover_p50_ms"`
+	FailoverP99Ms              float64 `json:"failover_p99_ms"`
+	FailoverMaxMs              float64 `json:"failover_max_ms"`
+	PlannedMoves               int     `json:"planned_moves"`
+	CheckpointedMoves          int     `json:"planned_moves_checkpointed"`
+	HandoffGapP50Ms            float64 `json:"handoff_gap_p50_ms"`
+	HandoffGapP99Ms            float64 `json:"handoff_gap_p99_ms"`
+	HandoffGapMaxMs            float64 `json:"handoff_gap_max_ms"`
+	RedeliveriesPerPlannedMove float64 `json:"redeliveries_per_planned_move"`
+	Handoffs                   int     `json:"handoffs"`
+	RedeliveriesPerHandoff     float64 `json:"redeliveries_per_handoff"`
+	TableOpsPerShardHour       float64 `json:"table_ops_per_shard_hour"`
+	TableRowsPerShardHour      float64 `json:"table_rows_read_per_shard_hour"`
+	StreamOpsPerShardHour      float64 `json:"stream_ops_per_shard_hour"`
+	Puts                       int     `json:"puts"`
+	LostToRetention            int     `json:"lost_to_retention"`
 
 	Replay string `json:"replay"`
 	// Error is set, and nothing else but Scenario and Seed, when the run
@@ -90,9 +104,17 @@ func NewSeed(scenario string, o sim.Options, res *sim.Result, wall time.Duration
 		s.Tolerated = nil
 	}
 	f := res.Figures
+	s.LeaseDurationMs = ms(f.LeaseDuration)
 	s.Failovers = f.Failovers
 	s.FailoverP50Ms = ms(f.FailoverP50)
+	s.FailoverP99Ms = ms(f.FailoverP99)
 	s.FailoverMaxMs = ms(f.FailoverMax)
+	s.PlannedMoves = f.PlannedMoves
+	s.CheckpointedMoves = f.CheckpointedMoves
+	s.HandoffGapP50Ms = ms(f.HandoffGapP50)
+	s.HandoffGapP99Ms = ms(f.HandoffGapP99)
+	s.HandoffGapMaxMs = ms(f.HandoffGapMax)
+	s.RedeliveriesPerPlannedMove = round(f.RedeliveriesPerPlannedMove, 3)
 	s.Handoffs = f.Handoffs
 	s.RedeliveriesPerHandoff = round(f.RedeliveriesPerHandoff, 3)
 	s.TableOpsPerShardHour = round(f.TableOpsPerShardHour, 1)
@@ -114,6 +136,15 @@ func violations(vs []check.Violation) []Violation {
 		out = append(out, x)
 	}
 	return out
+}
+
+// median returns the median of xs (sorted in place), rounded; 0 if none.
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	sort.Float64s(xs)
+	return round(xs[len(xs)/2], 3)
 }
 
 func ms(d time.Duration) float64 { return round(float64(d)/float64(time.Millisecond), 3) }
@@ -141,17 +172,27 @@ type Totals struct {
 	// ByInvariant counts violations per invariant.
 	ByInvariant map[string]int `json:"by_invariant"`
 
-	// Figures over the seeds: the median of the seeds' failover p50s, the
-	// largest failover, re-deliveries over all handoffs, and the mean of
-	// the seeds' table and stream operations per shard-hour.
-	Failovers              int     `json:"failovers"`
-	FailoverP50Ms          float64 `json:"failover_p50_ms"`
-	FailoverMaxMs          float64 `json:"failover_max_ms"`
-	Handoffs               int     `json:"handoffs"`
-	RedeliveriesPerHandoff float64 `json:"redeliveries_per_handoff"`
-	TableOpsPerShardHour   float64 `json:"table_ops_per_shard_hour"`
-	TableRowsPerShardHour  float64 `json:"table_rows_read_per_shard_hour"`
-	StreamOpsPerShardHour  float64 `json:"stream_ops_per_shard_hour"`
+	// Figures over the seeds: the medians of the seeds' failover p50s and
+	// p99s and of their planned moves' gap p50s and p99s, the largest
+	// failover and gap, re-deliveries over all handoffs and over all
+	// planned moves, and the mean of the seeds' table and stream
+	// operations per shard-hour. The seeds' lease durations differ: each
+	// seed's own figures (Seed) are in its lease_duration_ms.
+	Failovers                  int     `json:"failovers"`
+	FailoverP50Ms              float64 `json:"failover_p50_ms"`
+	FailoverP99Ms              float64 `json:"failover_p99_ms"`
+	FailoverMaxMs              float64 `json:"failover_max_ms"`
+	PlannedMoves               int     `json:"planned_moves"`
+	CheckpointedMoves          int     `json:"planned_moves_checkpointed"`
+	HandoffGapP50Ms            float64 `json:"handoff_gap_p50_ms"`
+	HandoffGapP99Ms            float64 `json:"handoff_gap_p99_ms"`
+	HandoffGapMaxMs            float64 `json:"handoff_gap_max_ms"`
+	RedeliveriesPerPlannedMove float64 `json:"redeliveries_per_planned_move"`
+	Handoffs                   int     `json:"handoffs"`
+	RedeliveriesPerHandoff     float64 `json:"redeliveries_per_handoff"`
+	TableOpsPerShardHour       float64 `json:"table_ops_per_shard_hour"`
+	TableRowsPerShardHour      float64 `json:"table_rows_read_per_shard_hour"`
+	StreamOpsPerShardHour      float64 `json:"stream_ops_per_shard_hour"`
 
 	// Speed. WallSeconds is the sweep's elapsed time (seeds run Parallel
 	// at a time); SeedWallSeconds the sum of the seeds' own wall times.
@@ -197,8 +238,8 @@ func NewSweep(scenario, story, command string, seeds []Seed, wall time.Duration,
 	t.ByInvariant = map[string]int{}
 	t.Parallel = parallel
 	t.WallSeconds = round(wall.Seconds(), 4)
-	var p50s []float64
-	var redelivered float64
+	var p50s, p99s, gap50s, gap99s []float64
+	var redelivered, plannedRedelivered float64
 	var tableOps, tableRows, streamOps float64
 	measured := 0
 	for _, s := range sw.Seeds {
@@ -224,9 +265,20 @@ func NewSweep(scenario, story, command string, seeds []Seed, wall time.Duration,
 		t.Failovers += s.Failovers
 		if s.Failovers > 0 {
 			p50s = append(p50s, s.FailoverP50Ms)
+			p99s = append(p99s, s.FailoverP99Ms)
 		}
 		if s.FailoverMaxMs > t.FailoverMaxMs {
 			t.FailoverMaxMs = s.FailoverMaxMs
+		}
+		t.PlannedMoves += s.PlannedMoves
+		t.CheckpointedMoves += s.CheckpointedMoves
+		plannedRedelivered += s.RedeliveriesPerPlannedMove * float64(s.PlannedMoves)
+		if s.HandoffGapMaxMs > 0 {
+			gap50s = append(gap50s, s.HandoffGapP50Ms)
+			gap99s = append(gap99s, s.HandoffGapP99Ms)
+		}
+		if s.HandoffGapMaxMs > t.HandoffGapMaxMs {
+			t.HandoffGapMaxMs = s.HandoffGapMaxMs
 		}
 		t.Handoffs += s.Handoffs
 		redelivered += s.RedeliveriesPerHandoff * float64(s.Handoffs)
@@ -235,9 +287,10 @@ func NewSweep(scenario, story, command string, seeds []Seed, wall time.Duration,
 		streamOps += s.StreamOpsPerShardHour
 		measured++
 	}
-	if len(p50s) > 0 {
-		sort.Float64s(p50s)
-		t.FailoverP50Ms = round(p50s[len(p50s)/2], 3)
+	t.FailoverP50Ms, t.FailoverP99Ms = median(p50s), median(p99s)
+	t.HandoffGapP50Ms, t.HandoffGapP99Ms = median(gap50s), median(gap99s)
+	if t.PlannedMoves > 0 {
+		t.RedeliveriesPerPlannedMove = round(plannedRedelivered/float64(t.PlannedMoves), 3)
 	}
 	if t.Handoffs > 0 {
 		t.RedeliveriesPerHandoff = round(redelivered/float64(t.Handoffs), 3)

@@ -3,6 +3,7 @@ package sim
 import (
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/shardlease/shardlease/engine"
@@ -25,12 +26,65 @@ func (s *simulator) ownerSlot(shard string) (int, bool) {
 	return 0, false
 }
 
+// roleSlot returns the slot of a live worker in role (Role*) now, drawn
+// with the fault source where several are.
+func (s *simulator) roleSlot(role string) (int, bool) {
+	if role == RoleAssigner {
+		return s.ownerSlot(engine.AssignerKey)
+	}
+	var held []engine.Lease
+	for _, l := range s.tbl.Snapshot().Leases {
+		if l.Owner != "" && !strings.HasPrefix(l.Key, engine.ReservedPrefix) {
+			held = append(held, l)
+		}
+	}
+	if len(held) == 0 {
+		return 0, false
+	}
+	l := held[s.fs.rng.IntN(len(held))]
+	holder, ok := s.ownerSlot(l.Key)
+	if role == RoleHolder || !ok {
+		return holder, ok
+	}
+	// the live workers other than the holder that hold the fewest leases:
+	// the likeliest takers
+	count := map[string]int{}
+	for _, l := range held {
+		count[l.Owner]++
+	}
+	var others []int
+	least := -1
+	for _, sl := range s.cl.slots {
+		p := s.live(sl)
+		if p == nil || sl.idx == holder || sl.dup {
+			continue
+		}
+		switch n := count[p.owner]; {
+		case least < 0 || n < least:
+			least, others = n, append(others[:0], sl.idx)
+		case n == least:
+			others = append(others, sl.idx)
+		}
+	}
+	if len(others) == 0 {
+		return 0, false
+	}
+	return others[s.fs.rng.IntN(len(others))], true
+}
+
 func (s *simulator) act(a Action) {
 	desc := a.String()
-	if a.Shard != "" && (a.Kind == ActCrash || a.Kind == ActPause || a.Kind == ActShutdown) {
-		w, ok := s.ownerSlot(a.Shard)
+	targeted := a.Kind == ActCrash || a.Kind == ActPause || a.Kind == ActShutdown || a.Kind == ActClockStep
+	if targeted && (a.Shard != "" || a.Role != "") {
+		w, ok, why := 0, false, ": no live process owns it"
+		if a.Role != "" {
+			w, ok = s.roleSlot(a.Role)
+			why = ": no live worker in that role"
+		} else {
+			w, ok = s.ownerSlot(a.Shard)
+		}
 		if !ok {
-			s.fault(desc+": no live process owns it", a.Shard)
+			s.fault(desc+why, a.Shard)
 			return
 		}
 		a.Worker = w
@@ -135,6 +189,10 @@ func (s *simulator) act(a Action) {
 		sl.steps += a.Extra
 		if p := s.live(sl); p != nil {
 			p.clk.steps += a.Extra
+		}
+		if a.Dur > 0 {
+			// stepped back again (an NTP correction), on the same worker
+			s.later(Action{At: s.now + a.Dur, Kind: ActClockStep, Worker: sl.idx, Extra: -a.Extra})
 		}
 	case ActSplit:
 		open := s.openShards()

@@ -112,13 +112,13 @@ func compareReference(t *testing.T, h check.History, opts check.Options, online 
 	recs := h.Records
 	want := reference.All(h, opts)
 	wantF := reference.Measure(recs, opts.End)
-	if got := check.All(h, opts); !reflect.DeepEqual(got, want) {
+	if got := withoutNew(check.All(h, opts)); !reflect.DeepEqual(got, want) {
 		t.Errorf("check.All differs from the reference:\n%s", diffReports(got, want))
 	}
-	if got := check.Measure(recs, opts.End); !reflect.DeepEqual(got, wantF) {
+	if got := oldFigures(check.Measure(recs, opts.End)); !reflect.DeepEqual(got, wantF) {
 		t.Errorf("check.Measure = %+v, reference %+v", got, wantF)
 	}
-	if got, want := check.Tenures(recs), reference.Tenures(recs); !reflect.DeepEqual(got, want) {
+	if got, want := oldTenures(check.Tenures(recs)), reference.Tenures(recs); !reflect.DeepEqual(got, want) {
 		t.Errorf("check.Tenures: %d tenures, reference %d", len(got), len(want))
 	}
 	single := []struct {
@@ -154,6 +154,7 @@ func compareReference(t *testing.T, h check.History, opts check.Options, online 
 		on.Observe(&recs[i])
 	}
 	got, gotF := on.Finish(h.Final, h.FinalKnown)
+	got, gotF = withoutNew(got), oldFigures(gotF)
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("online checkers with Forget differ from the reference:\n%s", diffReports(got, want))
 	}
@@ -169,6 +170,35 @@ func compareReference(t *testing.T, h check.History, opts check.Options, online 
 	if !reflect.DeepEqual(gotF, wantF) {
 		t.Errorf("online figures with Forget = %+v, reference %+v", gotF, wantF)
 	}
+}
+
+// withoutNew leaves out of rep the invariants the reference does not
+// check (G1, W1: see handoff_test.go and wallclock_test.go in package
+// check).
+func withoutNew(rep check.Report) check.Report {
+	var vs []check.Violation
+	for _, v := range rep.Violations {
+		if v.Invariant != check.G1 && v.Invariant != check.W1 {
+			vs = append(vs, v)
+		}
+	}
+	rep.Violations = vs
+	return rep
+}
+
+// oldFigures clears the figures the reference does not measure (planned
+// moves: see handoff_test.go in package check).
+func oldFigures(f check.Figures) check.Figures {
+	f.HandoffGaps, f.PlannedMoves, f.PlannedRedelivered, f.CheckpointedMoves = nil, 0, 0, 0
+	return f
+}
+
+// oldTenures clears the field the reference does not fill in (Planned).
+func oldTenures(ts []check.Tenure) []check.Tenure {
+	for i := range ts {
+		ts[i].Planned = false
+	}
+	return ts
 }
 
 func sortedDurations(ds []time.Duration) []time.Duration {

@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/shardlease/shardlease/sim/trace"
 )
@@ -97,7 +98,7 @@ func TestFailingRunRerunsForExcerpts(t *testing.T) {
 	var o Options
 	var a *Result
 	for seed := uint64(1); seed <= 10 && (a == nil || a.OK()); seed++ {
-		o = Options{Seed: seed, Mutation: "unfenced-checkpoint", Faults: "partition,pause,crash,clog", Workers: 4, Shards: 8}
+		o = Options{Seed: seed, Mutation: "unfenced-checkpoint", Faults: "partition,pause,crash,clog", Workers: 4, Shards: 8, Chaos: time.Minute, Assignment: "scan"}
 		var err error
 		if a, err = Run(o); err != nil {
 			t.Fatal(err)

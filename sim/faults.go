@@ -12,6 +12,7 @@ import (
 // processes, and the slot an action aimed at a shard's owner resolved to.
 type faultState struct {
 	rng         rng
+	steps       rng // clock steps early in a process's life (stepAfterStart)
 	schedule    []Action
 	outside     []string
 	faultWorker int32 // see simulator.fault
@@ -36,6 +37,31 @@ func (s *simulator) later(a Action) {
 func (s *simulator) midActSlack() time.Duration {
 	used := engine.MinSafetyMargin(s.full.LeaseDuration, 2*s.w.DriftBound)
 	return (s.full.SafetyMargin - used) / 2
+}
+
+// stepAfterStart, in a clock-steps world during the chaos, steps the wall
+// clock of a process that has just started, half the time, within one
+// and a half lease durations: inside the observation windows of its first
+// scans, when a new worker is below its share and takes what it takes
+// for expired. By a second to six hours, forward or back, stepped back
+// again a third of the time. It draws from its own stream.
+func (s *simulator) stepAfterStart(sl *slot) {
+	r := s.fs.steps
+	if s.healed || !s.w.has("clock-steps") || !r.chance(0.5) {
+		return
+	}
+	ld := s.full.LeaseDuration
+	a := Action{At: s.now + r.between(0, ld*3/2).Round(time.Millisecond), Kind: ActClockStep, Worker: sl.idx,
+		Extra: r.logUniform(time.Second, 6*time.Hour).Round(time.Millisecond)}
+	if r.chance(0.5) {
+		a.Extra = -a.Extra
+	}
+	if r.chance(1.0 / 3) {
+		a.Dur = r.between(ld/10, 2*ld).Round(time.Millisecond)
+	}
+	if a.At < s.w.Chaos {
+		s.later(a)
+	}
 }
 
 // drawSchedule draws the timed faults of the chaos phase.
@@ -66,12 +92,31 @@ func (s *simulator) drawSchedule() []Action {
 	for _, c := range w.Faults {
 		switch c {
 		case "clock-steps":
-			for i := n(1, 2*w.Workers); i > 0; i-- {
-				d := r.logUniform(time.Second, 5*time.Minute).Round(time.Millisecond)
+			// Any worker's wall clock steps, forward or back, by a second
+			// to six hours: a drawn worker, or the one in a role when the
+			// step comes (the assigner, a holder, an observer of another's
+			// lease: a taker in scan mode). A third of the steps are
+			// stepped back again within two lease durations, as an NTP
+			// correction does, so that a taker's observation window holds
+			// both ends of the step.
+			for i := n(2, 2+3*w.Workers); i > 0; i-- {
+				d := r.logUniform(time.Second, 6*time.Hour).Round(time.Millisecond)
 				if r.chance(0.5) {
 					d = -d
 				}
-				out = append(out, Action{At: at(), Kind: ActClockStep, Worker: worker(), Extra: d})
+				a := Action{At: at(), Kind: ActClockStep, Worker: worker(), Extra: d}
+				switch r.IntN(5) {
+				case 0:
+					a.Role = RoleAssigner
+				case 1:
+					a.Role = RoleHolder
+				case 2, 3:
+					a.Role = RoleObserver
+				}
+				if r.chance(1.0 / 3) {
+					a.Dur = r.between(ld/10, 2*ld).Round(time.Millisecond)
+				}
+				out = append(out, a)
 			}
 		case "partition":
 			for i := n(1, 4); i > 0; i-- {

@@ -36,8 +36,13 @@ func (s *simulator) finish() (*Result, error) {
 		}
 		res.Violations = append(res.Violations, v)
 	}
-	res.Figures = Figures{Failovers: len(f.Failovers), FailoverP50: check.Percentile(f.Failovers, 50), FailoverMax: check.Percentile(f.Failovers, 100),
+	res.Figures = Figures{LeaseDuration: s.full.LeaseDuration,
+		Failovers: len(f.Failovers), FailoverP50: check.Percentile(f.Failovers, 50), FailoverP99: check.Percentile(f.Failovers, 99), FailoverMax: check.Percentile(f.Failovers, 100),
+		PlannedMoves: f.PlannedMoves, CheckpointedMoves: f.CheckpointedMoves, HandoffGapP50: check.Percentile(f.HandoffGaps, 50), HandoffGapP99: check.Percentile(f.HandoffGaps, 99), HandoffGapMax: check.Percentile(f.HandoffGaps, 100),
 		Handoffs: f.Handoffs, Puts: s.wl.puts, LostToRetention: rep.LostToRetention}
+	if f.PlannedMoves > 0 {
+		res.Figures.RedeliveriesPerPlannedMove = float64(f.PlannedRedelivered) / float64(f.PlannedMoves)
+	}
 	if f.Handoffs > 0 {
 		res.Figures.RedeliveriesPerHandoff = float64(f.Redelivered) / float64(f.Handoffs)
 	}

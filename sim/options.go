@@ -176,6 +176,18 @@ func checkMutation(m string) error {
 	return fmt.Errorf("sim: unknown mutation %q", m)
 }
 
+// Roles an action may target (Action.Role), resolved when it happens:
+// the worker that holds the assigner row, one that holds a lease (drawn
+// among the held leases), or one that observes a lease another holds
+// (drawn among the live workers other than the holder of a drawn held
+// lease that hold the fewest leases: in scan mode the likeliest taker; in
+// assigned mode the assigner or a deputy watches every lease).
+const (
+	RoleAssigner = "assigner"
+	RoleHolder   = "holder"
+	RoleObserver = "observer"
+)
+
 // ActionKind names a scripted or drawn action.
 type ActionKind string
 
@@ -189,7 +201,7 @@ const (
 	ActScaleIn        ActionKind = "scale-in"   // Worker shuts down for good
 	ActPartition      ActionKind = "partition"  // Workers from Target ("table", "stream", "both") in Dir ("both", "request", "reply") for Dur
 	ActClog           ActionKind = "clog"       // Workers' links to Target get Extra latency for Dur
-	ActClockStep      ActionKind = "clock-step" // Worker's wall clock jumps by Extra (may be negative)
+	ActClockStep      ActionKind = "clock-step" // Worker's wall clock jumps by Extra (may be negative); back again after Dur (0: never)
 	ActSplit          ActionKind = "split"      // Shard ("" any open shard)
 	ActMerge          ActionKind = "merge"      // Shard and its neighbour ("" any adjacent pair)
 	ActTableThrottle  ActionKind = "table-throttle"
@@ -206,13 +218,16 @@ const (
 // Action is one timed action of a schedule. A crash, pause or shutdown
 // with Shard set targets the worker whose live process owns that shard's
 // lease in the table at that moment (Worker is ignored); when no live
-// process owns it, the action does nothing.
+// process owns it, the action does nothing. A crash, pause, shutdown or
+// clock step with Role set targets a worker by what it does at that
+// moment (see the Role* constants; Worker is ignored).
 type Action struct {
 	At       time.Duration
 	Kind     ActionKind
 	Worker   int
 	Workers  []int
 	Shard    string
+	Role     string
 	Target   string
 	Dir      string
 	Dur      time.Duration
@@ -226,13 +241,16 @@ func (a Action) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%8.3fs %s", a.At.Seconds(), a.Kind)
 	switch a.Kind {
-	case ActCrash, ActPause, ActShutdown:
-		if a.Shard != "" {
+	case ActCrash, ActPause, ActShutdown, ActClockStep:
+		switch {
+		case a.Role != "":
+			b.WriteString(" the " + a.Role)
+		case a.Shard != "":
 			b.WriteString(" owner-of")
-		} else {
+		default:
 			fmt.Fprintf(&b, " w%d", a.Worker)
 		}
-	case ActRestart, ActScaleIn, ActClockStep, ActDupOwner:
+	case ActRestart, ActScaleIn, ActDupOwner:
 		fmt.Fprintf(&b, " w%d", a.Worker)
 	}
 	if len(a.Workers) > 0 {
@@ -265,11 +283,36 @@ func (a Action) String() string {
 	return b.String()
 }
 
-// Figures are the measurements every run reports.
+// Figures are the measurements every run reports. Handoffs are changes
+// of acting process on a shard (see check.Figures): failovers follow an
+// unplanned end of the old owner's tenure (its lease lost or expired, its
+// process crashed, killed, paused or cut off), planned moves a release
+// for a graceful shutdown or a cooperative handoff. The failover and gap
+// times run from the old owner's last act to the new owner's first.
 type Figures struct {
-	Failovers              int
-	FailoverP50            time.Duration
-	FailoverMax            time.Duration
+	// LeaseDuration is the world's lease duration (the engine's, after
+	// defaults): the unit of the failover targets.
+	LeaseDuration time.Duration
+	// Failovers counts the unplanned handoffs that left a gap;
+	// FailoverP50, FailoverP99 and FailoverMax are their gaps' percentiles.
+	Failovers   int
+	FailoverP50 time.Duration
+	FailoverP99 time.Duration
+	FailoverMax time.Duration
+	// PlannedMoves counts the planned handoffs; HandoffGapP50/P99/Max are
+	// the percentiles of their gaps; RedeliveriesPerPlannedMove the
+	// records the new owners received again after them (0 when the old
+	// owners' processors checkpointed what they had received).
+	PlannedMoves int
+	// CheckpointedMoves counts the planned moves whose processor had
+	// checkpointed every record it received (G1: they re-deliver none).
+	CheckpointedMoves          int
+	HandoffGapP50              time.Duration
+	HandoffGapP99              time.Duration
+	HandoffGapMax              time.Duration
+	RedeliveriesPerPlannedMove float64
+	// Handoffs counts every change of acting process;
+	// RedeliveriesPerHandoff the records re-delivered per handoff.
 	Handoffs               int
 	RedeliveriesPerHandoff float64
 	TableOpsPerShardHour   float64
@@ -330,8 +373,9 @@ func (r *Result) Summary() string {
 	}
 	fmt.Fprintf(&b, "\ntrace hash: %016x, %d records, %d events, %.0f virtual seconds\n", r.TraceHash, r.Records, r.Events, r.VirtualSeconds)
 	f := r.Figures
-	fmt.Fprintf(&b, "figures: failovers %d (p50 %v, max %v), handoffs %d, re-deliveries/handoff %.2f, table ops/shard-hour %.0f, stream ops/shard-hour %.0f, puts %d, lost to retention %d\n",
-		f.Failovers, f.FailoverP50, f.FailoverMax, f.Handoffs, f.RedeliveriesPerHandoff, f.TableOpsPerShardHour, f.StreamOpsPerShardHour, f.Puts, f.LostToRetention)
+	fmt.Fprintf(&b, "figures: lease %v; failovers %d (p50 %v, p99 %v, max %v), planned moves %d (gap p50 %v, p99 %v, max %v; re-deliveries/move %.2f), handoffs %d, re-deliveries/handoff %.2f, table ops/shard-hour %.0f, stream ops/shard-hour %.0f, puts %d, lost to retention %d\n",
+		f.LeaseDuration, f.Failovers, f.FailoverP50, f.FailoverP99, f.FailoverMax, f.PlannedMoves, f.HandoffGapP50, f.HandoffGapP99, f.HandoffGapMax, f.RedeliveriesPerPlannedMove,
+		f.Handoffs, f.RedeliveriesPerHandoff, f.TableOpsPerShardHour, f.StreamOpsPerShardHour, f.Puts, f.LostToRetention)
 	fmt.Fprintf(&b, "lin: %s\n", r.Lin)
 	fmt.Fprintf(&b, "schedule (%d actions):\n", len(r.Schedule))
 	for _, a := range r.Schedule {

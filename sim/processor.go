@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/shardlease/shardlease/engine"
+	"github.com/shardlease/shardlease/sim/check"
 	"github.com/shardlease/shardlease/sim/trace"
 )
 
@@ -84,7 +85,7 @@ func (s *simulator) notice(p *proc, n *engine.Notice) {
 		if len(n.Records) > 0 {
 			r.First, r.Last = n.Records[0].Sequence, n.Records[len(n.Records)-1].Sequence
 			for i := 1; i < len(n.Records); i++ {
-				if engine.CompareSequences(n.Records[i-1].Sequence, n.Records[i].Sequence) >= 0 {
+				if check.ParseSeq(n.Records[i-1].Sequence).Compare(check.ParseSeq(n.Records[i].Sequence)) >= 0 { // the checkers' comparator, not the engine's
 					r.Reason = "unsorted"
 				}
 			}

@@ -144,6 +144,7 @@ func (s *simulator) startProc(sl *slot) {
 	sl.proc = id
 	s.emit(s.procRec(p, &trace.Record{Kind: trace.KindProcStart}))
 	s.q.push(event{at: s.now + s.w.CheckpointPace, kind: evCheckpointTimer, proc: id})
+	s.stepAfterStart(sl)
 	s.step(p, &engine.Input{Kind: engine.InputTick})
 }
 

@@ -18,6 +18,7 @@ const (
 	streamClock
 	streamFanOut
 	streamAssignment
+	streamClockSteps // clock steps aimed at a new process's first observations
 )
 
 func splitmix(x uint64) uint64 {

@@ -89,6 +89,7 @@ func run(o Options) (*Result, error) {
 	s.pm.rng = newRNG(o.Seed, streamProcessor)
 	s.wl.rng = newRNG(o.Seed, streamWorkload)
 	s.fs.rng = newRNG(o.Seed, streamFaults)
+	s.fs.steps = newRNG(o.Seed, streamClockSteps)
 	s.fs.pauseProc = map[uint64]int32{}
 	s.fs.faultWorker = -1
 	s.rec.init(o, w)

@@ -138,14 +138,10 @@ func (s *simulator) execStore(p *proc, f *inflight, res *engine.Result) bool {
 	c := &f.call
 	switch c.Op {
 	case engine.OpListLeases:
-		stale := !c.Consistent && s.net.rng.chance(s.rate(s.w.Rates.StaleRead))
-		view := s.now
-		if stale {
-			view = s.now - s.net.rng.between(0, s.w.Rates.StaleLag)
+		if !c.Consistent && s.net.rng.chance(s.rate(s.w.Rates.StaleRead)) {
+			// eventually consistent, row by row (see staleLag)
 			f.fault = "stale-read"
-		}
-		if stale {
-			res.Listing, res.Err = s.tbl.ListLeasesAsOf(s.ctx, epoch.Add(view))
+			res.Listing, res.Err = s.tbl.ListLeasesEventual(s.ctx, s.staleLag)
 		} else {
 			res.Listing, res.Err = s.tbl.ListLeases(s.ctx, true)
 		}
@@ -154,7 +150,8 @@ func (s *simulator) execStore(p *proc, f *inflight, res *engine.Result) bool {
 		res.Lease, res.Err = s.tbl.GetLease(s.ctx, c.Key)
 		return false
 	case engine.OpListPending:
-		res.Listing.Leases, res.Err = s.tbl.ListPending(s.ctx, c.Key)
+		// the index lags its rows key by key (see indexLag)
+		res.Listing.Leases, res.Err = s.tbl.ListPendingEventual(s.ctx, c.Key, s.indexLag)
 		return false
 	}
 	unconditional := false
@@ -179,6 +176,34 @@ func (s *simulator) execStore(p *proc, f *inflight, res *engine.Result) bool {
 	}
 	res.Err = err
 	return err == nil
+}
+
+// staleLag draws how stale one row of an eventually consistent scan is,
+// as DynamoDB's consistency is per item: fresh half the time, else up to
+// the world's StaleLag, and exactly at it for a fifth of the stale rows.
+// One scan thus mixes rows of different ages, shows rows deleted since,
+// misses rows created since, and may show an older version than the scan
+// before it did.
+func (s *simulator) staleLag(string) time.Duration {
+	r := s.net.rng
+	switch x := r.Float64(); {
+	case x < 0.5:
+		return 0
+	case x < 0.6:
+		return s.w.Rates.StaleLag
+	}
+	return r.between(0, s.w.Rates.StaleLag)
+}
+
+// indexLag draws how far one key's entry of the pending index lags its
+// row: anything up to the world's IndexLag, exactly it a third of the
+// time (after healing the index still lags: it is how the index is).
+func (s *simulator) indexLag(string) time.Duration {
+	r := s.net.rng
+	if r.chance(1.0 / 3) {
+		return s.w.Assignment.IndexLag
+	}
+	return r.between(0, s.w.Assignment.IndexLag)
 }
 
 // writeUnconditional applies an update or delete without its condition

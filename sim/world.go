@@ -253,6 +253,15 @@ func drawWorld(o Options) (World, error) {
 	if w.has("stale-reads") {
 		rt.StaleRead = r.rangeF(0.1, 1)
 		rt.StaleLag = r.between(100*time.Millisecond, 2*full.LeaseDuration)
+		if r.chance(1.0 / 3) {
+			// past the grace before a finished row is deleted: an
+			// eventually consistent scan may then miss a child row and
+			// show its parent deleted (nothing bounds how stale an
+			// eventually consistent read is; the engine decides only
+			// from strongly consistent ones or writes conditioned on
+			// what it read)
+			rt.StaleLag = r.between(2*full.LeaseDuration+2*full.ShardSyncInterval, 4*full.LeaseDuration+3*full.ShardSyncInterval)
+		}
 	}
 	if w.has("stream-throttle") {
 		rt.StreamThrottle = r.rangeF(0.01, 0.2)

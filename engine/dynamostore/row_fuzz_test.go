@@ -59,10 +59,10 @@ func oracleInt(k uint8, v string, required bool) (int64, bool) {
 	return 0, false
 }
 
-// oracleSeq: a sequence number is 1 to 128 decimal digits (math/big reads
+// oracleSeq: a sequence number is 1 to 129 decimal digits (math/big reads
 // it; no sign).
 func oracleSeq(s string) bool {
-	if len(s) == 0 || len(s) > 128 || s[0] == '+' || s[0] == '-' {
+	if len(s) == 0 || len(s) > 129 || s[0] == '+' || s[0] == '-' {
 		return false
 	}
 	_, ok := new(big.Int).SetString(s, 10)

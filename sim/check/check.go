@@ -172,6 +172,29 @@ func CheckS6(recs []trace.Record, o Options) []Violation {
 	return c.s6.out
 }
 
+// CheckG1 checks graceful handoffs: after a planned move (a release for a
+// shutdown or a cooperative handoff, see Planned), the next process to
+// act on the key starts at or after the highest checkpoint the old
+// owner's processor had asked for, and the worker had not refused, when
+// the release was sent. A release that races ahead of the processor's
+// final checkpoint costs only re-deliveries, which at-least-once allows;
+// KCL's contract is that the checkpoint lands first.
+func CheckG1(recs []trace.Record, o Options) []Violation {
+	c := newOnline(o, checkG1)
+	c.feed(recs)
+	return c.g1.out
+}
+
+// CheckW1 reports lease decisions (a lease-table write sent, an
+// assignment, a handoff begun, acting started or stopped) that a process
+// took in a step in which it read the wall clock (trace.WallRead) for a
+// purpose other than NonLeasePurposes.
+func CheckW1(recs []trace.Record, o Options) []Violation {
+	c := newOnline(o, checkW1)
+	c.feed(recs)
+	return c.w1.out
+}
+
 // CheckL1 checks liveness after healing: at the end every open shard has a
 // live process acting on it, records put between Heal+Bound and End-Bound
 // reach a processor within Bound, and (with o.Balance) live workers hold

@@ -9,15 +9,30 @@ import (
 )
 
 // Figures are the measurements of one history.
+//
+// Every change of acting process on a key is a handoff, classified by how
+// the old owner's tenure ended: unplanned (a failover: its lease was lost
+// or expired in its own view, or its process crashed, was killed, paused
+// or cut off past its lease) or planned (a move: it released the lease
+// for a graceful shutdown or a cooperative handoff). A tenure that ended
+// at its shard's end has no successor.
 type Figures struct {
-	// Failovers are the times a shard had no acting owner after its owner
-	// ended involuntarily (crash, cut off, lost lease): from the old
-	// owner's last act to the new owner's first.
+	// Failovers are the times a shard had no acting owner after an
+	// unplanned end of its owner's tenure: from the old owner's last act
+	// to the new owner's first (0 and overlaps left out).
 	Failovers []time.Duration
+	// HandoffGaps are the same times after planned moves.
+	HandoffGaps []time.Duration
 	// Handoffs counts changes of acting process on a key; Redelivered the
 	// records that the new process received although the old one had
-	// received them already.
-	Handoffs, Redelivered int
+	// received them already. PlannedMoves and PlannedRedelivered count
+	// the planned moves among them and their re-deliveries.
+	// CheckpointedMoves counts the planned moves whose old owner's
+	// processor had checkpointed every record delivered to it before the
+	// release was sent: G1 requires that none of them re-delivers a record.
+	Handoffs, Redelivered            int
+	PlannedMoves, PlannedRedelivered int
+	CheckpointedMoves                int
 	// StoreCalls and StreamCalls count the calls answered.
 	StoreCalls, StreamCalls int
 	// RowsRead counts the lease-table rows read: every row a ListLeases
@@ -86,8 +101,9 @@ type receipt struct {
 
 // handoff is one change of acting process on a key (Forget).
 type handoff struct {
-	from *mproc // the old owner's receipts
-	lo   int    // ordinal of the new owner's first record received; -1 none yet
+	prev *tenure // the old owner's tenure (planned or not: known when it ends)
+	from *mproc  // the old owner's receipts
+	lo   int     // ordinal of the new owner's first record received; -1 none yet
 }
 
 func newMeasurer(o Options, ts *tenures, pl *putLogs) *measurer {
@@ -157,7 +173,7 @@ func (m *measurer) started(prev, t *tenure) {
 	} else {
 		m.failover(prev, t)
 	}
-	h := &handoff{from: m.proc(pk{prev.Proc, prev.Key}), lo: -1}
+	h := &handoff{prev: prev, from: m.proc(pk{prev.Proc, prev.Key}), lo: -1}
 	mp := m.proc(pk{t.Proc, t.Key})
 	mp.awaiting = append(mp.awaiting, h)
 	m.handoffs = append(m.handoffs, h)
@@ -171,9 +187,19 @@ func (m *measurer) closedTenure(t *tenure) {
 	}
 }
 
-func (m *measurer) failover(a, b *tenure) {
-	if !a.Graceful && b.Start > a.End {
-		m.f.Failovers = append(m.f.Failovers, b.Start-a.End)
+func (m *measurer) failover(a, b *tenure) { m.f.gap(&a.Tenure, &b.Tenure) }
+
+// gap records the time between a's last act and b's first, b following a
+// on its key: a failover, or a planned move's gap.
+func (f *Figures) gap(a, b *Tenure) {
+	switch {
+	case a.Planned:
+		f.PlannedMoves++
+		if b.Start > a.End {
+			f.HandoffGaps = append(f.HandoffGaps, b.Start-a.End)
+		}
+	case !a.Graceful && b.Start > a.End:
+		f.Failovers = append(f.Failovers, b.Start-a.End)
 	}
 }
 
@@ -191,10 +217,13 @@ func (m *measurer) finish() Figures {
 				m.failover(t, t.next)
 			}
 		}
-		f.Failovers = m.f.Failovers
+		f.Failovers, f.HandoffGaps, f.PlannedMoves = m.f.Failovers, m.f.HandoffGaps, m.f.PlannedMoves
 		for _, h := range m.handoffs {
 			if hi := h.from.highOrd; !h.from.high.IsZero() && h.lo >= 0 && hi > h.lo {
 				f.Redelivered += hi - h.lo
+				if h.prev.Planned {
+					f.PlannedRedelivered += hi - h.lo
+				}
 			}
 		}
 		return f
@@ -206,9 +235,7 @@ func (m *measurer) finish() Figures {
 			continue
 		}
 		f.Handoffs++
-		if !a.Graceful && b.Start > a.End {
-			f.Failovers = append(f.Failovers, b.Start-a.End)
-		}
+		f.gap(&a, &b)
 		// re-deliveries: records b received at or below a's high water mark
 		var ha Seq
 		if mp := m.procs[pk{a.Proc, a.Key}]; mp != nil {
@@ -231,6 +258,9 @@ func (m *measurer) finish() Figures {
 			hi := p.after(ha)
 			if hi > lo {
 				f.Redelivered += hi - lo
+				if a.Planned {
+					f.PlannedRedelivered += hi - lo
+				}
 			}
 		}
 	}

@@ -22,8 +22,10 @@ const (
 	checkL1
 	checkMeasure
 	checkTenures // only the tenures (Tenures)
+	checkG1
+	checkW1
 
-	checkAll = checkS1 | checkS2 | checkS3 | checkS4 | checkS5 | checkS6 | checkL1 | checkMeasure
+	checkAll = checkS1 | checkS2 | checkS3 | checkS4 | checkS5 | checkS6 | checkL1 | checkMeasure | checkG1 | checkW1
 )
 
 // Online runs every checker (S1-S6, L1) and the figures (Measure) over a
@@ -44,6 +46,8 @@ type Online struct {
 	s5 *s5Checker
 	s6 *s6Checker
 	l1 *l1Checker
+	g1 *g1Checker
+	w1 *w1Checker
 	ms *measurer
 
 	prefed bool // the records put were taken before the history (feed)
@@ -89,6 +93,12 @@ func newOnline(o Options, w which) *Online {
 		c.ten.l1 = c.l1
 		c.puts.l1 = c.l1
 	}
+	if w&checkG1 != 0 {
+		c.g1 = newG1(o)
+	}
+	if w&checkW1 != 0 {
+		c.w1 = newW1(o)
+	}
 	if w&checkMeasure != 0 {
 		c.ms = newMeasurer(o, c.ten, c.puts)
 		c.ten.ms = c.ms
@@ -121,6 +131,15 @@ func (c *Online) feed(recs []trace.Record) {
 // Observe feeds one record. The checkers keep no reference to r. Its
 // sequence numbers and checkpoint are parsed once, here.
 func (c *Online) Observe(r *trace.Record) {
+	if c.w1 != nil {
+		c.w1.observe(r)
+	}
+	if c.g1 != nil {
+		switch r.Kind {
+		case trace.Acting, trace.Delivered, trace.CheckpointRequested, trace.CheckpointRejected, trace.CheckpointWritten, trace.CallSent, trace.LeaseReleased, trace.LeaseLost:
+			c.g1.observe(r)
+		}
+	}
 	switch r.Kind {
 	case trace.Acting, trace.Delivered:
 		if c.s3 != nil && r.Kind == trace.Acting {
@@ -174,6 +193,9 @@ func (c *Online) Observe(r *trace.Record) {
 			}
 			if c.s6 != nil {
 				c.s6.dropProc(r.Proc)
+			}
+			if c.g1 != nil {
+				c.g1.dropProc(r.Proc)
 			}
 		}
 	case trace.KindApply:
@@ -262,8 +284,8 @@ func (c *Online) Observe(r *trace.Record) {
 }
 
 // Finish ends the history: it runs the end-of-run checks against the
-// final table (if finalKnown) and returns every violation, S1 to L1 in
-// that order, and the figures.
+// final table (if finalKnown) and returns every violation, S1 to L1, G1
+// and W1 in that order, and the figures.
 func (c *Online) Finish(final []engine.Lease, finalKnown bool) (Report, Figures) {
 	var rep Report
 	if c.s1 != nil {
@@ -288,9 +310,18 @@ func (c *Online) Finish(final []engine.Lease, finalKnown bool) (Report, Figures)
 	if c.l1 != nil {
 		rep.Violations = append(rep.Violations, c.l1.finish(final, finalKnown)...)
 	}
+	if c.g1 != nil {
+		rep.Violations = append(rep.Violations, c.g1.out...)
+	}
+	if c.w1 != nil {
+		rep.Violations = append(rep.Violations, c.w1.out...)
+	}
 	var f Figures
 	if c.ms != nil {
 		f = c.ms.finish()
+	}
+	if c.g1 != nil {
+		f.CheckpointedMoves = c.g1.checkpointed
 	}
 	return rep, f
 }

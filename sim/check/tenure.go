@@ -23,8 +23,11 @@ type Tenure struct {
 	Open bool
 	// EndedBy is the record kind that closed it (0 if Open).
 	EndedBy trace.Kind
-	// Graceful is true if the lease was released on purpose.
+	// Graceful is true if the lease was released on purpose; Planned if
+	// that release was a planned move (a shutdown or a cooperative
+	// handoff, not a shard's end: see Planned).
 	Graceful bool
+	Planned  bool
 	// EndT is when it was closed (the closing record's time).
 	EndT time.Duration
 }
@@ -138,6 +141,7 @@ func (ts *tenures) ended(t *tenure, r *trace.Record) {
 	t.EndedBy = r.Kind
 	t.EndT = r.T
 	t.Graceful = r.Kind == trace.LeaseReleased
+	t.Planned = t.Graceful && Planned(r.Reason)
 	if ts.l1 != nil {
 		ts.l1.closed(t)
 	}

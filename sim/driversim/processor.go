@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/shardlease/shardlease/engine"
+	"github.com/shardlease/shardlease/sim/check"
 	"github.com/shardlease/shardlease/sim/trace"
 )
 
@@ -163,7 +164,8 @@ func (p *processor) ProcessRecords(ctx context.Context, in engine.RecordsInput) 
 	first, last := in.Records[0], in.Records[len(in.Records)-1]
 	r := trace.Record{Kind: trace.KindReceived, Key: p.key, First: first.Sequence, Last: last.Sequence, Count: len(in.Records)}
 	for i := 1; i < len(in.Records); i++ {
-		if c := engine.CompareSequences(in.Records[i-1].Sequence, in.Records[i].Sequence); c > 0 || (c == 0 && in.Records[i-1].SubSequence >= in.Records[i].SubSequence) {
+		a, b := in.Records[i-1], in.Records[i] // ordered by the checkers' comparator, not the engine's
+		if check.ParseSubSeq(a.Sequence, a.SubSequence).Compare(check.ParseSubSeq(b.Sequence, b.SubSequence)) >= 0 {
 			r.Reason = "unsorted"
 		}
 	}

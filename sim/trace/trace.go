@@ -123,6 +123,9 @@ const (
 	ShardUnverified     = Kind(engine.TraceShardUnverified)
 	BatchFailed         = Kind(engine.TraceBatchFailed)
 	BatchSkipped        = Kind(engine.TraceBatchSkipped)
+	Assigned            = Kind(engine.TraceAssigned)
+	HandingOver         = Kind(engine.TraceHandingOver)
+	WallRead            = Kind(engine.TraceWallRead)
 )
 
 // Outcomes of calls (Record.Outcome).

@@ -11,8 +11,8 @@ package reference
 
 import (
 	"strconv"
+	"strings"
 
-	"github.com/shardlease/shardlease/engine"
 	"github.com/shardlease/shardlease/sim/check"
 	"github.com/shardlease/shardlease/sim/trace"
 )
@@ -72,5 +72,18 @@ func cmpSeq(a, b string) int {
 		}
 		return 1
 	}
-	return engine.CompareSequences(a, b)
+	return compareDecimal(a, b) // not the engine's comparator
+}
+
+// compareDecimal orders decimal strings numerically: leading zeros
+// dropped, shorter first, then byte by byte.
+func compareDecimal(a, b string) int {
+	a, b = strings.TrimLeft(a, "0"), strings.TrimLeft(b, "0")
+	if len(a) != len(b) {
+		if len(a) < len(b) {
+			return -1
+		}
+		return 1
+	}
+	return strings.Compare(a, b)
 }

@@ -334,6 +334,9 @@ func handoffFigures(recs []trace.Record, d *deliveries, procs map[int32]*history
 			cause = "process " + procs[a.Proc].StopReason
 		case trace.LeaseReleased:
 			cause = "released"
+			if a.Planned {
+				cause = "planned move" // a shutdown or a cooperative handoff
+			}
 		case trace.LeaseLost:
 			cause = "lost"
 		case trace.StoppedActing:

@@ -6,7 +6,10 @@
 // than once (and why), checkpoint regressions in the write logs, writes
 // that landed after their writer lost the lease, deliveries by a paused
 // process after it resumed, failover time per kill, takeover time per
-// pause, and records re-delivered per handoff.
+// pause, and records re-delivered per handoff. G1 (sim/check.CheckG1)
+// checks graceful handoffs: after a release for a shutdown or a
+// cooperative handoff, the next owner starts after what the old owner's
+// processor checkpointed at shutdown.
 //
 // Faults are read from KindFault records that a harness writes (see the
 // Fault* reasons), naming the target process by Owner and Proc.
@@ -237,7 +240,8 @@ func Check(m history.Merged, o Options) *Report {
 	vs = append(vs, s4...)
 	vs = append(vs, check.CheckS5(recs, co)...)
 	vs = append(vs, check.CheckS6(recs, co)...)
-	for _, inv := range []string{check.S1, check.S2, check.S3, check.S4, check.S5, check.S6} {
+	vs = append(vs, check.CheckG1(recs, co)...)
+	for _, inv := range []string{check.S1, check.S2, check.S3, check.S4, check.S5, check.S6, check.G1} {
 		rep.Invariants[inv] = 0
 	}
 	for i := range vs {

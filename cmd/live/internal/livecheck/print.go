@@ -124,15 +124,21 @@ func (r *Report) Print(w io.Writer) {
 		c := h.ByCause[k]
 		p("    after %-18s %3d handoffs, %5d re-delivered (max %d)", k+":", c.Count, c.Redelivered, c.Max)
 	}
-	if len(r.Measure.Failovers) > 0 {
-		p("  failovers (old owner's last act to new owner's first, sim/check.Measure): p50 %s, max %s over %d",
-			secs(check.Percentile(r.Measure.Failovers, 50)), secs(check.Percentile(r.Measure.Failovers, 100)), len(r.Measure.Failovers))
+	if f := r.Measure; len(f.Failovers) > 0 {
+		p("  failovers (unplanned; old owner's last act to new owner's first, sim/check.Measure): p50 %s, p99 %s, max %s over %d",
+			secs(check.Percentile(f.Failovers, 50)), secs(check.Percentile(f.Failovers, 99)), secs(check.Percentile(f.Failovers, 100)), len(f.Failovers))
+	}
+	if f := r.Measure; f.PlannedMoves > 0 {
+		p("  planned moves (shutdown, cooperative handoff) %d, %d with every record checkpointed: gap p50 %s, p99 %s, max %s; re-delivered per move %.1f",
+			f.PlannedMoves, f.CheckpointedMoves, secs(check.Percentile(f.HandoffGaps, 50)), secs(check.Percentile(f.HandoffGaps, 99)), secs(check.Percentile(f.HandoffGaps, 100)),
+			float64(f.PlannedRedelivered)/float64(f.PlannedMoves))
 	}
 	p("")
 	p("invariants (sim/check)")
 	names := map[string]string{check.S1: "single owner (informational: wall clocks, not true time)", check.S2: "fenced writes",
-		check.S3: "no lost checkpoint", check.S4: "at-least-once", check.S5: "parents first", check.S6: "order within a shard"}
-	for _, inv := range []string{check.S1, check.S2, check.S3, check.S4, check.S5, check.S6} {
+		check.S3: "no lost checkpoint", check.S4: "at-least-once", check.S5: "parents first", check.S6: "order within a shard",
+		check.G1: "graceful handoff: the next owner starts after the final checkpoint"}
+	for _, inv := range []string{check.S1, check.S2, check.S3, check.S4, check.S5, check.S6, check.G1} {
 		p("  %-3s %-57s %d", inv, names[inv], r.Invariants[inv])
 	}
 	p("  %-3s %-57s %d", Lin, "lease-table history linearizable (porcupine)", r.Invariants[Lin])
