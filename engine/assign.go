@@ -250,9 +250,9 @@ func (w *Worker) onConfirm(key string, r Result) {
 			// still act until its own view expires
 			actFrom = o.seenAt + w.cfg.LeaseDuration
 		}
-		w.take(candidate{o: &observation{row: row}, actFrom: actFrom, reason: "assigned"})
+		w.take(candidate{row: row, actFrom: actFrom, reason: "assigned"})
 	case row.Owner == w.cfg.Owner:
-		w.take(candidate{o: &observation{row: row}, actFrom: w.now.Mono, reason: "resumed"})
+		w.take(candidate{row: row, actFrom: w.now.Mono, reason: "resumed"})
 	}
 }
 
@@ -334,9 +334,9 @@ func (w *Worker) onMonitor(r Result) {
 	}
 	switch {
 	case row.Owner == "" || row.Owner == w.cfg.Owner || w.bug("assigner-takes-over-at-once"):
-		w.take(candidate{o: &observation{row: row}, actFrom: now, reason: "assigner"})
+		w.take(candidate{row: row, actFrom: now, reason: "assigner"})
 	case now-o.seenAt >= w.cfg.LeaseDuration:
-		w.take(candidate{o: o, actFrom: o.seenAt + w.cfg.LeaseDuration, reason: "assigner"})
+		w.take(candidate{row: o.row, actFrom: o.seenAt + w.cfg.LeaseDuration, reason: "assigner"})
 	case o.seenAt < now || w.deputy(row.Owner):
 		// The version has stood still since an earlier read (or this is
 		// a deputy): look again when it would expire, if that comes
@@ -358,6 +358,6 @@ func (w *Worker) resumeOwn(rows []Lease) {
 			w.writes[o.row.Key] != nil || w.foreign(o) || w.gated(o) || o.row.HandoffTo != "" {
 			continue
 		}
-		w.take(candidate{o: o, actFrom: w.now.Mono, reason: "resumed"})
+		w.take(candidate{row: o.row, actFrom: w.now.Mono, reason: "resumed"})
 	}
 }

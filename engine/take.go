@@ -150,10 +150,8 @@ func (w *Worker) gated(o *observation) bool {
 	return false
 }
 
-// candidate is a lease takeLeases may take: the observation of its row
-// (not a copy of the row), when the taker may act on it, and why.
 type candidate struct {
-	o       *observation
+	row     Lease
 	actFrom time.Duration
 	reason  string
 }
@@ -170,10 +168,18 @@ func (w *Worker) takeLeases(rows []Lease) {
 	}
 	now := w.now.Mono
 	me := w.cfg.Owner
+	// the candidates point at their observations: a scan of thousands of
+	// rows copies none (a candidate's row is built for the few taken)
+	type cand struct {
+		o       *observation
+		actFrom time.Duration
+		reason  string
+	}
+	takeOne := func(c cand) { w.take(candidate{row: c.o.row, actFrom: c.actFrom, reason: c.reason}) }
 	var (
 		total, mine  int
-		resume, free []candidate
-		held         []candidate // held by others, not expired: what a steal picks from
+		resume, free []cand
+		held         []cand // held by others, not expired: what a steal picks from
 		counts       = map[string]int{}
 		owners       []string
 		inflight     int
@@ -211,22 +217,22 @@ func (w *Worker) takeLeases(rows []Lease) {
 		}
 		switch {
 		case row.Owner == me:
-			resume = append(resume, candidate{o: o, actFrom: quiet, reason: "resumed"})
+			resume = append(resume, cand{o: o, actFrom: quiet, reason: "resumed"})
 		case row.Owner == "":
-			free = append(free, candidate{o: o, actFrom: quiet, reason: "unowned"})
+			free = append(free, cand{o: o, actFrom: quiet, reason: "unowned"})
 		case w.bug("expiry-by-wall-clock") && w.wallClock("lease expiry").Sub(o.seenWall) >= w.cfg.LeaseDuration:
 			// the planted bug: how long the version stood still, on the
 			// wall clock (a Go port's time.Now().Sub(lastSeen) of
 			// stored wall times), and acted on at once
-			free = append(free, candidate{o: o, actFrom: now, reason: "expired"})
+			free = append(free, cand{o: o, actFrom: now, reason: "expired"})
 		case now-o.seenAt >= w.cfg.LeaseDuration && !w.bug("expiry-by-wall-clock"):
-			free = append(free, candidate{o: o, actFrom: o.seenAt + w.cfg.LeaseDuration, reason: "expired"})
+			free = append(free, cand{o: o, actFrom: o.seenAt + w.cfg.LeaseDuration, reason: "expired"})
 		default:
 			if counts[row.Owner] == 0 {
 				owners = append(owners, row.Owner)
 			}
 			counts[row.Owner]++
-			held = append(held, candidate{o: o, actFrom: o.seenAt + w.cfg.LeaseDuration, reason: "stolen"})
+			held = append(held, cand{o: o, actFrom: o.seenAt + w.cfg.LeaseDuration, reason: "stolen"})
 		}
 	}
 	workers := len(owners) + 1
@@ -240,7 +246,7 @@ func (w *Worker) takeLeases(rows []Lease) {
 		if limit > 0 && have >= limit {
 			break
 		}
-		w.take(c)
+		takeOne(c)
 		have++
 	}
 	if have >= target {
@@ -252,7 +258,7 @@ func (w *Worker) takeLeases(rows []Lease) {
 			if have >= target {
 				break
 			}
-			w.take(c)
+			takeOne(c)
 			have++
 		}
 		return
@@ -280,23 +286,23 @@ func (w *Worker) takeLeases(rows []Lease) {
 	}
 	w.rng.Shuffle(len(cands), func(i, j int) { cands[i], cands[j] = cands[j], cands[i] })
 	for _, c := range cands[:n] {
-		w.take(c)
+		takeOne(c)
 	}
 }
 
-// take sends a conditional take of the candidate's row, unless a write of
-// the row is in flight or the worker holds it.
+// take sends a conditional take of c.row, unless a write of the row is in
+// flight or the worker holds it.
 func (w *Worker) take(c candidate) {
-	if w.writes[c.o.row.Key] != nil {
+	if w.writes[c.row.Key] != nil {
 		return
 	}
-	if h := w.held[c.o.row.Key]; h != nil && !h.gone {
+	if h := w.held[c.row.Key]; h != nil && !h.gone {
 		return
 	}
 	if w.bug("steal-acts-at-once") {
 		c.actFrom = w.now.Mono
 	}
-	row := c.o.row.Clone()
+	row := c.row.Clone()
 	prev, prevWriter := row.Owner, row.Writer
 	if row.Owner != w.cfg.Owner {
 		row.OwnerSwitches++
@@ -321,7 +327,7 @@ func (w *Worker) take(c candidate) {
 			row.HandoffFrom = w.cfg.Owner
 		}
 	}
-	wr := &write{kind: wTake, key: row.Key, expect: ExpectOf(c.o.row), row: row, actFrom: c.actFrom, reason: c.reason, previous: prev, prevWriter: prevWriter}
+	wr := &write{kind: wTake, key: row.Key, expect: ExpectOf(c.row), row: row, actFrom: c.actFrom, reason: c.reason, previous: prev, prevWriter: prevWriter}
 	w.writes[row.Key] = wr
 	w.sendWrite(wr)
 }

@@ -124,8 +124,8 @@ func (k *Kinesis) subscribe(arn, stream, shard string, pos engine.Position, now 
 // Once the subscription has ended (its Lifetime passed, it was taken over,
 // dropped, unsubscribed, its consumer deregistered, or the shard's end was
 // sent) it fails with an error wrapping engine.ErrSubscriptionEnded (and
-// engine.ErrResourceInUse when taken over). The event's Records alias the
-// fake's storage and must not be modified.
+// engine.ErrResourceInUse when taken over). The event's Records belong to
+// the caller; their Data is shared with the fake and must not be modified.
 func (k *Kinesis) NextEvent(ctx context.Context, sub string, wait time.Duration) (engine.SubscriptionEvent, error) {
 	const op = engine.OpNextEvent
 	now := k.clock.Now()
@@ -175,7 +175,7 @@ func (k *Kinesis) event(s *ksub, now time.Time) engine.SubscriptionEvent {
 	if end > pos {
 		ev.Records = k.records(s.stream, sh, pos, end)
 	}
-	if end < n {
+	if end < n { // then end > pos
 		ev.MillisBehind = max(now.Sub(ev.Records[len(ev.Records)-1].Arrival).Milliseconds(), 0)
 	}
 	s.pos = end

@@ -144,7 +144,7 @@ func (o *Online) Observe(r *trace.Record) {
 		return // scans: the trace does not carry their rows
 	}
 	if strings.HasPrefix(r.Key, engine.HelloPrefix) {
-		return // workers' hello rows: see TraceHistory.Observe
+		return // workers' hello rows hold no lease (see FromTrace)
 	}
 	o.now = r.T
 	ck := callKey{r.Proc, r.Call}

@@ -95,13 +95,17 @@ func TestDeterminismChild(t *testing.T) {
 // its trace kept is re-run with it to fill in the excerpts, and reports
 // exactly what the run that kept its trace from the start reports.
 func TestFailingRunRerunsForExcerpts(t *testing.T) {
-	o := Options{Seed: 1, Mutation: "unfenced-checkpoint", Faults: "partition,pause,crash,clog", Workers: 4, Shards: 8, Chaos: time.Minute, Assignment: "scan"}
-	a, err := Run(o)
-	if err != nil {
-		t.Fatal(err)
+	var o Options
+	var a *Result
+	for seed := uint64(1); seed <= 10 && (a == nil || a.OK()); seed++ {
+		o = Options{Seed: seed, Mutation: "unfenced-checkpoint", Faults: "partition,pause,crash,clog", Workers: 4, Shards: 8, Chaos: time.Minute, Assignment: "scan"}
+		var err error
+		if a, err = Run(o); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if a.OK() {
-		t.Fatal("the planted bug was not caught: the test needs a failing run")
+		t.Fatal("the planted bug was not caught in 10 seeds: the test needs a failing run")
 	}
 	if a.Trace != nil {
 		t.Error("the re-run's trace was returned without KeepTrace")

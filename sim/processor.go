@@ -81,7 +81,7 @@ func (s *simulator) notice(p *proc, n *engine.Notice) {
 		j := s.pm.newJob(job{proc: p.id, key: n.Key, batch: n.Batch})
 		s.q.push(event{at: s.now + rp.between(0, 5*time.Millisecond), kind: evJob, proc: p.id, a: uint64(j)})
 	case engine.NoticeRecords:
-		r := trace.Record{Kind: trace.KindReceived, Key: n.Key, Count: len(n.Records)}
+		r := trace.Record{Kind: trace.KindReceived, Key: n.Key, Count: len(n.Records), Call: n.Batch}
 		if len(n.Records) > 0 {
 			r.First, r.Last = n.Records[0].Sequence, n.Records[len(n.Records)-1].Sequence
 			for i := 1; i < len(n.Records); i++ {
@@ -151,7 +151,7 @@ func (s *simulator) onJob(i int) {
 	if j.cp != "" && (current || j.first == "") {
 		s.askCheckpoint(p, j.key, j.cp)
 	}
-	r := trace.Record{Kind: trace.KindDone, Key: j.key, Reason: "ok", First: j.first, Last: j.last}
+	r := trace.Record{Kind: trace.KindDone, Key: j.key, Reason: "ok", First: j.first, Last: j.last, Call: j.batch}
 	if j.failed {
 		r.Reason = "failed"
 	}

@@ -12,25 +12,34 @@ import (
 // 6528): the only worker was killed at 78.9s and never came back, and
 // nothing was delivered for eight virtual minutes (S4).
 func TestShutdownTimeoutRestarts(t *testing.T) {
-	res, err := Run(Options{Seed: 6528, KeepTrace: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	killed, restarted := false, false
-	for i := range res.Trace {
-		r := &res.Trace[i]
-		switch {
-		case r.Kind == trace.KindProcStop && r.Reason == "shutdown-timeout":
-			killed = true
-		case r.Kind == trace.KindProcStart && killed:
-			restarted = true
+	// swarm seeds whose worlds (as drawn today) have a graceful shutdown
+	// that outlasts its kill timer; the world's draws change with the
+	// simulator, so the test needs only one of them to tell the story
+	stories := 0
+	for _, seed := range []uint64{6528, 347, 572, 720, 821, 923} {
+		res, err := Run(Options{Seed: seed, KeepTrace: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !res.OK() {
+			t.Errorf("seed %d: violations %v", seed, res.Violations)
+		}
+		killed, restarted := false, false
+		for i := range res.Trace {
+			r := &res.Trace[i]
+			switch {
+			case r.Kind == trace.KindProcStop && r.Reason == "shutdown-timeout":
+				killed = true
+			case r.Kind == trace.KindProcStart && killed:
+				restarted = true
+			}
+		}
+		if killed && restarted {
+			stories++
 		}
 	}
-	if !killed {
-		t.Fatal("no shutdown timed out: the seed no longer tells the story")
-	}
-	if !restarted || !res.OK() {
-		t.Fatalf("restarted after the kill: %v; violations %v", restarted, res.Violations)
+	if stories == 0 {
+		t.Fatal("no seed has a shutdown that timed out and a restart after it: the seeds no longer tell the story")
 	}
 }
 

@@ -20,8 +20,8 @@ type recorder struct {
 	lin    *linearizability.Online // nil: Lin is not checked
 
 	keep   bool
-	filter []func(*trace.Record) bool // keep only records one of these accepts (nil: all)
-	recs   []trace.Record             // the current chunk
+	filter []*check.ExcerptFilter // keep only records one of these keeps (nil: all)
+	recs   []trace.Record         // the current chunk
 	chunks [][]trace.Record
 }
 
@@ -78,7 +78,7 @@ func (rc *recorder) wanted(r *trace.Record) bool {
 		return true
 	}
 	for _, f := range rc.filter {
-		if f(r) {
+		if f.Keeps(r) {
 			return true
 		}
 	}

@@ -40,14 +40,14 @@ type simulator struct {
 	st  *fakes.Kinesis
 
 	rec recorder
+	fo  fanOutSim // enhanced fan-out (fanout.go)
 	net network
 	svc services
 	cl  cluster
 	pm  processorModel
 	wl  workload
 	fs  faultState
-	fo  fanOutSim     // see fanout.go
-	bd  boundaryState // see boundary.go
+	bd  boundaryState // boundary seeking (boundary.go)
 }
 
 // Run runs one simulation. The checkers run as it goes; the trace is kept

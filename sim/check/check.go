@@ -243,27 +243,38 @@ type pk struct {
 	key  string
 }
 
-// InExcerpt returns whether a record may be shown in v's excerpt
-// (Excerpt with the same pad): those of its key or its workers within the
-// window, widened by pad, and those it names. A history that keeps only
-// such records gives the same excerpt as the whole history.
-func InExcerpt(v Violation, pad time.Duration) func(r *trace.Record) bool {
-	from, to := v.From-pad, v.To+pad
-	ws := map[string]bool{}
+// ExcerptFilter tells which records may be shown in a violation's
+// excerpt (Excerpt with the same pad): those of its key or its workers
+// within the window, widened by pad, and those it names. A history that
+// keeps only such records gives the same excerpt as the whole history. It
+// is a concrete type, not a func, so that a record passed to it stays on
+// its caller's stack.
+type ExcerptFilter struct {
+	from, to time.Duration
+	key      string
+	ws       map[string]bool
+	seqs     map[uint64]bool
+}
+
+// InExcerpt returns the filter of v's excerpt with pad.
+func InExcerpt(v Violation, pad time.Duration) *ExcerptFilter {
+	f := &ExcerptFilter{from: v.From - pad, to: v.To + pad, key: v.Key, ws: map[string]bool{}, seqs: map[uint64]bool{}}
 	for _, w := range v.Workers {
-		ws[w] = true
+		f.ws[w] = true
 	}
-	seqs := map[uint64]bool{}
 	for _, s := range v.Seqs {
-		seqs[s] = true
+		f.seqs[s] = true
 	}
-	return func(r *trace.Record) bool {
-		if r.T < from || r.T > to {
-			return false
-		}
-		noise := r.Kind == trace.KindPut || r.Kind == trace.KindTrim || (r.Kind == trace.KindReply && r.Op == engine.OpGetRecords)
-		return seqs[r.Seq] || (v.Key != "" && r.Key == v.Key && !noise) || (r.Kind == trace.KindFault && (r.Key == "" || r.Key == v.Key)) || (r.Kind == trace.KindProcStop && ws[who(r)])
+	return f
+}
+
+// Keeps reports whether r may be shown in the excerpt.
+func (f *ExcerptFilter) Keeps(r *trace.Record) bool {
+	if r.T < f.from || r.T > f.to {
+		return false
 	}
+	noise := r.Kind == trace.KindPut || r.Kind == trace.KindTrim || (r.Kind == trace.KindReply && r.Op == engine.OpGetRecords)
+	return f.seqs[r.Seq] || (f.key != "" && r.Key == f.key && !noise) || (r.Kind == trace.KindFault && (r.Key == "" || r.Key == f.key)) || (r.Kind == trace.KindProcStop && f.ws[who(r)])
 }
 
 // Excerpt returns the records of recs around v: those of its key or its
@@ -277,7 +288,7 @@ func Excerpt(recs []trace.Record, v Violation, pad time.Duration, n int) []strin
 	}
 	i := sort.Search(len(recs), func(i int) bool { return recs[i].T >= v.From-pad })
 	for ; i < len(recs) && recs[i].T <= v.To+pad; i++ {
-		if r := &recs[i]; in(r) {
+		if r := &recs[i]; in.Keeps(r) {
 			mark := "  "
 			if seqs[r.Seq] {
 				mark = "> "

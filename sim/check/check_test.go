@@ -377,3 +377,52 @@ func TestExcerpt(t *testing.T) {
 		t.Fatalf("excerpt %q", ex)
 	}
 }
+
+// TestStaleFailedAnswer: a processor's late "failed" answer to a batch of
+// an earlier tenure of the same process, with the same records as the
+// batch of the current tenure, is not a failure of the current batch:
+// reading goes on, and nothing is skipped (found by the soak, swarm seed
+// 48678 before the batch numbers were recorded). Without batch numbers
+// (a recorded history) the records alone must stand for the batch.
+func TestStaleFailedAnswer(t *testing.T) {
+	o := Options{End: 100 * time.Second}
+	final := []engine.Lease{{Key: "s0", Owner: "w1", Checkpoint: engine.SequenceCheckpoint("12")}}
+	num := func(n uint64) func(r *trace.Record) { return func(r *trace.Record) { r.Call = n } }
+	both := func(fs ...func(r *trace.Record)) func(r *trace.Record) {
+		return func(r *trace.Record) {
+			for _, f := range fs {
+				f(r)
+			}
+		}
+	}
+	failed := func(r *trace.Record) { r.Reason = "failed"; r.First, r.Last = "10", "10" }
+	ok := func(r *trace.Record) { r.Reason = "ok"; r.First, r.Last = "10", "10" }
+	mk := func(batches bool) *hb {
+		n := func(i uint64) func(r *trace.Record) {
+			if !batches {
+				i = 0
+			}
+			return num(i)
+		}
+		b := puts(&hb{}, "s0", 1, "10", "11", "12")
+		return b.add(2, trace.KindInitialized, 1, "s0", cp("TRIM_HORIZON")).
+			add(3, trace.KindReceived, 1, "s0", both(batch("10", "10", 1), n(5))). // its answer comes late
+			add(4, trace.KindInitialized, 1, "s0", cp("TRIM_HORIZON")).
+			add(5, trace.KindReceived, 1, "s0", both(batch("10", "10", 1), n(9))).
+			add(6, trace.KindDone, 1, "s0", both(ok, n(9))).
+			add(7, trace.KindDone, 1, "s0", both(failed, n(5))). // stale
+			add(8, trace.KindReceived, 1, "s0", both(batch("11", "12", 2), n(10)))
+	}
+	vs, _ := checkS4T(t, History{Records: mk(true).recs, Final: final, FinalKnown: true}, o)
+	expect(t, vs, S4, 0)
+	expect(t, checkS6T(t, mk(true).recs, o), S6, 0)
+	// without batch numbers the late answer looks like the current one's
+	vs, _ = checkS4T(t, History{Records: mk(false).recs, Final: final, FinalKnown: true}, o)
+	expect(t, vs, S4, 1)
+	// and a failed answer to the current batch still asks for it again
+	again := mk(true)
+	again.recs = again.recs[:len(again.recs)-1]
+	again.add(7.5, trace.KindDone, 1, "s0", both(failed, num(9))).add(8, trace.KindReceived, 1, "s0", both(batch("11", "12", 2), num(10)))
+	vs, _ = checkS4T(t, History{Records: again.recs, Final: final, FinalKnown: true}, o)
+	expect(t, vs, S4, 1)
+}

@@ -43,6 +43,7 @@ type orderState struct {
 	failedF     Seq // the first record of a failed last batch (zero: none)
 	// the last batch received, to match a failed answer to it
 	batchF, batchL string
+	batch          uint64
 }
 
 // s6Checker reports records that reach one processor out of sequence
@@ -69,7 +70,7 @@ func (c *s6Checker) dropProc(proc int32) {
 
 func (c *s6Checker) done(r *trace.Record) {
 	if r.Reason == "failed" && r.First != "" {
-		if st := c.states[pk{r.Proc, r.Key}]; st != nil && r.First == st.batchF && r.Last == st.batchL {
+		if st := c.states[pk{r.Proc, r.Key}]; st != nil && answers(r, st.batchF, st.batchL, st.batch) {
 			st.failedF = ParseSeq(r.First)
 		}
 	}
@@ -95,5 +96,5 @@ func (c *s6Checker) received(r *trace.Record, first, last Seq) {
 	}
 	st.failedF = Seq{}
 	st.lastLast, st.lastLastSeq = r.Last, last
-	st.batchF, st.batchL = r.First, r.Last
+	st.batchF, st.batchL, st.batch = r.First, r.Last, r.Call
 }

@@ -203,10 +203,22 @@ type readState struct {
 	// the last batch received, to match a failed answer to it (an answer to
 	// a batch of an earlier tenure does not count)
 	batchF, batchL string
+	batch          uint64
 }
 
 func (st *readState) isLastBatch(r *trace.Record) bool {
-	return r.First == st.batchF && r.Last == st.batchL
+	return answers(r, st.batchF, st.batchL, st.batch)
+}
+
+// answers reports whether r (a processor's answer, or the engine's skip
+// of a batch) is about the batch b received last: the same batch number
+// when both records carry one (the simulator's do), else the same first
+// and last records (a recorded history without batch numbers).
+func answers(r *trace.Record, first, last string, batch uint64) bool {
+	if r.Call != 0 && batch != 0 {
+		return r.Call == batch
+	}
+	return r.First == first && r.Last == last
 }
 
 // s4Checker checks at-least-once delivery (see CheckS4).
@@ -299,7 +311,7 @@ func (c *s4Checker) received(r *trace.Record, p *shardPuts, first Seq, lo, hi in
 	if st == nil {
 		return
 	}
-	st.batchF, st.batchL = r.First, r.Last
+	st.batchF, st.batchL, st.batch = r.First, r.Last, r.Call
 	if st.next >= 0 {
 		exp := max(st.next, p.base)
 		for exp < p.end() && p.at(exp).trimmed >= 0 && p.at(exp).trimmed <= r.T {

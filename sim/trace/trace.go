@@ -204,7 +204,8 @@ type Record struct {
 	Reason     string
 	Previous   string
 
-	// Calls (KindSend, KindApply, KindReply).
+	// Calls (KindSend, KindApply, KindReply). KindReceived and KindDone
+	// carry the engine's batch number in Call (0: not recorded).
 	Call          uint64
 	Op            engine.Op
 	Sent          time.Duration

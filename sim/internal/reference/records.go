@@ -60,10 +60,22 @@ type readState struct {
 	// the last batch received, to match a failed answer to it (an answer to
 	// a batch of an earlier tenure does not count)
 	batchF, batchL string
+	batch          uint64
 }
 
 func (st *readState) isLastBatch(r *trace.Record) bool {
-	return r.First == st.batchF && r.Last == st.batchL
+	return answers(r, st.batchF, st.batchL, st.batch)
+}
+
+// answers reports whether r (a processor's answer, or the engine's skip
+// of a batch) is about the batch b received last: the same batch number
+// when both records carry one (the simulator's do), else the same first
+// and last records (a recorded history without batch numbers).
+func answers(r *trace.Record, first, last string, batch uint64) bool {
+	if r.Call != 0 && batch != 0 {
+		return r.Call == batch
+	}
+	return r.First == first && r.Last == last
 }
 
 // CheckS4 reports records that were never delivered although retention
@@ -166,7 +178,7 @@ func CheckS4(h History, o Options) ([]Violation, int) {
 			if st == nil {
 				continue
 			}
-			st.batchF, st.batchL = r.First, r.Last
+			st.batchF, st.batchL, st.batch = r.First, r.Last, r.Call
 			if st.next >= 0 {
 				exp := st.next
 				for exp < len(p.puts) && p.puts[exp].trimmed >= 0 && p.puts[exp].trimmed <= r.T {
@@ -336,7 +348,7 @@ func CheckS6(recs []trace.Record, o Options) []Violation {
 			}
 			st.failedF = ""
 			st.lastLast = r.Last
-			st.batchF, st.batchL = r.First, r.Last
+			st.batchF, st.batchL, st.batch = r.First, r.Last, r.Call
 		}
 	}
 	return out

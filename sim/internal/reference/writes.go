@@ -46,6 +46,9 @@ func CheckS2(recs []trace.Record, o Options) []Violation {
 	for i := range recs {
 		r := &recs[i]
 		if r.Kind != trace.KindApply || r.Outcome != trace.OutcomeOK || strings.HasPrefix(r.Key, engine.HelloPrefix) {
+			// (workers' hello rows hold no lease: created and deleted again
+			// and again with the same contents, a history recorded from
+			// real processes cannot tell their incarnations apart)
 			continue
 		}
 		w := rows[r.Key]
@@ -68,6 +71,8 @@ func CheckS2(recs []trace.Record, o Options) []Violation {
 			}
 			// a holder's write must come from the row's owner; a delete
 			// (cleanup of a finished row) may also remove an unowned row
+			// (a take or the assigner's write is fenced by its condition
+			// only: checked below)
 			holderWrite := r.Reason != trace.WriteTake && r.Reason != trace.WriteAssign && !(r.Op == engine.OpDeleteLease && w.owner == "")
 			if holderWrite && w.owner != r.Owner {
 				add(r, w, r.Reason+" write from "+q(r.Owner)+" landed while the row was held by "+q(w.owner)+" at counter "+itoa(int(w.counter))+fenceNote(r))

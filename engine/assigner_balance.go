@@ -1,0 +1,209 @@
+package engine
+
+// loads returns the load of every owner of an unfinished lease (its lease
+// count, or its reported throughput with BalanceThroughput), counting
+// assignments not yet taken for their assignee, and not leases expired in
+// this worker's view (they are about to move).
+func (w *Worker) loads() map[string]float64 {
+	loads := map[string]float64{}
+	now := w.now.Mono
+	for _, o := range w.obs {
+		if !o.ok || o.row.Checkpoint.IsShardEnd() || (now-o.seenAt >= w.cfg.LeaseDuration && w.held[o.row.Key] == nil) {
+			continue
+		}
+		who := o.row.Owner
+		switch {
+		case who == "":
+			who = o.row.Pending
+		case o.row.HandoffTo != "":
+			who = o.row.HandoffTo // being handed over: the receiver's already
+		}
+		if h := w.held[o.row.Key]; h != nil && h.handing {
+			who = h.handoffTo // this worker hands it over
+		}
+		if wr := w.writes[o.row.Key]; wr != nil && wr.kind == wAssign {
+			// what the assigner's write in flight makes of it
+			who = wr.row.Owner
+			if wr.row.HandoffTo != "" {
+				who = wr.row.HandoffTo
+			} else if who == "" {
+				who = wr.row.Pending
+			}
+		}
+		if who != "" && who != AssignerPending {
+			loads[who] += w.weight(o.row)
+		}
+	}
+	return loads
+}
+
+// weight is what one lease adds to its holder's load.
+func (w *Worker) weight(row Lease) float64 {
+	if w.cfg.BalanceBy == BalanceThroughput {
+		return row.ThroughputKBps + 1e-3 // idle shards weigh a little
+	}
+	return 1
+}
+
+// leastLoaded returns the member with the smallest load (ties: the
+// smallest owner id), other than not (the lease's previous owner) unless
+// not is this worker and no other member is left.
+func (w *Worker) leastLoaded(loads map[string]float64, not string, members []string) string {
+	best := ""
+	for _, m := range members {
+		if m != not && !w.full(m) && (best == "" || loads[m] < loads[best]) {
+			best = m
+		}
+	}
+	if best == "" && not == w.cfg.Owner {
+		return not
+	}
+	return best
+}
+
+// full reports whether member m holds MaxLeasesForWorker leases (the
+// assigner takes its own cap for every worker's: a fleet shares its
+// configuration; a worker over its own cap declines, see onConfirm).
+func (w *Worker) full(m string) bool {
+	if w.cfg.MaxLeasesForWorker <= 0 {
+		return false
+	}
+	n := 0
+	for k, o := range w.obs {
+		if o.ok && !o.row.Checkpoint.IsShardEnd() && (o.row.Owner == m || o.row.Owner == "" && o.row.Pending == m) && w.writes[k] == nil {
+			n++
+		}
+	}
+	// writes in flight: this worker's takes, the assignments it sent
+	for _, wr := range w.writes {
+		if wr.kind == wTake && m == w.cfg.Owner && !IsReserved(wr.key) || wr.kind == wAssign && wr.row.Pending == m && wr.row.Owner == "" {
+			n++
+		}
+	}
+	return n >= w.cfg.MaxLeasesForWorker
+}
+
+// balance asks the most loaded members to hand leases over to the least
+// loaded, one lease per source in a round, while that narrows the spread
+// (by two leases, or by a tenth of the load with BalanceThroughput), and
+// never moves a lease moved within MoveQuiet.
+func (w *Worker) balance(rows []Lease, loads map[string]float64, members []string) {
+	a := w.asg.as
+	now := w.now.Mono
+	if len(members) < 2 || w.cfg.MaxLeasesToStealAtOnce < 0 {
+		return
+	}
+	outstanding := 0
+	for k, at := range a.requests {
+		o := w.obs[k]
+		if wr := w.writes[k]; (wr != nil && wr.kind == wAssign && wr.row.HandoffTo != "") || (o != nil && o.row.HandoffTo != "" && now-at < 2*w.cfg.LeaseDuration) {
+			outstanding++
+		} else {
+			delete(a.requests, k)
+		}
+	}
+	limit := max(1, w.cfg.MaxLeasesToStealAtOnce) * max(1, len(members)/2)
+	// The fair share of the members (by count): a move never takes a
+	// receiver above its ceiling nor a source below its floor, so several
+	// sources in one round do not pile onto one receiver.
+	total := 0.0
+	for _, m := range members {
+		total += loads[m]
+	}
+	ceiling := float64(int(total+float64(len(members))-1) / len(members))
+	floor := float64(int(total) / len(members))
+	sources := map[string]bool{}
+	for outstanding < limit {
+		// the most loaded member not yet a source this round
+		from := ""
+		for _, m := range members {
+			if !sources[m] && (from == "" || loads[m] > loads[from]) {
+				from = m
+			}
+		}
+		if from == "" {
+			return
+		}
+		sources[from] = true
+		to := w.leastLoaded(loads, from, members)
+		if to == "" {
+			return
+		}
+		if w.cfg.BalanceBy != BalanceThroughput && (loads[to]+1 > ceiling || loads[from]-1 < floor) {
+			continue
+		}
+		o := w.pickMove(rows, from, loads[from]-loads[to])
+		if o == nil {
+			continue
+		}
+		wt := w.weight(o.row)
+		loads[from] -= wt
+		loads[to] += wt
+		outstanding++
+		if from == w.cfg.Owner {
+			if h := w.held[o.row.Key]; h != nil && !h.handing {
+				a.moved[o.row.Key] = move{now, a.epoch}
+				w.handOver(h, to) // its own lease: no request to write
+			}
+			continue
+		}
+		if w.bug("handoff-before-release") {
+			a.moved[o.row.Key] = move{now, a.epoch}
+			row := o.row.Clone()
+			row.Owner, row.Counter, row.Pending, row.HandoffFrom = "", row.Counter+1, to, ""
+			w.sendAssign(&write{kind: wAssign, key: row.Key, expect: ExpectOf(o.row), row: row, previous: from, reason: "to " + to + ": balance"})
+			continue
+		}
+		row := o.row.Clone()
+		row.Counter++
+		row.HandoffTo, row.Pending = to, from
+		a.moved[row.Key], a.requests[row.Key] = move{now, a.epoch}, now
+		w.sendAssign(&write{kind: wAssign, key: row.Key, expect: ExpectOf(o.row), row: row, previous: from, reason: "handoff to " + to})
+	}
+}
+
+// pickMove returns a lease of from to move, given the spread between from
+// and the least loaded member, or nil if no move narrows it: by lease
+// count a spread of two or more; by throughput the largest lease lighter
+// than the spread that cuts it by a tenth of from's load.
+func (w *Worker) pickMove(rows []Lease, from string, spread float64) *observation {
+	now := w.now.Mono
+	a := w.asg.as
+	var best *observation
+	for i := range rows {
+		o := w.obs[rows[i].Key]
+		if o == nil || !o.ok || o.row.Owner != from || o.row.HandoffTo != "" || o.row.Checkpoint.IsShardEnd() ||
+			w.writes[o.row.Key] != nil || w.foreign(o) || now-o.seenAt >= w.cfg.LeaseDuration {
+			continue
+		}
+		if m, ok := a.moved[o.row.Key]; ok && now-m.at < MoveQuiet && m.epoch == a.epoch {
+			continue
+		}
+		if h := w.held[o.row.Key]; h != nil && h.handing {
+			continue
+		}
+		wt := w.weight(o.row)
+		switch {
+		case w.cfg.BalanceBy != BalanceThroughput:
+			if spread >= 2 {
+				return o // rows are sorted: the first such lease
+			}
+			return nil
+		case wt < spread && spread-wt > 0 && (best == nil || wt > w.weight(best.row)):
+			best = o
+		}
+	}
+	if best != nil && 2*w.weight(best.row) < spread/10 {
+		return nil // too small a step to be worth a move
+	}
+	return best
+}
+
+// cancelHandoff withdraws a handoff request its owner did not act on.
+func (w *Worker) cancelHandoff(o *observation) {
+	row := o.row.Clone()
+	row.Counter++
+	row.HandoffTo, row.Pending = "", ""
+	delete(w.asg.as.requests, row.Key)
+	w.sendAssign(&write{kind: wAssign, key: row.Key, expect: ExpectOf(o.row), row: row, previous: o.row.Owner, reason: "handoff cancelled"})
+}
