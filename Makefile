@@ -161,11 +161,23 @@ report-example: chromium
 		rm -rf $$tmp; echo "reports/$$d/report.png"; done
 
 .PHONY: mutants
-# mutants runs every planted bug (sim.Mutations: tampering with the calls,
-# and engine: bugs planted inside the engine) on its fault mix and prints
-# the seed and wall time at which the simulator caught it.
+# mutants runs every planted bug simrun -list shows on the default swarm
+# (TestMutantsSwarm: seeds 1-64, one at a time, no fault mix or scenario
+# of its own) and the driver's on sim/driversim's default mix
+# (TestDriverMutants), writes reports/mutants.json and the README's table
+# (internal/mutants/report), and fails if any bug survives. MUTANTS_SLOW=1
+# also runs TestMutationsCaught's slow cases (-sim.mutants: bugs on fault
+# mixes chosen for them).
 mutants:
-	$(GO) test $(MUTATIONS) -count=1 -v -timeout 60m ./sim -run '^TestMutationsCaught$$' -sim.mutants | grep -E 'caught|^(---|    ---|ok|FAIL)'
+	@mkdir -p reports/out
+	set -o pipefail; st=0; \
+	$(GO) test $(MUTATIONS) -count=1 -v -timeout 60m ./sim -run '^(TestMutantsSwarm|TestMutationsCaught)$$' \
+		-sim.mutants.json=$(CURDIR)/reports/out/mutants-sim.json $(if $(MUTANTS_SLOW),-sim.mutants) | grep -E 'caught|^(---|    ---|ok|FAIL)' || st=1; \
+	$(GO) test $(MUTATIONS) -count=1 -v -timeout 30m ./sim/driversim -run '^TestDriverMutants$$' \
+		-driversim.mutants.json=$(CURDIR)/reports/out/mutants-driver.json | grep -E 'caught|^(---|    ---|ok|FAIL)' || st=1; \
+	$(GO) run ./internal/mutants/report -out reports/mutants.json -readme README.md \
+		reports/out/mutants-sim.json reports/out/mutants-driver.json || st=1; \
+	exit $$st
 
 .PHONY: driversim
 # driversim runs the production driver (engine.Consumer) in virtual time

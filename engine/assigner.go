@@ -42,6 +42,18 @@ func (w *Worker) expiredFor() time.Duration {
 	if w.bug("assigner-early-expiry") {
 		return w.cfg.LeaseDuration / 2
 	}
+	return w.expiryWait()
+}
+
+// expiryWait returns how long a lease version must have stood still in a
+// taker's view (a worker taking leases itself, or the assigner) before it
+// is expired: the lease duration, never less. The planted bug
+// wait-less-margin subtracts the safety margin, which is the holder's to
+// take, not the taker's.
+func (w *Worker) expiryWait() time.Duration {
+	if w.bug("wait-less-margin") {
+		return w.cfg.LeaseDuration - w.cfg.SafetyMargin
+	}
 	return w.cfg.LeaseDuration
 }
 

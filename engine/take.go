@@ -225,8 +225,8 @@ func (w *Worker) takeLeases(rows []Lease) {
 			// wall clock (a Go port's time.Now().Sub(lastSeen) of
 			// stored wall times), and acted on at once
 			free = append(free, cand{o: o, actFrom: now, reason: "expired"})
-		case now-o.seenAt >= w.cfg.LeaseDuration && !w.bug("expiry-by-wall-clock"):
-			free = append(free, cand{o: o, actFrom: o.seenAt + w.cfg.LeaseDuration, reason: "expired"})
+		case now-o.seenAt >= w.expiryWait() && !w.bug("expiry-by-wall-clock"):
+			free = append(free, cand{o: o, actFrom: o.seenAt + w.expiryWait(), reason: "expired"})
 		default:
 			if counts[row.Owner] == 0 {
 				owners = append(owners, row.Owner)

@@ -74,8 +74,7 @@ func (s *simulator) roleSlot(role string) (int, bool) {
 
 func (s *simulator) act(a Action) {
 	desc := a.String()
-	targeted := a.Kind == ActCrash || a.Kind == ActPause || a.Kind == ActShutdown || a.Kind == ActClockStep ||
-		a.Kind == ActCutAfterRenew || a.Kind == ActCrashAfterRenew
+	targeted := a.Kind == ActCrash || a.Kind == ActPause || a.Kind == ActShutdown || a.Kind == ActClockStep
 	if targeted && (a.Shard != "" || a.Role != "") {
 		w, ok, why := 0, false, ": no live process owns it"
 		if a.Role != "" {

@@ -31,6 +31,13 @@ import (
 //   - scan after renewal: a scan reaches the table just after another
 //     worker's renewal applies, so that its view of the lease's version
 //     starts as early as it can;
+//   - polls after assignments: a worker's read of the pending index
+//     reaches it just after an assignment to it applied, so that it takes
+//     the lease as early as it can;
+//   - worst stale scans: an eventually consistent scan shows every row
+//     deleted since as deleted and every other row as it was long ago
+//     (past the grace before finished parents are deleted): missing if
+//     created since;
 //   - late resolving reads: the read that resolves a write of unknown
 //     outcome reaches the table only near its timeout;
 //   - cut after renewal: a holder's table link loses every request just
@@ -59,6 +66,12 @@ type BoundaryWorld struct {
 	// ScanAtExpiry of a scan reply; ScanAfterRenew of a scan's apply;
 	// LateResolve of a resolving read.
 	LateReply, ScanAtExpiry, ScanAfterRenew, LateResolve float64
+	// PollAfterAssign: the chance that a worker's read of its pending
+	// index entries waits for an assignment to it to apply.
+	PollAfterAssign float64
+	// StaleMix: the chance that an eventually consistent scan shows the
+	// worst mix of ages (see worstLag).
+	StaleMix float64
 	// CutAfterRenew, CrashAfterRenew: how many such actions the schedule
 	// has. SlowParent: the chance that a merge pauses a parent's holder.
 	CutAfterRenew, CrashAfterRenew int
@@ -80,7 +93,7 @@ func (b BoundaryWorld) String() string {
 		name string
 		p    float64
 	}{{"late replies", b.LateReply}, {"scans at expiry", b.ScanAtExpiry}, {"scans after renewals", b.ScanAfterRenew},
-		{"late resolving reads", b.LateResolve}, {"slow second parents", b.SlowParent}, {"victims cut", b.CutVictim}} {
+		{"late resolving reads", b.LateResolve}, {"polls after assignments", b.PollAfterAssign}, {"worst stale scans", b.StaleMix}, {"slow second parents", b.SlowParent}, {"victims cut", b.CutVictim}} {
 		if k.p > 0 {
 			ks = append(ks, fmt.Sprintf("%s %.2f", k.name, k.p))
 		}
@@ -126,12 +139,14 @@ func (w *World) drawBoundary(o Options, swarm bool, lease time.Duration) error {
 		b.LateResolve = pick(r, 0.5, 0.3, 1)
 		b.SlowParent = pick(r, 0.5, 0.3, 1)
 		b.CutVictim = pick(r, 0.5, 0.3, 1)
-		if r.chance(0.6) {
-			b.CutAfterRenew = r.intIn(2, 6)
+		if r.chance(0.8) {
+			b.CutAfterRenew = r.intIn(3, 8)
 		}
 		if r.chance(0.5) {
 			b.CrashAfterRenew = r.intIn(1, 3)
 		}
+		b.PollAfterAssign = pick(r, 0.5, 0.3, 1)
+		b.StaleMix = pick(r, 0.6, 0.2, 0.8)
 	}
 	return nil
 }
@@ -147,6 +162,11 @@ func pick(r rng, on, lo, hi float64) float64 {
 // boundaryState is the run's state of boundary seeking.
 type boundaryState struct {
 	rng rng
+	// racing: the leases whose holder was cut after a renewal, until
+	// their next take applies (key -> the cut process): the other
+	// workers' scans land at their expiry, and their pending-index reads
+	// just after an assignment to them
+	racing map[string]int32
 	// waiting are the scans held until another worker's next renewal
 	// applies (call slots, with their hold generation)
 	waiting []heldCall
@@ -155,6 +175,10 @@ type boundaryState struct {
 type heldCall struct {
 	slot int
 	gen  uint32
+	poll bool // a read of the pending index, held until an assignment to its reader applies
+	// after: the process whose renewal releases it (-1: any other than
+	// its own)
+	after int32
 }
 
 // bchance draws with chance p from the boundary stream, during the chaos.
@@ -188,7 +212,7 @@ func (s *simulator) boundarySchedule() []Action {
 		out = append(out, Action{At: at(), Kind: ActCutAfterRenew, Role: RoleHolder, Dur: r.between(ld, 3*ld).Round(time.Millisecond)})
 	}
 	for i := 0; i < b.CrashAfterRenew; i++ {
-		out = append(out, Action{At: at(), Kind: ActCrashAfterRenew, Role: RoleHolder, Dur: r.between(10*time.Millisecond, ld).Round(time.Millisecond)})
+		out = append(out, Action{At: at(), Kind: ActCrashAfterRenew, Role: RoleHolder, Dur: r.between(ld-s.full.RenewInterval, ld).Round(time.Millisecond)})
 	}
 	return out
 }
@@ -209,24 +233,73 @@ const (
 // armAfterRenew carries out ActCutAfterRenew and ActCrashAfterRenew: it
 // arms the slot for its process's next applied renewal.
 func (s *simulator) armAfterRenew(a Action) {
-	p := s.live(s.slotOf(a.Worker))
+	p := s.boundaryTarget(a)
 	if p == nil {
+		s.fault(a.String()+": no live process holds a lease", "")
 		return
 	}
 	s.fault(a.String(), "")
 	p.afterRenew, p.afterRenewDur = a.Kind, a.Dur
 }
 
-// armedOther reports whether a process other than p is armed to be cut
-// after its next renewal: p's scan then waits for that renewal, so that p
-// sees the lease's last version as early as it can.
-func (s *simulator) armedOther(p *proc) bool {
+// boundaryTarget resolves the target of a boundary action: its Worker's
+// live process, or for the role holder a live process that holds a lease,
+// drawn from the boundary stream, and in worlds whose clocks run at the
+// drift bound one among the slowest clocks if any holds one (the holder
+// whose own view of expiry comes last in true time).
+func (s *simulator) boundaryTarget(a Action) *proc {
+	if a.Role == "" {
+		return s.live(s.slotOf(a.Worker))
+	}
+	holds := map[string]bool{}
+	for _, l := range s.tbl.Snapshot().Leases {
+		if l.Owner != "" && !strings.HasPrefix(l.Key, engine.ReservedPrefix) {
+			holds[l.Owner] = true
+		}
+	}
+	var all, slow []*proc
 	for _, sl := range s.cl.slots {
-		if q := s.live(sl); q != nil && q != p && q.afterRenew == ActCutAfterRenew {
+		if p := s.live(sl); p != nil && !sl.dup && holds[p.owner] {
+			all = append(all, p)
+			if sl.drift < 0 {
+				slow = append(slow, p)
+			}
+		}
+	}
+	if s.w.Boundary.Drift && len(slow) > 0 {
+		all = slow
+	}
+	if len(all) == 0 {
+		return nil
+	}
+	return all[s.bd.rng.IntN(len(all))]
+}
+
+// racingOther reports whether a lease whose holder was cut after a
+// renewal, by a process other than p, is still to be taken (see
+// boundaryState.racing).
+func (s *simulator) racingOther(p *proc) bool {
+	if s.healed {
+		return false
+	}
+	for _, id := range s.bd.racing {
+		if id != p.id {
 			return true
 		}
 	}
 	return false
+}
+
+// armedOther returns the process other than p armed to be cut after its
+// next renewal, if any (-1): p's scan then waits for that renewal, so
+// that p sees the lease's last version as early as it can.
+func (s *simulator) armedOther(p *proc) int32 {
+	for _, sl := range s.cl.slots {
+		if q := s.live(sl); q != nil && q != p && q.afterRenew == ActCutAfterRenew {
+			return q.id
+		}
+	}
+	return -1
 }
 
 // onHeldApply is a held call reaching the table, unless an earlier
@@ -243,6 +316,35 @@ func (s *simulator) onHeldApply(a uint64) {
 	s.onApply(i, false)
 }
 
+// releaseHeld lets the held calls that match reach the table just after
+// now; the others stay held.
+func (s *simulator) releaseHeld(match func(heldCall, *inflight) bool) {
+	kept := s.bd.waiting[:0]
+	for _, w := range s.bd.waiting {
+		g := s.net.calls[w.slot]
+		switch {
+		case g == nil || g.holdGen != w.gen:
+		case !match(w, g):
+			kept = append(kept, w)
+		default:
+			g.holdGen++
+			g.pending++
+			s.q.push(event{at: s.now + time.Microsecond, kind: evHeldApply, a: uint64(w.slot)<<32 | uint64(g.holdGen)})
+		}
+	}
+	s.bd.waiting = kept
+}
+
+// assignApplied is an assignment that applied: the reads of the pending
+// index held for its assignee reach the index just after it.
+func (s *simulator) assignApplied(f *inflight) {
+	to := f.call.Lease.Pending
+	if to == "" || len(s.bd.waiting) == 0 {
+		return
+	}
+	s.releaseHeld(func(w heldCall, g *inflight) bool { return w.poll && g.call.Key == to })
+}
+
 // renewApplied is a renewal of p that applied (call slot i): the scans
 // waiting for one reach the table just after it, and an armed boundary
 // action goes off.
@@ -253,22 +355,22 @@ func (s *simulator) renewApplied(p *proc, f *inflight) {
 		}
 		p.renewSent[leaseKey(&f.call)] = f.sent
 	}
-	kept := s.bd.waiting[:0]
+	waited := false // a scan of another process waited for this renewal
 	for _, w := range s.bd.waiting {
-		g := s.net.calls[w.slot]
-		switch {
-		case g == nil || g.holdGen != w.gen:
-		case g.proc == f.proc:
-			kept = append(kept, w)
-		default:
-			g.holdGen++
-			g.pending++
-			s.q.push(event{at: s.now + time.Microsecond, kind: evHeldApply, a: uint64(w.slot)<<32 | uint64(g.holdGen)})
+		if g := s.net.calls[w.slot]; g != nil && g.holdGen == w.gen && w.after == f.proc {
+			waited = true
 		}
 	}
-	s.bd.waiting = kept
+	s.releaseHeld(func(w heldCall, g *inflight) bool {
+		return !w.poll && g.proc != f.proc && (w.after < 0 || w.after == f.proc)
+	})
 	k := p.afterRenew
 	if k == "" {
+		return
+	}
+	if k == ActCutAfterRenew && !waited && p.afterRenewTries < 8 {
+		// cut after a renewal that another worker's scan sees at once
+		p.afterRenewTries++
 		return
 	}
 	p.afterRenew = ""
@@ -280,35 +382,63 @@ func (s *simulator) renewApplied(p *proc, f *inflight) {
 		s.later(Action{At: s.now + p.afterRenewDur, Kind: actHealLink, Workers: []int{sl.idx}, Target: "table"})
 		f.late = true // its reply comes, just under the timeout
 		s.armExpiryPause(p, leaseKey(&f.call), f.sent)
+		if s.bd.racing == nil {
+			s.bd.racing = map[string]int32{}
+		}
+		s.bd.racing[leaseKey(&f.call)] = p.id
 	case ActCrashAfterRenew:
 		s.fault(fmt.Sprintf("crash w%d after its renewal of %s", sl.idx, leaseKey(&f.call)), leaseKey(&f.call))
 		s.stopProc(p, "crash")
 		sl.throttleScans, sl.staleScans = 2, 2
+		sl.staleKey, sl.staleAt, sl.cutAfterRead = leaseKey(&f.call), s.now, true
 		s.later(Action{At: s.now + p.afterRenewDur, Kind: ActRestart, Worker: sl.idx})
 	}
 }
 
-// armExpiryPause arms a pause of p in the middle of its first delivery
-// within the mid-act slack of the moment its lease, last renewed by a
-// write sent at sent (true time), ends in its own view: paused for the
-// slack, inside the assumptions (the margin covers it).
+// armExpiryPause arms p, whose lease key was last renewed by a write
+// sent at sent (true time) and which will learn nothing more of it, for
+// the last moments it may act on the lease: a page of records that
+// reaches it in its last read interval before its act-until time (its
+// own view of expiry less the margin) is held until just before that
+// time, or, half the time, until just before its view of expiry (where
+// only a holder without its margin still acts), and its first delivery
+// from the mid-act slack before its act-until time on is paused in the
+// middle for the slack: inside the assumptions (the margin covers it).
 //
 // So that the holder has something to deliver then, records are put to
 // the lease's shard at four moments in the last read interval and the
-// slack before that end.
+// slack before its act-until time.
 func (s *simulator) armExpiryPause(p *proc, key string, sent time.Duration) {
 	slack := s.midActSlack()
 	if slack <= time.Millisecond {
 		return
 	}
-	end := p.clk.trueAt(p.clk.mono(sent) + s.full.LeaseDuration)
-	p.pauseDeliveryFrom, p.pauseDeliveryUntil, p.pauseDeliveryFor = end-slack, end, slack
-	from := end - slack - s.full.IdleTimeBetweenReads
+	m := p.clk.mono(sent)
+	until := p.clk.trueAt(m + s.full.LeaseDuration - s.full.SafetyMargin)
+	end := p.clk.trueAt(m + s.full.LeaseDuration)
+	p.pauseDeliveryFrom, p.pauseDeliveryUntil, p.pauseDeliveryFor = until-slack, end, slack
+	p.lastActs = [2]time.Duration{until, end}
+	from := until - slack - s.full.IdleTimeBetweenReads
 	for j := 0; j < 4; j++ {
-		if at := from + time.Duration(j)*(end-from)/4; at > s.now && at < s.w.Chaos {
+		if at := from + time.Duration(j)*(until-from)/4; at > s.now && at < s.w.Chaos {
 			s.later(Action{At: at, Kind: actPutTo, Shard: key})
 		}
 	}
+}
+
+// lastActAt returns when a page of records that would reach p at at,
+// within deadline, reaches it: just before one of its armed last
+// moments (armExpiryPause) that at precedes, if the deadline allows.
+func (s *simulator) lastActAt(p *proc, at, deadline time.Duration) time.Duration {
+	t := p.lastActs[0]
+	if s.bd.rng.chance(0.5) {
+		t = p.lastActs[1]
+	}
+	t -= s.bd.rng.between(time.Microsecond, time.Millisecond)
+	if t <= at || t > deadline {
+		return at
+	}
+	return t
 }
 
 // takeApplied is a take of f's key that applied: with chance CutVictim,
@@ -318,6 +448,7 @@ func (s *simulator) armExpiryPause(p *proc, key string, sent time.Duration) {
 // a pause just under the margin then.
 func (s *simulator) takeApplied(f *inflight) {
 	b := &s.w.Boundary
+	delete(s.bd.racing, leaseKey(&f.call))
 	victim := f.call.Expect.Owner
 	if !b.On || victim == "" || victim == f.call.Lease.Owner || !s.bchance(b.CutVictim) {
 		return
@@ -341,16 +472,17 @@ func (s *simulator) takeApplied(f *inflight) {
 	}
 }
 
-// pauseMidDelivery delivers in (a page of records) to p inside a mid-act
-// pause when p's armed delivery pause (ActCutAfterRenew) covers now: the
-// step's effects, the delivery among them, come out when the pause ends.
-// It reports whether it delivered.
-func (s *simulator) pauseMidDelivery(p *proc, in *engine.Input) bool {
-	if p.pauseDeliveryFor <= 0 || s.now < p.pauseDeliveryFrom || s.now >= p.pauseDeliveryUntil || p.paused || !p.alive {
+// pauseMidDelivery delivers in (a page of records, held for p's last
+// moment on a lease: f.lastAct) to p inside a mid-act pause when p's armed
+// delivery pause (armExpiryPause) covers now: the step's effects, the
+// delivery among them, come out when the pause ends. It reports whether
+// it delivered.
+func (s *simulator) pauseMidDelivery(p *proc, f *inflight, in *engine.Input) bool {
+	if p.pauseDeliveryFor <= 0 || !f.lastAct || s.now < p.pauseDeliveryFrom || s.now >= p.pauseDeliveryUntil || p.paused || !p.alive {
 		return false
 	}
 	d := p.pauseDeliveryFor
-	p.pauseDeliveryFor = 0
+	p.pauseDeliveryFrom = s.now + d // a later last moment may be paused again
 	s.fault(fmt.Sprintf("pause w%d in the middle of a delivery for %v (the mid-act slack)", p.slot, d), "")
 	p.holdNext = true
 	s.deliver(p, in)
@@ -370,10 +502,26 @@ func (s *simulator) replyAt(p *proc, f *inflight, at, deadline time.Duration) ti
 	}
 	late := deadline - s.bd.rng.between(0, 2*time.Millisecond)
 	switch {
+	case f.call.Op == engine.OpGetRecords && p.lastActs[1] > at && f.result.Err == nil && len(f.result.Page.Records) > 0:
+		t := s.lastActAt(p, at, deadline)
+		f.lastAct = t != at
+		return t
 	case f.late || (f.call.Op.IsStore() && f.call.Op != engine.OpListLeases && s.bchance(b.LateReply)):
 		return max(at, late)
-	case f.call.Op == engine.OpListLeases && f.result.Err == nil && s.bchance(b.ScanAtExpiry):
-		if t, ok := s.expiryInView(p, &f.result.Listing, at, deadline); ok {
+	case f.call.Op == engine.OpListLeases && f.result.Err == nil && !f.lastAct:
+		// racing: only the leases whose holder was cut after a renewal
+		racing := s.racingOther(p)
+		if !racing && !s.bchance(b.ScanAtExpiry) {
+			break
+		}
+		// at the instant the lease expires in p's view, or half the
+		// time a margin before it (where a taker that took the margin
+		// for its own would act)
+		wait := s.full.LeaseDuration
+		if s.bd.rng.chance(0.5) {
+			wait -= s.full.SafetyMargin
+		}
+		if t, ok := s.expiryInView(p, &f.result.Listing, at, deadline, wait, racing); ok {
 			return t
 		}
 	}
@@ -391,7 +539,7 @@ type seenVersion struct {
 
 // observed records a scan reply delivered to p (scan-at-expiry worlds).
 func (s *simulator) observed(p *proc, l *engine.Listing) {
-	if s.w.Boundary.ScanAtExpiry <= 0 {
+	if !s.w.Boundary.On {
 		return
 	}
 	if p.seen == nil {
@@ -410,17 +558,21 @@ func (s *simulator) observed(p *proc, l *engine.Listing) {
 }
 
 // expiryInView returns the earliest true time in (at, deadline) at which
-// a lease of l held by another worker, whose version p has seen standing
-// still, expires in p's view.
-func (s *simulator) expiryInView(p *proc, l *engine.Listing, at, deadline time.Duration) (time.Duration, bool) {
+// a lease of l held by another worker (if racing, one whose holder was
+// cut after a renewal), whose version p has seen standing still, has
+// stood still for wait in p's view.
+func (s *simulator) expiryInView(p *proc, l *engine.Listing, at, deadline, wait time.Duration, racing bool) (time.Duration, bool) {
 	best, ok := deadline, false
 	for i := range l.Leases {
 		r := &l.Leases[i]
+		if id, cut := s.bd.racing[r.Key]; racing && (!cut || id == p.id) {
+			continue
+		}
 		v, seen := p.seen[r.Key]
 		if !seen || r.Owner == "" || r.Owner == p.owner || v.owner != r.Owner || v.counter != r.Counter || r.Checkpoint.IsShardEnd() {
 			continue
 		}
-		t := p.clk.trueAt(v.mono + s.full.LeaseDuration)
+		t := p.clk.trueAt(v.mono + wait)
 		if t > at && t < best {
 			best, ok = t, true
 		}
@@ -439,12 +591,23 @@ func (s *simulator) heldApply(p *proc, i int, f *inflight) (time.Duration, bool)
 	}
 	deadline := f.sent + s.timeoutOf(&f.call)
 	switch {
-	case f.call.Op == engine.OpListLeases && (s.armedOther(p) || s.bchance(b.ScanAfterRenew)):
-		// wait for another worker's next renewal to apply (renewApplied
-		// releases it), or until its time runs out
+	case f.call.Op == engine.OpListLeases && (s.armedOther(p) >= 0 || s.bchance(b.ScanAfterRenew)):
+		// wait for the next renewal of the armed process, or of another
+		// one, to apply (renewApplied releases it), or until its time
+		// runs out
 		if until := deadline - 3*s.latency(s.linkOf(p, f.call.Op)); until > s.now {
 			f.holdGen++
-			s.bd.waiting = append(s.bd.waiting, heldCall{slot: i, gen: f.holdGen})
+			s.bd.waiting = append(s.bd.waiting, heldCall{slot: i, gen: f.holdGen, after: s.armedOther(p)})
+			f.pending++
+			s.q.push(event{at: until, kind: evHeldApply, a: uint64(i)<<32 | uint64(f.holdGen)})
+			return -1, true
+		}
+	case f.call.Op == engine.OpListPending && f.call.Key == p.owner && (s.armedOther(p) >= 0 || s.racingOther(p) || s.bchance(b.PollAfterAssign)):
+		// wait for an assignment to p to apply (assignApplied releases
+		// it), or until its time runs out
+		if until := deadline - 3*s.latency(s.linkOf(p, f.call.Op)); until > s.now {
+			f.holdGen++
+			s.bd.waiting = append(s.bd.waiting, heldCall{slot: i, gen: f.holdGen, poll: true})
 			f.pending++
 			s.q.push(event{at: until, kind: evHeldApply, a: uint64(i)<<32 | uint64(f.holdGen)})
 			return -1, true
@@ -468,4 +631,64 @@ func (s *simulator) noteUnknown(p *proc, f *inflight) {
 		p.unknown = map[string]bool{}
 	}
 	p.unknown[leaseKey(&f.call)] = true
+}
+
+// tableLag is how stale the table may read: the world's StaleLag, and in
+// worlds with crashes after renewals at least two lease durations, so
+// that a restarted process's first scans may show the row its
+// predecessor renewed last as it was before that renewal (see
+// renewApplied).
+func (s *simulator) tableLag() time.Duration {
+	lag := s.w.Rates.StaleLag
+	if s.w.Boundary.CrashAfterRenew > 0 {
+		lag = max(lag, 2*s.full.LeaseDuration)
+	}
+	if s.w.Boundary.StaleMix > 0 {
+		lag = max(lag, s.worstStale())
+	}
+	return lag
+}
+
+// worstStale is how far back a worst-mix scan reads a row that exists:
+// past the grace after which a finished parent's row is deleted, so that
+// the scan may show the parent gone and its children not yet created.
+func (s *simulator) worstStale() time.Duration {
+	return 10*s.full.LeaseDuration + 6*s.full.ShardSyncInterval
+}
+
+// worstLag returns the per-row lag of a worst-mix eventually consistent
+// scan: a row deleted since is shown deleted (fresh), a row that exists
+// as it was worstStale ago (missing if created since). DynamoDB bounds
+// neither; a correct engine decides nothing from such a scan that a
+// strongly consistent read has not confirmed.
+func (s *simulator) worstLag() func(string) time.Duration {
+	present := map[string]bool{}
+	for _, l := range s.tbl.Snapshot().Leases {
+		present[l.Key] = true
+	}
+	stale := s.worstStale()
+	return func(k string) time.Duration {
+		if present[k] {
+			return stale
+		}
+		return 0
+	}
+}
+
+// readReplied is a read of one row that replied to p: the first one of
+// the row its predecessor renewed just before it crashed (the read that
+// resolves its resume of the row, which its stale scan showed at the
+// version before that renewal) cuts p off the table for two lease
+// durations, so that what it makes of the read alone decides how long it
+// acts.
+func (s *simulator) readReplied(p *proc, f *inflight) {
+	sl := s.cl.slots[p.slot]
+	if !sl.cutAfterRead || leaseKey(&f.call) != sl.staleKey || sl.table.cutReq {
+		return
+	}
+	sl.cutAfterRead = false
+	d := 2 * s.full.LeaseDuration
+	s.fault(fmt.Sprintf("cut w%d from the table after its read of %s, for %v", sl.idx, sl.staleKey, d), sl.staleKey)
+	sl.table.cutReq = true
+	s.later(Action{At: s.now + d, Kind: actHealLink, Workers: []int{sl.idx}, Target: "table"})
 }

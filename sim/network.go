@@ -55,6 +55,7 @@ type inflight struct {
 	late     bool          // its reply comes just under the timeout (boundary.go)
 	held     bool          // its apply was held back once (boundary.go)
 	holdGen  uint32        // the generation of its held apply (boundary.go)
+	lastAct  bool          // a page of records held for its process's last moment on a lease (boundary.go)
 	// learnt: the caller learnt the write's outcome (a reply it could read
 	// as applied, not applied or throttled reached its live process)
 	learnt bool
@@ -255,6 +256,9 @@ func (s *simulator) onReply(i int, timeout bool) {
 		if f.call.Op == engine.OpListLeases && res.Err == nil {
 			s.observed(p, &res.Listing)
 		}
+		if f.call.Op == engine.OpGetLease && res.Err == nil {
+			s.readReplied(p, f) // boundary.go
+		}
 		r := trace.Record{Kind: trace.KindReply, Key: leaseKey(&f.call), Call: f.call.ID, Op: f.call.Op, Sent: f.sent, Applied: f.applied,
 			Outcome: outcome(res.Err), Fault: f.fault, Reason: f.reason}
 		switch f.call.Op {
@@ -280,7 +284,7 @@ func (s *simulator) onReply(i int, timeout bool) {
 		}
 		s.emit(s.procRec(p, &r))
 		in := engine.Input{Kind: engine.InputResult, Result: *res}
-		if r.Count == 0 || (f.call.Op != engine.OpGetRecords && f.call.Op != engine.OpNextEvent) || !s.pauseMidDelivery(p, &in) {
+		if r.Count == 0 || (f.call.Op != engine.OpGetRecords && f.call.Op != engine.OpNextEvent) || !s.pauseMidDelivery(p, f, &in) {
 			s.deliver(p, &in)
 		}
 	}

@@ -40,9 +40,16 @@ type slot struct {
 	// are throttled (ActCrashAfterRenew)
 	throttleScans int
 	// staleScans is how many eventually consistent scans of its next
-	// process read every row as stale as the table allows
-	// (ActCrashAfterRenew)
+	// process read every row as stale as the world's lag allows, and the
+	// row staleKey as of just before staleAt, when the renewal of the
+	// process that crashed applied (ActCrashAfterRenew: DynamoDB bounds
+	// no staleness)
 	staleScans int
+	staleKey   string
+	staleAt    time.Duration
+	// cutAfterRead: the next process's table link is cut just after its
+	// first read of staleKey replies (ActCrashAfterRenew)
+	cutAfterRead bool
 }
 
 // proc is one process: an incarnation of a worker slot running the engine.
@@ -71,12 +78,18 @@ type proc struct {
 	// unknown outcome
 	afterRenew    ActionKind
 	afterRenewDur time.Duration
-	seen          map[string]seenVersion
-	unknown       map[string]bool
-	renewSent     map[string]time.Duration // the send time of its latest applied renewal of each key
+	// afterRenewTries: renewals that applied while it was armed, no
+	// other worker's scan waiting for them
+	afterRenewTries int
+	seen            map[string]seenVersion
+	unknown         map[string]bool
+	renewSent       map[string]time.Duration // the send time of its latest applied renewal of each key
 	// a delivery within [pauseDeliveryFrom, pauseDeliveryUntil) is paused
 	// in the middle for pauseDeliveryFor (ActCutAfterRenew)
 	pauseDeliveryFrom, pauseDeliveryUntil, pauseDeliveryFor time.Duration
+	// lastActs: its act-until time and view of expiry on the lease it
+	// was cut from (true times: armExpiryPause)
+	lastActs [2]time.Duration
 }
 
 type sentInfo struct {

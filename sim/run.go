@@ -95,14 +95,14 @@ func run(o Options) (*Result, error) {
 	s.fs.pauseProc = map[uint64]int32{}
 	s.fs.faultWorker = -1
 	s.rec.init(o, w)
+	s.full, _ = w.engineConfig("probe", 1).Validate()
 	// The world: the fakes, on the run's true virtual time.
 	clk := fakes.ClockFunc(func() time.Time { return epoch.Add(s.now) })
-	s.tbl = fakes.NewLeaseTable(fakes.LeaseTableOptions{Clock: clk, Seed: o.Seed, StaleLag: w.Rates.StaleLag, IndexLag: w.Assignment.IndexLag})
+	s.tbl = fakes.NewLeaseTable(fakes.LeaseTableOptions{Clock: clk, Seed: o.Seed, StaleLag: s.tableLag(), IndexLag: w.Assignment.IndexLag})
 	s.st = fakes.NewKinesis(fakes.KinesisOptions{Clock: clk, Seed: o.Seed, Retention: w.Retention, OnTrim: s.onTrim})
 	if err := s.st.CreateStream(streamName, w.Shards); err != nil {
 		return nil, err
 	}
-	s.full, _ = w.engineConfig("probe", 1).Validate()
 	s.setupFanOut()
 	s.end = w.Chaos + w.Quiet
 	s.wl.init(w)

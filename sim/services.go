@@ -98,6 +98,7 @@ func (s *simulator) onApply(i int, retry bool) {
 	}
 	renewed := applied && f.applied < 0 && f.reason == trace.WriteRenew && p.alive
 	took := applied && f.applied < 0 && f.reason == trace.WriteTake
+	assigned := applied && f.applied < 0 && f.reason == trace.WriteAssign
 	if applied && f.applied < 0 {
 		f.applied = s.now
 	}
@@ -112,6 +113,9 @@ func (s *simulator) onApply(i int, retry bool) {
 	}
 	if took {
 		s.takeApplied(f) // boundary.go
+	}
+	if assigned {
+		s.assignApplied(f) // boundary.go
 	}
 	f.result = res
 	// an SDK retry of a write: the first reply is lost, the retry lands later
@@ -164,7 +168,17 @@ func (s *simulator) execStore(p *proc, f *inflight, res *engine.Result) bool {
 			// allows (ActCrashAfterRenew)
 			sl.staleScans--
 			f.fault = "stale-read"
-			res.Listing, res.Err = s.tbl.ListLeasesEventual(s.ctx, func(string) time.Duration { return s.w.Rates.StaleLag })
+			res.Listing, res.Err = s.tbl.ListLeasesEventual(s.ctx, func(k string) time.Duration {
+				if k == sl.staleKey {
+					return max(s.w.Rates.StaleLag, s.now-sl.staleAt+time.Microsecond)
+				}
+				return s.w.Rates.StaleLag
+			})
+		} else if !c.Consistent && s.bchance(s.w.Boundary.StaleMix) {
+			// the worst mix one eventually consistent scan may show
+			// (boundary.go)
+			f.fault = "stale-read"
+			res.Listing, res.Err = s.tbl.ListLeasesEventual(s.ctx, s.worstLag())
 		} else if !c.Consistent && s.net.rng.chance(s.rate(s.w.Rates.StaleRead)) {
 			// eventually consistent, row by row (see staleLag)
 			f.fault = "stale-read"

@@ -2,10 +2,14 @@ package driversim
 
 import (
 	"errors"
+	"flag"
+	"slices"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
 
+	"github.com/shardlease/shardlease/internal/mutants"
 	"github.com/shardlease/shardlease/internal/planted"
 )
 
@@ -44,6 +48,49 @@ func TestDriverBugsCaught(t *testing.T) {
 			}
 			t.Errorf("planted bug %s not caught as %s within %d seeds", b.name, b.invariant, b.bound)
 		})
+	}
+}
+
+var flagMutantsJSON = flag.String("driversim.mutants.json", "", "TestDriverMutants: write its rows (internal/mutants) to this file (make mutants)")
+
+// TestDriverMutants runs each planted bug of the driver on seeds 1 to
+// mutants.Seeds of the default mix, one at a time, until one seed breaks
+// an invariant: the bar of make mutants. It writes a row per bug to
+// -driversim.mutants.json.
+func TestDriverMutants(t *testing.T) {
+	if *flagMutantsJSON == "" {
+		t.Skip("set -driversim.mutants.json (make mutants)")
+	}
+	planted.SkipUnlessEnabled(t)
+	var rows []mutants.Row
+	for _, b := range driverBugs {
+		name := "engine:" + b.name // as simrun -list shows it
+		row := mutants.Row{Name: name, Class: mutants.Classes[name], Runner: "driversim"}
+		start := time.Now()
+		for seed := uint64(1); seed <= mutants.Seeds && !row.Caught; seed++ {
+			res := runSeed(t, Options{Seed: seed, Mutation: b.name})
+			row.Tried = seed
+			if len(res.Violations) > 0 {
+				var inv []string
+				for _, v := range res.Violations {
+					if !slices.Contains(inv, v.Invariant) {
+						inv = append(inv, v.Invariant)
+					}
+				}
+				slices.Sort(inv)
+				row.Caught, row.Seed, row.Invariant = true, seed, strings.Join(inv, " ")
+				row.Seconds = time.Since(start).Seconds()
+				t.Logf("%s: caught at seed %d after %.1fs: %s", name, seed, row.Seconds, res.Violations[0].String())
+			}
+		}
+		if !row.Caught {
+			row.Seconds = time.Since(start).Seconds()
+			t.Errorf("%s: not caught within %d seeds (%.0fs)", name, mutants.Seeds, row.Seconds)
+		}
+		rows = append(rows, row)
+	}
+	if err := mutants.Write(*flagMutantsJSON, rows); err != nil {
+		t.Fatal(err)
 	}
 }
 
