@@ -112,9 +112,10 @@ func (b BoundaryWorld) String() string {
 func (w *World) drawBoundary(o Options, swarm bool, lease time.Duration) error {
 	r := newRNG(o.Seed, streamBoundary)
 	b := &w.Boundary
+	drawn := r.chance(0.5) // drawn first whatever the option: the knobs of a world pinned on are its drawn ones
 	switch o.Boundary {
 	case "":
-		b.On = swarm && r.chance(0.5)
+		b.On = swarm && drawn
 	case "on":
 		b.On = true
 	case "off":
@@ -142,8 +143,8 @@ func (w *World) drawBoundary(o Options, swarm bool, lease time.Duration) error {
 		if r.chance(0.8) {
 			b.CutAfterRenew = r.intIn(3, 8)
 		}
-		if r.chance(0.5) {
-			b.CrashAfterRenew = r.intIn(1, 3)
+		if r.chance(0.7) {
+			b.CrashAfterRenew = r.intIn(2, 4)
 		}
 		b.PollAfterAssign = pick(r, 0.5, 0.3, 1)
 		b.StaleMix = pick(r, 0.6, 0.2, 0.8)
@@ -212,7 +213,9 @@ func (s *simulator) boundarySchedule() []Action {
 		out = append(out, Action{At: at(), Kind: ActCutAfterRenew, Role: RoleHolder, Dur: r.between(ld, 3*ld).Round(time.Millisecond)})
 	}
 	for i := 0; i < b.CrashAfterRenew; i++ {
-		out = append(out, Action{At: at(), Kind: ActCrashAfterRenew, Role: RoleHolder, Dur: r.between(ld-s.full.RenewInterval, ld).Round(time.Millisecond)})
+		// early enough that the restart and its reads come in the chaos
+		at := r.between(time.Second, max(2*time.Second, s.w.Chaos-2*ld)).Round(time.Millisecond)
+		out = append(out, Action{At: at, Kind: ActCrashAfterRenew, Role: RoleHolder, Dur: r.between(ld-s.full.RenewInterval, ld).Round(time.Millisecond)})
 	}
 	return out
 }
@@ -294,6 +297,9 @@ func (s *simulator) racingOther(p *proc) bool {
 // next renewal, if any (-1): p's scan then waits for that renewal, so
 // that p sees the lease's last version as early as it can.
 func (s *simulator) armedOther(p *proc) int32 {
+	if s.healed {
+		return -1
+	}
 	for _, sl := range s.cl.slots {
 		if q := s.live(sl); q != nil && q != p && q.afterRenew == ActCutAfterRenew {
 			return q.id
@@ -366,6 +372,10 @@ func (s *simulator) renewApplied(p *proc, f *inflight) {
 	})
 	k := p.afterRenew
 	if k == "" {
+		return
+	}
+	if s.healed {
+		p.afterRenew = "" // no fault after healing
 		return
 	}
 	if k == ActCutAfterRenew && !waited && p.afterRenewTries < 8 {
@@ -497,7 +507,7 @@ func (s *simulator) pauseMidDelivery(p *proc, f *inflight, in *engine.Input) boo
 // process: at, or, under a boundary knob, later within the deadline.
 func (s *simulator) replyAt(p *proc, f *inflight, at, deadline time.Duration) time.Duration {
 	b := &s.w.Boundary
-	if !b.On || at >= deadline {
+	if !b.On || at >= deadline || s.healed {
 		return at
 	}
 	late := deadline - s.bd.rng.between(0, 2*time.Millisecond)
@@ -586,7 +596,7 @@ func (s *simulator) expiryInView(p *proc, l *engine.Listing, at, deadline, wait 
 // the held apply time.
 func (s *simulator) heldApply(p *proc, i int, f *inflight) (time.Duration, bool) {
 	b := &s.w.Boundary
-	if !b.On || f.held {
+	if !b.On || f.held || s.healed {
 		return 0, false
 	}
 	deadline := f.sent + s.timeoutOf(&f.call)
@@ -683,12 +693,16 @@ func (s *simulator) worstLag() func(string) time.Duration {
 // acts.
 func (s *simulator) readReplied(p *proc, f *inflight) {
 	sl := s.cl.slots[p.slot]
-	if !sl.cutAfterRead || leaseKey(&f.call) != sl.staleKey || sl.table.cutReq {
+	if !sl.cutAfterRead || leaseKey(&f.call) != sl.staleKey || sl.table.cutReq || s.healed {
 		return
 	}
 	sl.cutAfterRead = false
 	d := 2 * s.full.LeaseDuration
 	s.fault(fmt.Sprintf("cut w%d from the table after its read of %s, for %v", sl.idx, sl.staleKey, d), sl.staleKey)
 	sl.table.cutReq = true
+	if s.bd.racing == nil {
+		s.bd.racing = map[string]int32{}
+	}
+	s.bd.racing[sl.staleKey] = p.id // the others take it as early as they may
 	s.later(Action{At: s.now + d, Kind: actHealLink, Workers: []int{sl.idx}, Target: "table"})
 }
