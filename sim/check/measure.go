@@ -19,7 +19,8 @@ import (
 type Figures struct {
 	// Failovers are the times a shard had no acting owner after an
 	// unplanned end of its owner's tenure: from the old owner's last act
-	// to the new owner's first (0 and overlaps left out).
+	// or its last renewal, whichever came later (Tenure.Idle), to the new
+	// owner's first act (0 and overlaps left out).
 	Failovers []time.Duration
 	// HandoffGaps are the same times after planned moves.
 	HandoffGaps []time.Duration
@@ -95,8 +96,8 @@ func (m *measurer) proc(k pk) *mproc {
 }
 
 type receipt struct {
-	seq   uint64
-	first string
+	seq         uint64
+	first, last string
 }
 
 // handoff is one change of acting process on a key (Forget).
@@ -104,6 +105,11 @@ type handoff struct {
 	prev *tenure // the old owner's tenure (planned or not: known when it ends)
 	from *mproc  // the old owner's receipts
 	lo   int     // ordinal of the new owner's first record received; -1 none yet
+	// hi is the ordinal after the highest record the old owner's process
+	// had received when the new owner's first batch came (-1: none): what
+	// it receives later, in a later tenure of its own, is not re-delivered
+	// by this handoff
+	hi int
 }
 
 func newMeasurer(o Options, ts *tenures, pl *putLogs) *measurer {
@@ -138,7 +144,7 @@ func (m *measurer) receivedBatch(r *trace.Record, p *shardPuts, first, last Seq)
 	}
 	mp := m.proc(pk{r.Proc, r.Key})
 	if !m.o.Forget {
-		mp.receipts = append(mp.receipts, receipt{r.Seq, r.First})
+		mp.receipts = append(mp.receipts, receipt{r.Seq, r.First, r.Last})
 	}
 	if last.Compare(mp.high) > 0 {
 		mp.high = last
@@ -155,7 +161,10 @@ func (m *measurer) receivedBatch(r *trace.Record, p *shardPuts, first, last Seq)
 			lo = p.index(first)
 		}
 		for _, h := range mp.awaiting {
-			h.lo = lo
+			h.lo, h.hi = lo, -1
+			if !h.from.high.IsZero() {
+				h.hi = h.from.highOrd
+			}
 		}
 		clear(mp.awaiting)
 		mp.awaiting = mp.awaiting[:0]
@@ -173,7 +182,7 @@ func (m *measurer) started(prev, t *tenure) {
 	} else {
 		m.failover(prev, t)
 	}
-	h := &handoff{prev: prev, from: m.proc(pk{prev.Proc, prev.Key}), lo: -1}
+	h := &handoff{prev: prev, from: m.proc(pk{prev.Proc, prev.Key}), lo: -1, hi: -1}
 	mp := m.proc(pk{t.Proc, t.Key})
 	mp.awaiting = append(mp.awaiting, h)
 	m.handoffs = append(m.handoffs, h)
@@ -189,8 +198,9 @@ func (m *measurer) closedTenure(t *tenure) {
 
 func (m *measurer) failover(a, b *tenure) { m.f.gap(&a.Tenure, &b.Tenure) }
 
-// gap records the time between a's last act and b's first, b following a
-// on its key: a failover, or a planned move's gap.
+// gap records the time between a's end and b's first act, b following a
+// on its key: a failover (from a's Idle), or a planned move's gap (from
+// a's last act: it released the lease on purpose, after it).
 func (f *Figures) gap(a, b *Tenure) {
 	switch {
 	case a.Planned:
@@ -198,8 +208,8 @@ func (f *Figures) gap(a, b *Tenure) {
 		if b.Start > a.End {
 			f.HandoffGaps = append(f.HandoffGaps, b.Start-a.End)
 		}
-	case !a.Graceful && b.Start > a.End:
-		f.Failovers = append(f.Failovers, b.Start-a.End)
+	case !a.Graceful && b.Start > a.Idle():
+		f.Failovers = append(f.Failovers, b.Start-a.Idle())
 	}
 }
 
@@ -219,7 +229,7 @@ func (m *measurer) finish() Figures {
 		}
 		f.Failovers, f.HandoffGaps, f.PlannedMoves = m.f.Failovers, m.f.HandoffGaps, m.f.PlannedMoves
 		for _, h := range m.handoffs {
-			if hi := h.from.highOrd; !h.from.high.IsZero() && h.lo >= 0 && hi > h.lo {
+			if hi := h.hi; h.lo >= 0 && hi > h.lo {
 				f.Redelivered += hi - h.lo
 				if h.prev.Planned {
 					f.PlannedRedelivered += hi - h.lo
@@ -236,24 +246,36 @@ func (m *measurer) finish() Figures {
 		}
 		f.Handoffs++
 		f.gap(&a, &b)
-		// re-deliveries: records b received at or below a's high water mark
-		var ha Seq
-		if mp := m.procs[pk{a.Proc, a.Key}]; mp != nil {
-			ha = mp.high
-		}
+		// re-deliveries: records b received at or below the highest record
+		// a's process had received before b's first receipt
 		p := m.puts.m[a.Key]
-		if ha.IsZero() || p == nil || p.end() == 0 {
+		if p == nil || p.end() == 0 {
 			continue
 		}
-		lo := -1
-		var rs []receipt
+		var rs, ras []receipt
 		if mp := m.procs[pk{b.Proc, b.Key}]; mp != nil {
 			rs = mp.receipts
 		}
-		j := sort.Search(len(rs), func(j int) bool { return rs[j].seq >= b.FirstSeq })
-		if j < len(rs) {
-			lo = p.index(ParseSeq(rs[j].first))
+		if mp := m.procs[pk{a.Proc, a.Key}]; mp != nil {
+			ras = mp.receipts
 		}
+		j := sort.Search(len(rs), func(j int) bool { return rs[j].seq >= b.FirstSeq })
+		if j == len(rs) {
+			continue
+		}
+		var ha Seq
+		for _, x := range ras {
+			if x.seq >= rs[j].seq {
+				break
+			}
+			if l := ParseSeq(x.last); l.Compare(ha) > 0 {
+				ha = l
+			}
+		}
+		if ha.IsZero() {
+			continue
+		}
+		lo := p.index(ParseSeq(rs[j].first))
 		if lo >= 0 {
 			hi := p.after(ha)
 			if hi > lo {

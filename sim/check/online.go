@@ -202,6 +202,9 @@ func (c *Online) Observe(r *trace.Record) {
 		if r.Outcome != trace.OutcomeOK {
 			return
 		}
+		if c.ten != nil && (r.Reason == trace.WriteRenew || r.Reason == trace.WriteCheckpoint) {
+			c.ten.renewed(r)
+		}
 		cp := PosOf(r.Checkpoint)
 		if c.rows != nil {
 			w := c.rows.get(r.Key)

@@ -30,7 +30,18 @@ type Tenure struct {
 	Planned  bool
 	// EndT is when it was closed (the closing record's time).
 	EndT time.Duration
+	// Renewed is when the last renewal or checkpoint of its lease by its
+	// process applied while it was open (0 if none did): the owner of an
+	// idle shard acts rarely but holds the shard as long as it renews.
+	Renewed time.Duration
 }
+
+// Idle returns when the tenure stopped holding its shard, as far as the
+// history shows: its last act or, if later, its last renewal. A failover's
+// gap is measured from it: from the last renewal, not the moment the
+// process crashed or paused after it, so the gap is never shorter than the
+// time the shard truly had nobody able to act.
+func (t *Tenure) Idle() time.Duration { return max(t.End, t.Renewed) }
 
 func (t *Tenure) who() string { return t.Owner + "#" + itoa(int(t.Proc)) }
 
@@ -116,6 +127,13 @@ func (ts *tenures) act(r *trace.Record) {
 		ts.ms.started(prev, t)
 	}
 	ts.prune(kt)
+}
+
+// renewed is an applied renewal or checkpoint of r.Proc's lease on r.Key.
+func (ts *tenures) renewed(r *trace.Record) {
+	if t := ts.open[pk{r.Proc, r.Key}]; t != nil {
+		t.Renewed = r.T
+	}
 }
 
 // close ends the open tenure k (if any) with record r.

@@ -40,6 +40,10 @@ func Tenures(recs []trace.Record) []Tenure {
 			open[k] = len(out)
 			out = append(out, Tenure{Key: r.Key, Proc: r.Proc, Owner: r.Owner, Start: r.T, End: r.T, FirstSeq: r.Seq, LastSeq: r.Seq, Open: true})
 			procKeys[r.Proc] = append(procKeys[r.Proc], r.Key)
+		case r.Kind == trace.KindApply && r.Outcome == trace.OutcomeOK && (r.Reason == trace.WriteRenew || r.Reason == trace.WriteCheckpoint):
+			if j, ok := open[pk{r.Proc, r.Key}]; ok {
+				out[j].Renewed = r.T
+			}
 		case r.Kind == trace.LeaseLost || r.Kind == trace.LeaseReleased || r.Kind == trace.StoppedActing:
 			closeT(pk{r.Proc, r.Key}, r)
 		case r.Kind == trace.KindProcStop:
