@@ -117,8 +117,8 @@ func TestPlannedFigures(t *testing.T) {
 		c.Observe(&recs[i])
 	}
 	_, f := c.Finish(nil, false)
-	if f.PlannedMoves != 1 || f.CheckpointedMoves != 1 || len(f.HandoffGaps) != 1 || f.HandoffGaps[0] != 1400*time.Millisecond {
-		t.Errorf("planned moves %d (checkpointed %d), gaps %v; want 1 (1), [1.4s] (last act 1.1s: a delivery)", f.PlannedMoves, f.CheckpointedMoves, f.HandoffGaps)
+	if f.PlannedMoves != 1 || f.CheckpointedMoves != 1 || len(f.HandoffGaps) != 1 || f.HandoffGaps[0] != 200*time.Millisecond {
+		t.Errorf("planned moves %d (checkpointed %d), gaps %v; want 1 (1), [200ms] (from the release sent at 2.3s, after the last act at 1.1s)", f.PlannedMoves, f.CheckpointedMoves, f.HandoffGaps)
 	}
 	if len(f.Failovers) != 1 || f.Failovers[0] != 3900*time.Millisecond {
 		t.Errorf("failovers %v, want [3.9s]", f.Failovers)
@@ -206,6 +206,30 @@ func TestRedeliveriesOfALaterTenure(t *testing.T) {
 		// the second handoff re-delivers 26..30 (w2 had received them)
 		if x.Handoffs != 2 || x.Redelivered != 5 || x.PlannedRedelivered != 5 || x.PlannedMoves != 2 {
 			t.Errorf("%s: handoffs %d, re-delivered %d (planned %d), planned moves %d; want 2, 5 (5), 2", name, x.Handoffs, x.Redelivered, x.PlannedRedelivered, x.PlannedMoves)
+		}
+	}
+}
+
+// TestHandoffToAnOwnerThatNeverActed: a lease handed over to w2, which
+// crashes before it takes it; w3 takes it when it expires. That is no
+// planned move but a failover, measured from the release.
+func TestHandoffToAnOwnerThatNeverActed(t *testing.T) {
+	b := &hb{}
+	b.add(1, trace.Acting, 1, "k", cp("10")).
+		add(1.1, trace.Delivered, 1, "k", batch("11", "20", 10)).
+		add(2, trace.CallSent, 1, "k", reason("release")).
+		add(2.1, trace.LeaseReleased, 1, "k", reason("handed over to w2")).
+		add(2.2, trace.KindProcStop, 2, "", nil).
+		add(14, trace.Acting, 3, "k", cp("20"))
+	c := NewOnline(Options{End: time.Minute, Forget: true})
+	for i := range b.recs {
+		c.Observe(&b.recs[i])
+	}
+	_, f := c.Finish(nil, false)
+	g := Measure(b.recs, time.Minute)
+	for name, x := range map[string]Figures{"online": f, "Measure": g} {
+		if x.PlannedMoves != 0 || len(x.HandoffGaps) != 0 || len(x.Failovers) != 1 || x.Failovers[0] != 12*time.Second {
+			t.Errorf("%s: planned moves %d, gaps %v, failovers %v; want 0, [], [12s]", name, x.PlannedMoves, x.HandoffGaps, x.Failovers)
 		}
 	}
 }

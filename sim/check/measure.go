@@ -18,11 +18,14 @@ import (
 // at its shard's end has no successor.
 type Figures struct {
 	// Failovers are the times a shard had no acting owner after an
-	// unplanned end of its owner's tenure: from the old owner's last act
-	// or its last renewal, whichever came later (Tenure.Idle), to the new
-	// owner's first act (0 and overlaps left out).
+	// unplanned end of its owner's tenure, or after a handoff to an owner
+	// that never acted on the lease: from the old owner's last act or its
+	// last renewal or release, whichever came last (Tenure.Idle), to the
+	// new owner's first act (0 and overlaps left out).
 	Failovers []time.Duration
-	// HandoffGaps are the same times after planned moves.
+	// HandoffGaps are the same times after planned moves (Tenure.MovedTo):
+	// from the old owner's last act or the release it sent, whichever
+	// came later.
 	HandoffGaps []time.Duration
 	// Handoffs counts changes of acting process on a key; Redelivered the
 	// records that the new process received although the old one had
@@ -103,6 +106,7 @@ type receipt struct {
 // handoff is one change of acting process on a key (Forget).
 type handoff struct {
 	prev *tenure // the old owner's tenure (planned or not: known when it ends)
+	to   *tenure // the new owner's
 	from *mproc  // the old owner's receipts
 	lo   int     // ordinal of the new owner's first record received; -1 none yet
 	// hi is the ordinal after the highest record the old owner's process
@@ -182,7 +186,7 @@ func (m *measurer) started(prev, t *tenure) {
 	} else {
 		m.failover(prev, t)
 	}
-	h := &handoff{prev: prev, from: m.proc(pk{prev.Proc, prev.Key}), lo: -1, hi: -1}
+	h := &handoff{prev: prev, to: t, from: m.proc(pk{prev.Proc, prev.Key}), lo: -1, hi: -1}
 	mp := m.proc(pk{t.Proc, t.Key})
 	mp.awaiting = append(mp.awaiting, h)
 	m.handoffs = append(m.handoffs, h)
@@ -199,16 +203,16 @@ func (m *measurer) closedTenure(t *tenure) {
 func (m *measurer) failover(a, b *tenure) { m.f.gap(&a.Tenure, &b.Tenure) }
 
 // gap records the time between a's end and b's first act, b following a
-// on its key: a failover (from a's Idle), or a planned move's gap (from
-// a's last act: it released the lease on purpose, after it).
+// on its key: a planned move's gap (from a's last act or the release it
+// sent, whichever is later), or a failover's (from a's Idle).
 func (f *Figures) gap(a, b *Tenure) {
 	switch {
-	case a.Planned:
+	case a.MovedTo(b):
 		f.PlannedMoves++
-		if b.Start > a.End {
-			f.HandoffGaps = append(f.HandoffGaps, b.Start-a.End)
+		if from := max(a.End, a.Released); b.Start > from {
+			f.HandoffGaps = append(f.HandoffGaps, b.Start-from)
 		}
-	case !a.Graceful && b.Start > a.Idle():
+	case (!a.Graceful || a.Planned) && b.Start > a.Idle():
 		f.Failovers = append(f.Failovers, b.Start-a.Idle())
 	}
 }
@@ -231,7 +235,7 @@ func (m *measurer) finish() Figures {
 		for _, h := range m.handoffs {
 			if hi := h.hi; h.lo >= 0 && hi > h.lo {
 				f.Redelivered += hi - h.lo
-				if h.prev.Planned {
+				if h.prev.MovedTo(&h.to.Tenure) {
 					f.PlannedRedelivered += hi - h.lo
 				}
 			}
@@ -280,7 +284,7 @@ func (m *measurer) finish() Figures {
 			hi := p.after(ha)
 			if hi > lo {
 				f.Redelivered += hi - lo
-				if a.Planned {
+				if a.MovedTo(&b) {
 					f.PlannedRedelivered += hi - lo
 				}
 			}

@@ -215,7 +215,10 @@ func Measure(recs []trace.Record, end time.Duration) Figures {
 			continue
 		}
 		f.Handoffs++
-		if idle := max(a.End, a.Renewed); !a.Graceful && b.Start > idle {
+		// a failover: an end that was no release, or a handoff to an owner
+		// that never acted on the lease
+		missed := a.Graceful && a.HandedTo != "" && a.HandedTo != b.Owner
+		if idle := max(a.End, a.Renewed, a.Released); (!a.Graceful || missed) && b.Start > idle {
 			f.Failovers = append(f.Failovers, b.Start-idle)
 		}
 		// re-deliveries: records b received at or below a's high water mark
