@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -176,6 +177,67 @@ func TestAssignedBalanceMoveIsACooperativeHandoff(t *testing.T) {
 			}
 			seen[s] = true
 		}
+	}
+}
+
+// A handoff request to a holder that has just died does not put its
+// lease's expiry off: the request renews nothing, so the assigner still
+// counts the lease as standing still since it first saw the holder's last
+// renewal, and reassigns it within 1.5 lease durations of the crash, not
+// a lease duration after its own request.
+func TestAssignedHandoffRequestToADeadHolder(t *testing.T) {
+	c := assigned(t, 4, Config{})
+	for i := 0; i < 4; i++ {
+		c.stream.put(shardKey(i), 3)
+	}
+	// X, started first, is the assigner; A holds leases, and (first in
+	// the members' order) is the first source of a balance move
+	c.start("X")
+	c.run(time.Second)
+	c.start("A")
+	c.runUntil(time.Minute, "A and X hold 2 each", func() bool { return len(c.held("A")) == 2 && len(c.held("X")) == 2 })
+	if c.assignerOf() != "X" {
+		t.Fatalf("the assigner is %q, want X", c.assignerOf())
+	}
+	d := c.cfg.withDefaults().LeaseDuration
+	c.run(5 * time.Second)
+	keys := c.held("A")
+	c.worker("A").down = true
+	crash := c.now
+	c.run(4 * time.Second)
+	c.start("B") // the assigner's balance now asks A, dead, to hand a lease to B
+	c.runUntil(2*d, "A's leases reassigned", func() bool { return len(c.held("X"))+len(c.held("B")) == 4 })
+	requested := 0
+	for _, k := range keys {
+		var request time.Duration = -1
+		for _, e := range c.traceOf(TraceAssigned, "", k) {
+			if e.Mono > crash && strings.HasPrefix(e.Reason, "handoff to ") && request < 0 {
+				request = e.Mono
+			}
+		}
+		first := time.Duration(-1)
+		for _, id := range []string{"X", "B"} {
+			if f := c.firstAct(id, k, crash); f >= 0 && (first < 0 || f < first) {
+				first = f
+			}
+		}
+		if first < 0 || first-crash > 3*d/2 {
+			t.Errorf("%s: first act after the crash at %v, want within %v", k, first-crash, 3*d/2)
+		}
+		if request >= 0 {
+			requested++
+			if first-request >= d {
+				t.Errorf("%s: acted on %v after the handoff request to the dead holder: the request put the expiry off", k, first-request)
+			}
+		}
+	}
+	if requested == 0 {
+		for _, e := range c.trace {
+			if e.Kind == TraceAssigned || e.Kind == TraceLeaseAcquired {
+				t.Logf("%v %s %s %s %s", e.Mono-crash, e.Kind, e.Owner, e.Key, e.Reason)
+			}
+		}
+		t.Fatal("no handoff request was sent to the dead holder: the test no longer tells its story")
 	}
 }
 

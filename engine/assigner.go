@@ -363,8 +363,18 @@ func (w *Worker) sendAssign(wr *write) {
 }
 
 // assignedApplied records an applied write of the assigner.
+//
+// A handoff request or its cancellation leaves the owner in place and
+// renews nothing: the owner adopts the new version with its validity
+// unchanged (see adopt), and the write applied on the version this worker
+// first saw at wr.stillSince, so no renewal came in between. For expiry
+// the lease has stood still since then: a request to a holder that has
+// died does not put its lease's expiry off by a lease duration.
 func (w *Worker) assignedApplied(wr *write) {
-	w.observeRow(wr.row)
+	o := w.observeRow(wr.row)
+	if wr.keepsAge && o.row.Counter == wr.row.Counter && o.row.Owner == wr.row.Owner && wr.stillSince < o.seenAt {
+		o.seenAt = wr.stillSince
+	}
 	w.emit(TraceEvent{Kind: TraceAssigned, Key: wr.key, Shard: w.refOf(wr.key), Counter: wr.row.Counter, Previous: wr.previous, Reason: wr.reason})
 }
 
