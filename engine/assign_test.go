@@ -135,6 +135,50 @@ func TestAssignedAssignerCrash(t *testing.T) {
 	}
 }
 
+// The assigner and a holder crash together: the surviving deputy, which
+// scans the table once the assigner row stands still longer than its
+// renewals allow, takes the holder's leases within 1.6 lease durations,
+// not a lease duration after it became the assigner (2 lease durations
+// and more), and hands nothing to the old assigner.
+func TestAssignedAssignerAndHolderCrashTogether(t *testing.T) {
+	c := start3(t)
+	d := c.cfg.withDefaults().LeaseDuration
+	old := c.assignerOf()
+	var victim, survivor string
+	for _, id := range []string{"A", "B", "C"} {
+		switch {
+		case id == old:
+		case victim == "":
+			victim = id
+		default:
+			survivor = id
+		}
+	}
+	keys := c.held(victim)
+	c.worker(old).down = true
+	c.worker(victim).down = true
+	crash := c.now
+	c.runUntil(3*d, "the survivor holds every lease", func() bool { return len(c.held(survivor)) == 6 })
+	for _, k := range keys {
+		if gap := c.firstAct(survivor, k, crash) - crash; gap > 8*d/5 {
+			t.Errorf("%s of the crashed holder: acted on %v after the crash, want at most %v", k, gap, 8*d/5)
+		}
+		for _, e := range c.traceOf(TraceAssigned, "", k) {
+			if e.Mono > crash && strings.HasPrefix(e.Reason, "to "+victim+":") {
+				t.Errorf("%s assigned to the dead holder: %s", k, e.Reason)
+			}
+		}
+	}
+	for _, e := range c.trace {
+		// (the old assigner's own row expired: it is no member; the victim
+		// looks alive until its rows have stood still for two renewals and
+		// a scan interval, so the old assigner's leases may go to it first)
+		if e.Kind == TraceAssigned && e.Mono > crash && strings.HasPrefix(e.Reason, "to "+old+":") {
+			t.Errorf("%s assigned to the old assigner: %s", e.Key, e.Reason)
+		}
+	}
+}
+
 // A balance move is a cooperative handoff: the source finishes its batch,
 // its processor checkpoints, it releases the lease to the receiver, which
 // acts at once: a gap far under 0.4 lease durations and no record

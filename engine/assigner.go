@@ -74,6 +74,24 @@ func (w *Worker) becomeAssigner(h *holding, wr *write) {
 	if wr.reason == "assigner" && wr.previous != "" && wr.previous != w.cfg.Owner {
 		a.previous, a.previousWriter = wr.previous, wr.prevWriter
 	}
+	if a.previous != "" {
+		delete(a.live, a.previous) // its row expired in this worker's view: it renews nothing
+	}
+	// A member whose rows this worker has observed (a deputy's scans, see
+	// warming) is alive as of their latest version, not as of now: a
+	// worker that died with the previous assigner is not handed leases it
+	// will never take.
+	seen := map[string]time.Duration{}
+	for _, o := range w.obs {
+		if o.ok && o.row.Owner != "" {
+			seen[o.row.Owner] = max(seen[o.row.Owner], o.seenAt)
+		}
+	}
+	for m := range a.live {
+		if t, ok := seen[m]; ok {
+			a.live[m] = t
+		}
+	}
 	a.live[w.cfg.Owner] = w.now.Mono
 	w.asg.as = a
 	w.nextScan = w.now.Mono
