@@ -202,19 +202,36 @@ func (m *measurer) closedTenure(t *tenure) {
 
 func (m *measurer) failover(a, b *tenure) { m.f.gap(&a.Tenure, &b.Tenure) }
 
-// gap records the time between a's end and b's first act, b following a
-// on its key: a planned move's gap (from a's last act or the release it
-// sent, whichever is later), or a failover's (from a's Idle).
+// gap records the handoff from a to b (see HandoffGap).
 func (f *Figures) gap(a, b *Tenure) {
+	d, planned, ok := HandoffGap(a, b)
+	if planned {
+		f.PlannedMoves++
+	}
+	switch {
+	case !ok:
+	case planned:
+		f.HandoffGaps = append(f.HandoffGaps, d)
+	default:
+		f.Failovers = append(f.Failovers, d)
+	}
+}
+
+// HandoffGap returns the time b's key had no acting owner between a and
+// b, b following a on its key in another process, and whether that was a
+// planned move (a.MovedTo(b)); ok is false if there was no gap (b acted
+// before a's end) or a ended at its shard's end. A planned move's gap runs
+// from a's last act or the release it sent, whichever is later; a
+// failover's from a's Idle.
+func HandoffGap(a, b *Tenure) (gap time.Duration, planned, ok bool) {
 	switch {
 	case a.MovedTo(b):
-		f.PlannedMoves++
-		if from := max(a.End, a.Released); b.Start > from {
-			f.HandoffGaps = append(f.HandoffGaps, b.Start-from)
-		}
-	case (!a.Graceful || a.Planned) && b.Start > a.Idle():
-		f.Failovers = append(f.Failovers, b.Start-a.Idle())
+		from := max(a.End, a.Released)
+		return b.Start - from, true, b.Start > from
+	case !a.Graceful || a.Planned:
+		return b.Start - a.Idle(), false, b.Start > a.Idle()
 	}
+	return 0, false, false
 }
 
 func (m *measurer) finish() Figures {

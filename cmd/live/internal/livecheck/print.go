@@ -133,6 +133,13 @@ func (r *Report) Print(w io.Writer) {
 			f.PlannedMoves, f.CheckpointedMoves, secs(check.Percentile(f.HandoffGaps, 50)), secs(check.Percentile(f.HandoffGaps, 99)), secs(check.Percentile(f.HandoffGaps, 100)),
 			float64(f.PlannedRedelivered)/float64(f.PlannedMoves))
 	}
+	for _, g := range r.Longest {
+		kind := "failover"
+		if g.Planned {
+			kind = "planned move"
+		}
+		p("    longest %-12s %s: %s -> %s, %s without an acting owner, until %s", kind, g.Key, g.From, g.To, secs(g.Gap), secs(g.At))
+	}
 	p("")
 	p("invariants (sim/check)")
 	names := map[string]string{check.S1: "single owner (informational: wall clocks, not true time)", check.S2: "fenced writes",
