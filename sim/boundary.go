@@ -342,13 +342,20 @@ func (s *simulator) releaseHeld(match func(heldCall, *inflight) bool) {
 }
 
 // assignApplied is an assignment that applied: the reads of the pending
-// index held for its assignee reach the index just after it.
+// index held for its assignee reach the index just after it, and read it
+// fresh (an eventually consistent read may always be).
 func (s *simulator) assignApplied(f *inflight) {
 	to := f.call.Lease.Pending
 	if to == "" || len(s.bd.waiting) == 0 {
 		return
 	}
-	s.releaseHeld(func(w heldCall, g *inflight) bool { return w.poll && g.call.Key == to })
+	s.releaseHeld(func(w heldCall, g *inflight) bool {
+		if w.poll && g.call.Key == to {
+			g.freshIndex = true // and sees the assignment
+			return true
+		}
+		return false
+	})
 }
 
 // renewApplied is a renewal of p that applied (call slot i): the scans
@@ -361,9 +368,18 @@ func (s *simulator) renewApplied(p *proc, f *inflight) {
 		}
 		p.renewSent[leaseKey(&f.call)] = f.sent
 	}
-	waited := false // a scan of another process waited for this renewal
+	// a scan of another process waited for this renewal: the assigner's,
+	// if there is one (it decides when the lease has expired)
+	waited, asg := false, int32(-1)
+	if p.afterRenew == ActCutAfterRenew {
+		if i, ok := s.ownerSlot(engine.AssignerKey); ok {
+			if q := s.live(s.cl.slots[i]); q != nil {
+				asg = q.id
+			}
+		}
+	}
 	for _, w := range s.bd.waiting {
-		if g := s.net.calls[w.slot]; g != nil && g.holdGen == w.gen && w.after == f.proc {
+		if g := s.net.calls[w.slot]; g != nil && g.holdGen == w.gen && w.after == f.proc && (asg < 0 || g.proc == asg) {
 			waited = true
 		}
 	}

@@ -56,6 +56,9 @@ type inflight struct {
 	held     bool          // its apply was held back once (boundary.go)
 	holdGen  uint32        // the generation of its held apply (boundary.go)
 	lastAct  bool          // a page of records held for its process's last moment on a lease (boundary.go)
+	// freshIndex: a pending-index read released by an assignment to its
+	// reader reads the index fresh (boundary.go)
+	freshIndex bool
 	// learnt: the caller learnt the write's outcome (a reply it could read
 	// as applied, not applied or throttled reached its live process)
 	learnt bool

@@ -192,7 +192,11 @@ func (s *simulator) execStore(p *proc, f *inflight, res *engine.Result) bool {
 		return false
 	case engine.OpListPending:
 		// the index lags its rows key by key (see indexLag)
-		res.Listing.Leases, res.Err = s.tbl.ListPendingEventual(s.ctx, c.Key, s.indexLag)
+		lag := s.indexLag
+		if f.freshIndex {
+			lag = func(string) time.Duration { return 0 }
+		}
+		res.Listing.Leases, res.Err = s.tbl.ListPendingEventual(s.ctx, c.Key, lag)
 		return false
 	}
 	unconditional := false
