@@ -24,7 +24,7 @@ type job struct {
 	key    string
 	batch  uint64
 	failed bool
-	skip   bool // failed, and the failure policy skips it (World.SkipAfter)
+	skip   bool              // failed, and the failure policy skips it (World.SkipAfter)
 	first  engine.Checkpoint // the batch's first user record (none: no batch)
 	last   engine.Checkpoint // its last
 	cp     engine.Checkpoint // checkpoint to ask for before answering (none: "")
