@@ -58,7 +58,9 @@ func kplWorker(at engine.Checkpoint, batches ...[5]any) *hb {
 // aggregates, delivered and covered at (sequence, sub-sequence).
 func TestKPLUserRecords(t *testing.T) {
 	end := engine.SequenceCheckpoint("3")
-	final := func(cp engine.Checkpoint) []engine.Lease { return []engine.Lease{{Key: "s0", Counter: 4, Checkpoint: cp}} }
+	final := func(cp engine.Checkpoint) []engine.Lease {
+		return []engine.Lease{{Key: "s0", Counter: 4, Checkpoint: cp}}
+	}
 
 	// every user record, in two batches that split the aggregate
 	a := kplWorker(end, [5]any{"1", 0, "2", 1, 3}, [5]any{"2", 2, "3", 0, 2})
