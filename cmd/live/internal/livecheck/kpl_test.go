@@ -65,7 +65,7 @@ func TestKPLUserRecords(t *testing.T) {
 	// every user record, in two batches that split the aggregate
 	a := kplWorker(end, [5]any{"1", 0, "2", 1, 3}, [5]any{"2", 2, "3", 0, 2})
 	rep := run(t, final(end), a, kplProducer())
-	if rep.Failed() || rep.Produced != 5 || rep.Delivered != 5 || rep.Lost != 0 || rep.Uncovered != 0 {
+	if rep.Failed() || rep.Produced != 5 || rep.Aggregated != 3 || rep.Delivered != 5 || rep.Lost != 0 || rep.Uncovered != 0 {
 		t.Fatalf("want a clean pass over 5 user records: produced %d delivered %d lost %d uncovered %d: %v",
 			rep.Produced, rep.Delivered, rep.Lost, rep.Uncovered, rep.Violations)
 	}

@@ -67,7 +67,11 @@ type Report struct {
 	Stops     map[string]int // worker processes by how they ended: exit, crash, vanished
 	Writes    history.WriteCounts
 
+	// Records are user records: a KPL aggregate put counts as its user
+	// records (Aggregated of Produced), each followed at (sequence,
+	// sub-sequence).
 	Produced      int
+	Aggregated    int // user records of KPL aggregates, among Produced
 	Delivered     int // distinct records received at least once
 	Lost          int // never received
 	LostExamples  []string
@@ -324,10 +328,11 @@ func latestExcused(recs []trace.Record, grace, end time.Duration) (map[uint64]bo
 // ---- deliveries ----
 
 type put struct {
-	seq  userRec
-	t    time.Duration
-	recs uint64
-	got  []reception
+	seq        userRec
+	aggregated bool // a user record of a KPL aggregate
+	t          time.Duration
+	recs       uint64
+	got        []reception
 }
 
 type reception struct {
@@ -356,7 +361,7 @@ func newDeliveries(recs []trace.Record, excused map[uint64]bool) *deliveries {
 		r := &recs[i]
 		if r.Kind == trace.KindPut && !excused[r.Seq] {
 			for sub := range usersOf(r) {
-				d.puts[r.Key] = append(d.puts[r.Key], &put{seq: userRec{r.First, int64(sub)}, t: r.T, recs: r.Seq})
+				d.puts[r.Key] = append(d.puts[r.Key], &put{seq: userRec{r.First, int64(sub)}, aggregated: r.Count > 1, t: r.T, recs: r.Seq})
 			}
 		}
 	}
@@ -410,6 +415,9 @@ func (d *deliveries) figures(rep *Report, o Options, end time.Duration, ended ma
 		lastGot := -1
 		for i, p := range ps {
 			rep.Produced++
+			if p.aggregated {
+				rep.Aggregated++
+			}
 			required := o.Grace <= 0 || p.t <= end-o.Grace
 			if len(p.got) == 0 {
 				if required {
