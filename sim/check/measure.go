@@ -31,7 +31,8 @@ type Figures struct {
 	// records that the new process received although the old one had
 	// received them already. PlannedMoves and PlannedRedelivered count
 	// the planned moves among them and their re-deliveries.
-	// CheckpointedMoves counts the planned moves whose old owner's
+	// CheckpointedMoves counts the planned releases (G1's: with or without
+	// a next owner, so it may exceed PlannedMoves) whose old owner's
 	// processor had checkpointed every record delivered to it before the
 	// release was sent: G1 requires that none of them re-delivers a record.
 	Handoffs, Redelivered            int
