@@ -38,6 +38,10 @@ var mutationCases = []mutationCase{
 	// comparison drops records or misplaces checkpoints at the first
 	// shard whose numbers grow by a digit
 	{mutation: "engine:compare-sequences-as-strings", faults: "swarm", invariant: "S3 S4 S6", bound: 8},
+	// KPL aggregates (4 swarm worlds in 10): a resume AFTER the sequence
+	// number of a checkpoint at an aggregate's first user record skips
+	// the rest of the aggregate
+	{mutation: "engine:resume-after-sequence", faults: "swarm", invariant: "S4 S3", bound: 64},
 	// expiry timed on the wall clock: W1 sees the lease decision taken in
 	// the step that read it (S1 too, when a clock step comes inside a
 	// taker's observation window)
