@@ -18,8 +18,11 @@ const (
 	streamClock
 	streamFanOut
 	streamAssignment
-	streamClockSteps // clock steps aimed at a new process's first observations
-	streamBoundary   // boundary seeking (boundary.go)
+	streamClockSteps   // clock steps aimed at a new process's first observations
+	streamKPL          // the world's KPL workload (kpl.go)
+	streamKPLPuts      // which puts are KPL aggregates
+	streamKPLProcessor // the processor's checkpoints inside aggregates
+	streamBoundary     // boundary seeking (boundary.go)
 )
 
 func splitmix(x uint64) uint64 {
