@@ -190,7 +190,7 @@ func (w *Worker) fallBack(err error) {
 }
 
 // onPoll handles the rows the pending index shows waiting for this worker.
-func (w *Worker) onPoll(r Result) {
+func (w *Worker) onPoll(r *Result) {
 	w.asg.pollInFlight = false
 	if errors.Is(r.Err, ErrNoIndex) {
 		w.fallBack(r.Err)
@@ -223,7 +223,7 @@ func (w *Worker) confirm(key string) {
 
 // onConfirm acts on a row that the index said waits for this worker, as a
 // strongly consistent read shows it.
-func (w *Worker) onConfirm(key string, r Result) {
+func (w *Worker) onConfirm(key string, r *Result) {
 	delete(w.asg.confirming, key)
 	if r.Err != nil || w.shutdown {
 		return
@@ -305,7 +305,7 @@ func (w *Worker) hello() {
 // onMonitor handles a read of the assigner row by a worker that does not
 // hold it: it notes the members and takes the row over if it is unowned,
 // or has stood still for a lease duration in this worker's view.
-func (w *Worker) onMonitor(r Result) {
+func (w *Worker) onMonitor(r *Result) {
 	a := &w.asg
 	a.monitorInFlight = false
 	now := w.now.Mono

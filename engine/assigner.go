@@ -204,7 +204,7 @@ func (w *Worker) wakeAssigner(min func(time.Duration)) {
 }
 
 // onAssignerPoll reads each row that waits for the assigner.
-func (w *Worker) onAssignerPoll(r Result) {
+func (w *Worker) onAssignerPoll(r *Result) {
 	a := w.asg.as
 	if a == nil {
 		return
@@ -223,7 +223,7 @@ func (w *Worker) onAssignerPoll(r Result) {
 
 // onAssignerConfirm acts on a row that waits for the assigner: a hello
 // registers its worker (and is deleted), a released lease is assigned.
-func (w *Worker) onAssignerConfirm(key string, r Result) {
+func (w *Worker) onAssignerConfirm(key string, r *Result) {
 	a := w.asg.as
 	if a == nil {
 		return

@@ -199,7 +199,7 @@ func (w *Worker) Step(now Now, in Input) Ready {
 	w.affected = ""
 	switch in.Kind {
 	case InputResult:
-		w.onResult(in.Result)
+		w.onResult(&in.Result)
 	case InputDone:
 		w.affected = in.Key
 		w.onDone(in)
@@ -239,7 +239,7 @@ func (w *Worker) advanceStart() {
 	}
 }
 
-func (w *Worker) onResult(r Result) {
+func (w *Worker) onResult(r *Result) {
 	pc, ok := w.pending[r.ID]
 	if !ok {
 		return // a duplicate or unknown reply

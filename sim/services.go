@@ -39,7 +39,8 @@ func (s *simulator) onApply(i int, retry bool) {
 	p := s.cl.procs[f.proc]
 	c := &f.call
 	rn := s.net.rng
-	res := engine.Result{ID: c.ID}
+	res := &f.in.Result // built in place: the reply delivers it
+	*res = engine.Result{ID: c.ID}
 	applied := false
 	var execErr error
 	transient := false
@@ -58,19 +59,19 @@ func (s *simulator) onApply(i int, retry bool) {
 			f.fault = "transient"
 			transient = true
 			if rn.chance(0.5) {
-				applied = s.execStore(p, f, &res)
+				applied = s.execStore(p, f, res)
 			} else {
 				res.Err = errTransient
 			}
 			execErr = res.Err
-			res = engine.Result{ID: c.ID, Err: errTransient}
+			*res = engine.Result{ID: c.ID, Err: errTransient}
 		default:
-			applied = s.execStore(p, f, &res)
+			applied = s.execStore(p, f, res)
 		}
 	} else {
 		switch {
 		case c.Op.IsFanOut():
-			if s.applyFanOut(i, f, &res) {
+			if s.applyFanOut(i, f, res) {
 				return // parked: answered when an event comes (see fanout.go)
 			}
 		case c.Op == engine.OpGetRecords && (rn.chance(s.rate(s.w.Rates.StreamThrottle)) || (s.now < s.svc.streamThrUntil && rn.chance(s.svc.streamThrottle))):
@@ -80,7 +81,7 @@ func (s *simulator) onApply(i int, retry bool) {
 			res.Err = errExpiredIter
 			f.fault = "expired-iterator"
 		default:
-			s.execStream(f, &res)
+			s.execStream(f, res)
 		}
 	}
 	if applied && f.applied < 0 {
@@ -92,7 +93,6 @@ func (s *simulator) onApply(i int, retry bool) {
 		}
 		s.emitApply(p, f, execErr, retry)
 	}
-	f.result = res
 	// an SDK retry of a write: the first reply is lost, the retry lands later
 	if !retry && c.Op.IsWrite() && (rn.chance(s.rate(s.w.Rates.Dup)) || s.scriptedRetry(f.reason)) {
 		f.fault = "sdk-retry"
