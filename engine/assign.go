@@ -73,6 +73,7 @@ type assignState struct {
 	monitorInFlight bool
 	nextMonitor     time.Duration
 	members         []string // the assigner row's member list, as last read
+	isMember        bool     // members names this worker (see member)
 	nextHello       time.Duration
 
 	as *assigner // non-nil while this worker holds the assigner row
@@ -86,10 +87,7 @@ func (w *Worker) isAssigner() bool {
 }
 
 // member reports whether the assigner's member list names this worker.
-func (w *Worker) member() bool {
-	_, ok := slices.BinarySearch(w.asg.members, w.cfg.Owner)
-	return ok
-}
+func (w *Worker) member() bool { return w.asg.isMember }
 
 // deputy reports whether this worker is among the Deputies that follow
 // the assigner (owner) in the member list, which watch the assigner row
@@ -329,6 +327,7 @@ func (w *Worker) onMonitor(r *Result) {
 	row := r.Lease
 	o := w.observeRow(row)
 	a.members = slices.Clone(row.Children)
+	_, a.isMember = slices.BinarySearch(a.members, w.cfg.Owner)
 	if w.deputy(row.Owner) {
 		next = now + w.jitter(w.cfg.PendingPollInterval)
 	}

@@ -45,6 +45,8 @@ type Worker struct {
 	// iteration.
 	held     map[string]*holding
 	heldKeys []string
+	// heldAssigner: held has the assigner row (AssignerKey)
+	heldAssigner bool
 	// dueq orders held leases by when each next needs the worker;
 	// affected is the lease the current input concerns.
 	dueq     dueQueue
@@ -143,7 +145,7 @@ func (w *Worker) Held() []string {
 
 // leases returns how many leases the worker holds (not the assigner row).
 func (w *Worker) leases() int {
-	if w.held[AssignerKey] != nil {
+	if w.heldAssigner {
 		return len(w.heldKeys) - 1
 	}
 	return len(w.heldKeys)
@@ -445,6 +447,9 @@ func (w *Worker) tick(h *holding) {
 		w.dropSubscription(h)
 		w.dueq.remove(h)
 		delete(w.held, h.key)
+		if h.key == AssignerKey {
+			w.heldAssigner = false
+		}
 		if i, ok := slices.BinarySearch(w.heldKeys, h.key); ok {
 			w.heldKeys = slices.Delete(w.heldKeys, i, i+1)
 		}
@@ -465,6 +470,9 @@ func (w *Worker) addHeld(h *holding) {
 		w.heldKeys = slices.Insert(w.heldKeys, i, h.key)
 	}
 	w.held[h.key] = h
+	if h.key == AssignerKey {
+		w.heldAssigner = true
+	}
 	w.dueq.set(h, w.now.Mono)
 }
 
