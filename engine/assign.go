@@ -82,7 +82,7 @@ type assignState struct {
 // isAssigner reports whether this worker holds the assigner row and may
 // act on it now.
 func (w *Worker) isAssigner() bool {
-	h := w.held[AssignerKey]
+	h := w.heldAssignerRow()
 	return h != nil && w.isActing(h)
 }
 
@@ -179,7 +179,7 @@ func (w *Worker) fallBack(err error) {
 	}
 	w.asg.on = false
 	w.emit(TraceEvent{Kind: TraceModeFallback, Reason: err.Error()})
-	if h := w.held[AssignerKey]; h != nil {
+	if h := w.heldAssignerRow(); h != nil {
 		w.loseLease(h, "assignment by an assigner is off: "+err.Error())
 	}
 	w.asg.as = nil
@@ -309,7 +309,7 @@ func (w *Worker) onMonitor(r *Result) {
 	now := w.now.Mono
 	next := now + w.jitter(2*w.cfg.LeaseDuration)
 	defer func() { a.nextMonitor = next }()
-	if w.shutdown || w.held[AssignerKey] != nil || w.writes[AssignerKey] != nil {
+	if w.shutdown || w.heldAssigner || w.writes[AssignerKey] != nil {
 		return
 	}
 	switch {

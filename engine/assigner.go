@@ -195,7 +195,7 @@ func (w *Worker) wakeAssigner(min func(time.Duration)) {
 	if !w.asg.as.pollInFlight {
 		min(w.asg.as.nextPoll)
 	}
-	if h := w.held[AssignerKey]; h != nil {
+	if h := w.heldAssignerRow(); h != nil {
 		min(h.actFrom)
 	}
 	if w.asg.as.expiry > 0 {

@@ -75,7 +75,7 @@ func (w *Worker) actUntil(h *holding) time.Duration {
 	if w.bug("no-safety-margin") {
 		until = w.validUntil(h)
 	}
-	if c := w.held[AssignerKey]; c != nil && c != h && !c.gone {
+	if c := w.heldAssignerRow(); c != nil && c != h && !c.gone {
 		until = min(until, w.actUntil(c))
 	}
 	return until

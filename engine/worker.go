@@ -151,6 +151,15 @@ func (w *Worker) leases() int {
 	return len(w.heldKeys)
 }
 
+// heldAssignerRow returns the holding of the assigner row, nil if none
+// (without a map lookup in the common case: not held).
+func (w *Worker) heldAssignerRow() *holding {
+	if !w.heldAssigner {
+		return nil
+	}
+	return w.held[AssignerKey]
+}
+
 // IsAssigner reports whether the worker is the assigner (see
 // Config.Assignment): it holds the assigner row and may act on it.
 func (w *Worker) IsAssigner() bool { return w.isAssigner() }
