@@ -308,8 +308,8 @@ func (w *Worker) advance() {
 	if h := w.held[w.affected]; h != nil {
 		w.tick(h)
 	}
-	for len(w.dueq) > 0 && w.dueq[0].due <= now {
-		w.tick(w.dueq[0])
+	for len(w.dueq) > 0 && w.dueq.firstDue() <= now {
+		w.tick(w.dueq.first())
 	}
 	if w.retrying > 0 {
 		w.retryWrites()
@@ -388,7 +388,7 @@ func (w *Worker) wake() time.Duration {
 		}
 	}
 	if len(w.dueq) > 0 {
-		min(w.dueq[0].due)
+		min(w.dueq.firstDue())
 	}
 	w.fanOutWake(min)
 	if w.retrying > 0 {
