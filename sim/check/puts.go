@@ -100,12 +100,11 @@ func (pl *putLogs) put(r *trace.Record, seq Seq) {
 	p.puts[i] = x
 }
 
-// received marks the records of a batch received.
-func (pl *putLogs) received(r *trace.Record, first, last Seq) {
+// received marks the records of a batch received; p is pl.m[r.Key].
+func (pl *putLogs) received(r *trace.Record, p *shardPuts, first, last Seq) {
 	if r.Count == 0 {
 		return
 	}
-	p := pl.m[r.Key]
 	if p == nil || p.end() == 0 {
 		return // no record was ever put to the shard
 	}

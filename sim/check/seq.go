@@ -2,6 +2,7 @@ package check
 
 import (
 	"cmp"
+	"strings"
 
 	"github.com/shardlease/shardlease/engine"
 )
@@ -55,11 +56,8 @@ func (q Seq) Compare(r Seq) int {
 		}
 		return 1
 	}
-	if q.digits != r.digits {
-		if q.digits < r.digits {
-			return -1
-		}
-		return 1
+	if c := strings.Compare(q.digits, r.digits); c != 0 {
+		return c // one pass over the digits (!= then < made two)
 	}
 	return cmp.Compare(q.sub, r.sub)
 }

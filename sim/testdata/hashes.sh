@@ -8,6 +8,9 @@
 #   go build -o /tmp/old ./cmd/simrun   # on the old commit
 #   go build -o /tmp/new ./cmd/simrun   # on the new one
 #   diff <(sim/testdata/hashes.sh /tmp/old) <(sim/testdata/hashes.sh /tmp/new)
+#
+# FULL=1 prints each seed's whole summary (verdicts, violations, figures)
+# but its wall time: a change to the checkers must leave that alone too.
 set -euo pipefail
 bin=$1
 mut=${2:-}
@@ -15,7 +18,11 @@ j() { # name, then simrun flags: one line per seed
 	local name=$1
 	shift
 	"$bin" "$@" -json -report=false -parallel "${PAR:-1}" |
-		jq -r --arg n "$name" '"\($n) \(.seed) \(.trace_hash) \(.events) \(.ok)"'
+		if [ -n "${FULL:-}" ]; then
+			jq -c --arg n "$name" '{world: $n} + del(.wall_seconds)'
+		else
+			jq -r --arg n "$name" '"\($n) \(.seed) \(.trace_hash) \(.events) \(.ok)"'
+		fi
 }
 j swarm -seeds 1-48 || echo "exit $?"
 j swarm-scan -seeds 1-8 -assignment scan || echo "exit $?"
