@@ -356,7 +356,12 @@ func (w *Worker) beginShutdown() {
 
 func (w *Worker) onCheckpointRequest(key string, cp Checkpoint, token uint64) {
 	h := w.held[key]
-	ref := w.refOf(key)
+	var ref ShardRef
+	if h != nil {
+		ref = h.ref // refOf(key), which a holding keeps from its start
+	} else {
+		ref = w.refOf(key)
+	}
 	w.emit(TraceEvent{Kind: TraceCheckpointRequested, Key: key, Shard: ref, Checkpoint: cp})
 	reject := func(err error, why string) {
 		w.emit(TraceEvent{Kind: TraceCheckpointRejected, Key: key, Shard: ref, Checkpoint: cp, Reason: why})
