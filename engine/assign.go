@@ -111,6 +111,33 @@ func (w *Worker) deputy(owner string) bool {
 	return false
 }
 
+// warming reports whether this worker, a deputy, scans the table as the
+// assigner does: the assigner row has stood still longer than its
+// renewals allow (see warmingFrom), so this worker may take it over soon.
+// Its observations then date from these scans: the leases of a worker
+// that died with the assigner, or just before it, expire in its view a
+// lease duration after it first saw their last versions, not a lease
+// duration after it became the assigner. A live assigner's row moves on
+// every RenewInterval, so in a steady fleet no deputy scans.
+func (w *Worker) warming() bool {
+	at, ok := w.warmingFrom()
+	return ok && w.now.Mono >= at
+}
+
+// warmingFrom returns when this worker starts warming (ok false: it does
+// not, being no deputy of the assigner row's owner, or the row unowned or
+// its own): when the row's version has stood still, in its view, for a
+// renewal interval plus the deputies' read interval and a fortieth of the
+// lease duration (past the longest gap between two versions a live
+// assigner's renewals show to a deputy).
+func (w *Worker) warmingFrom() (time.Duration, bool) {
+	o := w.obs[AssignerKey]
+	if o == nil || o.row.Owner == "" || o.row.Owner == w.cfg.Owner || !w.deputy(o.row.Owner) {
+		return 0, false
+	}
+	return o.seenAt + w.cfg.RenewInterval + w.cfg.PendingPollInterval + w.cfg.LeaseDuration/40, true
+}
+
 // advanceAssigned does what time demands of a worker in assigned mode.
 func (w *Worker) advanceAssigned() {
 	now := w.now.Mono
@@ -135,6 +162,12 @@ func (w *Worker) advanceAssigned() {
 	if a.as == nil && now >= a.nextHello && !w.shutdown && (!w.member() || w.leases() == 0) {
 		a.nextHello = now + w.jitter(w.cfg.LeaseDuration)
 		w.hello()
+	}
+	if a.as == nil && a.resumed && !w.scanInFlight && now >= w.nextScan && w.warming() {
+		w.scanInFlight = true
+		w.scanSentAt = now
+		w.nextScan = now + w.jitter(w.cfg.AssignerScanInterval)
+		w.call(Call{Op: OpListLeases, Consistent: true}, pendingCall{purpose: forScan})
 	}
 	if a.as != nil {
 		w.advanceAssigner()
@@ -164,6 +197,11 @@ func (w *Worker) wakeAssigned(min func(time.Duration)) {
 	}
 	if !a.resumed && !w.scanInFlight {
 		min(w.nextScan)
+	}
+	if a.as == nil && a.resumed && !w.scanInFlight {
+		if at, ok := w.warmingFrom(); ok {
+			min(max(at, w.nextScan))
+		}
 	}
 	if a.as != nil {
 		w.wakeAssigner(min)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -134,6 +135,50 @@ func TestAssignedAssignerCrash(t *testing.T) {
 	}
 }
 
+// The assigner and a holder crash together: the surviving deputy, which
+// scans the table once the assigner row stands still longer than its
+// renewals allow, takes the holder's leases within 1.6 lease durations,
+// not a lease duration after it became the assigner (2 lease durations
+// and more), and hands nothing to the old assigner.
+func TestAssignedAssignerAndHolderCrashTogether(t *testing.T) {
+	c := start3(t)
+	d := c.cfg.withDefaults().LeaseDuration
+	old := c.assignerOf()
+	var victim, survivor string
+	for _, id := range []string{"A", "B", "C"} {
+		switch {
+		case id == old:
+		case victim == "":
+			victim = id
+		default:
+			survivor = id
+		}
+	}
+	keys := c.held(victim)
+	c.worker(old).down = true
+	c.worker(victim).down = true
+	crash := c.now
+	c.runUntil(3*d, "the survivor holds every lease", func() bool { return len(c.held(survivor)) == 6 })
+	for _, k := range keys {
+		if gap := c.firstAct(survivor, k, crash) - crash; gap > 8*d/5 {
+			t.Errorf("%s of the crashed holder: acted on %v after the crash, want at most %v", k, gap, 8*d/5)
+		}
+		for _, e := range c.traceOf(TraceAssigned, "", k) {
+			if e.Mono > crash && strings.HasPrefix(e.Reason, "to "+victim+":") {
+				t.Errorf("%s assigned to the dead holder: %s", k, e.Reason)
+			}
+		}
+	}
+	for _, e := range c.trace {
+		// (the old assigner's own row expired: it is no member; the victim
+		// looks alive until its rows have stood still for two renewals and
+		// a scan interval, so the old assigner's leases may go to it first)
+		if e.Kind == TraceAssigned && e.Mono > crash && strings.HasPrefix(e.Reason, "to "+old+":") {
+			t.Errorf("%s assigned to the old assigner: %s", e.Key, e.Reason)
+		}
+	}
+}
+
 // A balance move is a cooperative handoff: the source finishes its batch,
 // its processor checkpoints, it releases the lease to the receiver, which
 // acts at once: a gap far under 0.4 lease durations and no record
@@ -176,6 +221,67 @@ func TestAssignedBalanceMoveIsACooperativeHandoff(t *testing.T) {
 			}
 			seen[s] = true
 		}
+	}
+}
+
+// A handoff request to a holder that has just died does not put its
+// lease's expiry off: the request renews nothing, so the assigner still
+// counts the lease as standing still since it first saw the holder's last
+// renewal, and reassigns it within 1.5 lease durations of the crash, not
+// a lease duration after its own request.
+func TestAssignedHandoffRequestToADeadHolder(t *testing.T) {
+	c := assigned(t, 4, Config{})
+	for i := 0; i < 4; i++ {
+		c.stream.put(shardKey(i), 3)
+	}
+	// X, started first, is the assigner; A holds leases, and (first in
+	// the members' order) is the first source of a balance move
+	c.start("X")
+	c.run(time.Second)
+	c.start("A")
+	c.runUntil(time.Minute, "A and X hold 2 each", func() bool { return len(c.held("A")) == 2 && len(c.held("X")) == 2 })
+	if c.assignerOf() != "X" {
+		t.Fatalf("the assigner is %q, want X", c.assignerOf())
+	}
+	d := c.cfg.withDefaults().LeaseDuration
+	c.run(5 * time.Second)
+	keys := c.held("A")
+	c.worker("A").down = true
+	crash := c.now
+	c.run(4 * time.Second)
+	c.start("B") // the assigner's balance now asks A, dead, to hand a lease to B
+	c.runUntil(2*d, "A's leases reassigned", func() bool { return len(c.held("X"))+len(c.held("B")) == 4 })
+	requested := 0
+	for _, k := range keys {
+		var request time.Duration = -1
+		for _, e := range c.traceOf(TraceAssigned, "", k) {
+			if e.Mono > crash && strings.HasPrefix(e.Reason, "handoff to ") && request < 0 {
+				request = e.Mono
+			}
+		}
+		first := time.Duration(-1)
+		for _, id := range []string{"X", "B"} {
+			if f := c.firstAct(id, k, crash); f >= 0 && (first < 0 || f < first) {
+				first = f
+			}
+		}
+		if first < 0 || first-crash > 3*d/2 {
+			t.Errorf("%s: first act after the crash at %v, want within %v", k, first-crash, 3*d/2)
+		}
+		if request >= 0 {
+			requested++
+			if first-request >= d {
+				t.Errorf("%s: acted on %v after the handoff request to the dead holder: the request put the expiry off", k, first-request)
+			}
+		}
+	}
+	if requested == 0 {
+		for _, e := range c.trace {
+			if e.Kind == TraceAssigned || e.Kind == TraceLeaseAcquired {
+				t.Logf("%v %s %s %s %s", e.Mono-crash, e.Kind, e.Owner, e.Key, e.Reason)
+			}
+		}
+		t.Fatal("no handoff request was sent to the dead holder: the test no longer tells its story")
 	}
 }
 

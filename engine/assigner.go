@@ -74,6 +74,24 @@ func (w *Worker) becomeAssigner(h *holding, wr *write) {
 	if wr.reason == "assigner" && wr.previous != "" && wr.previous != w.cfg.Owner {
 		a.previous, a.previousWriter = wr.previous, wr.prevWriter
 	}
+	if a.previous != "" {
+		delete(a.live, a.previous) // its row expired in this worker's view: it renews nothing
+	}
+	// A member whose rows this worker has observed (a deputy's scans, see
+	// warming) is alive as of their latest version, not as of now: a
+	// worker that died with the previous assigner is not handed leases it
+	// will never take.
+	seen := map[string]time.Duration{}
+	for _, o := range w.obs {
+		if o.ok && o.row.Owner != "" {
+			seen[o.row.Owner] = max(seen[o.row.Owner], o.seenAt)
+		}
+	}
+	for m := range a.live {
+		if t, ok := seen[m]; ok {
+			a.live[m] = t
+		}
+	}
 	a.live[w.cfg.Owner] = w.now.Mono
 	w.asg.as = a
 	w.nextScan = w.now.Mono
@@ -363,8 +381,18 @@ func (w *Worker) sendAssign(wr *write) {
 }
 
 // assignedApplied records an applied write of the assigner.
+//
+// A handoff request or its cancellation leaves the owner in place and
+// renews nothing: the owner adopts the new version with its validity
+// unchanged (see adopt), and the write applied on the version this worker
+// first saw at wr.stillSince, so no renewal came in between. For expiry
+// the lease has stood still since then: a request to a holder that has
+// died does not put its lease's expiry off by a lease duration.
 func (w *Worker) assignedApplied(wr *write) {
-	w.observeRow(wr.row)
+	o := w.observeRow(wr.row)
+	if wr.keepsAge && o.row.Counter == wr.row.Counter && o.row.Owner == wr.row.Owner && wr.stillSince < o.seenAt {
+		o.seenAt = wr.stillSince
+	}
 	w.emit(TraceEvent{Kind: TraceAssigned, Key: wr.key, Shard: w.refOf(wr.key), Counter: wr.row.Counter, Previous: wr.previous, Reason: wr.reason})
 }
 

@@ -158,7 +158,7 @@ func (w *Worker) balance(rows []Lease, loads map[string]float64, members []strin
 		row.Counter++
 		row.HandoffTo, row.Pending = to, from
 		a.moved[row.Key], a.requests[row.Key] = move{now, a.epoch}, now
-		w.sendAssign(&write{kind: wAssign, key: row.Key, expect: ExpectOf(o.row), row: row, previous: from, reason: "handoff to " + to})
+		w.sendAssign(&write{kind: wAssign, key: row.Key, expect: ExpectOf(o.row), row: row, previous: from, reason: "handoff to " + to, stillSince: o.seenAt, keepsAge: true})
 	}
 }
 
@@ -205,5 +205,5 @@ func (w *Worker) cancelHandoff(o *observation) {
 	row.Counter++
 	row.HandoffTo, row.Pending = "", ""
 	delete(w.asg.as.requests, row.Key)
-	w.sendAssign(&write{kind: wAssign, key: row.Key, expect: ExpectOf(o.row), row: row, previous: o.row.Owner, reason: "handoff cancelled"})
+	w.sendAssign(&write{kind: wAssign, key: row.Key, expect: ExpectOf(o.row), row: row, previous: o.row.Owner, reason: "handoff cancelled", stillSince: o.seenAt, keepsAge: true})
 }

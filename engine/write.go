@@ -52,6 +52,11 @@ type write struct {
 	reason     string
 	previous   string
 	prevWriter string
+	// assign: for a handoff request or its cancellation (the owner stays,
+	// and the write renews nothing), when this worker first saw the
+	// version the write replaces (see assignedApplied)
+	stillSince time.Duration
+	keepsAge   bool
 	// checkpoint
 	target Checkpoint
 }

@@ -16,7 +16,19 @@ const G1 = "G1"
 // planned move: a graceful shutdown ("shutdown") or a cooperative handoff
 // ("handed over to W"). A release at a shard's end is not a move.
 func Planned(releaseReason string) bool {
-	return releaseReason == "shutdown" || strings.HasPrefix(releaseReason, "handed over to ")
+	return releaseReason == "shutdown" || strings.HasPrefix(releaseReason, handedOver)
+}
+
+const handedOver = "handed over to "
+
+// HandedTo returns the owner a release's reason hands the lease to, or ""
+// if it is no cooperative handoff.
+func HandedTo(releaseReason string) string {
+	to, _ := strings.CutPrefix(releaseReason, handedOver)
+	if to == releaseReason {
+		return ""
+	}
+	return to
 }
 
 // g1Checker checks G1 (see CheckG1). Per process and key it follows the

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shardlease/shardlease/engine"
 	"github.com/shardlease/shardlease/sim/trace"
 )
 
@@ -116,8 +117,8 @@ func TestPlannedFigures(t *testing.T) {
 		c.Observe(&recs[i])
 	}
 	_, f := c.Finish(nil, false)
-	if f.PlannedMoves != 1 || f.CheckpointedMoves != 1 || len(f.HandoffGaps) != 1 || f.HandoffGaps[0] != 1400*time.Millisecond {
-		t.Errorf("planned moves %d (checkpointed %d), gaps %v; want 1 (1), [1.4s] (last act 1.1s: a delivery)", f.PlannedMoves, f.CheckpointedMoves, f.HandoffGaps)
+	if f.PlannedMoves != 1 || f.CheckpointedMoves != 1 || len(f.HandoffGaps) != 1 || f.HandoffGaps[0] != 200*time.Millisecond {
+		t.Errorf("planned moves %d (checkpointed %d), gaps %v; want 1 (1), [200ms] (from the release sent at 2.3s, after the last act at 1.1s)", f.PlannedMoves, f.CheckpointedMoves, f.HandoffGaps)
 	}
 	if len(f.Failovers) != 1 || f.Failovers[0] != 3900*time.Millisecond {
 		t.Errorf("failovers %v, want [3.9s]", f.Failovers)
@@ -129,5 +130,106 @@ func TestPlannedFigures(t *testing.T) {
 	g := Measure(recs, time.Minute)
 	if g.PlannedMoves != 1 || len(g.HandoffGaps) != 1 || len(g.Failovers) != 1 || g.Redelivered != 10 || g.PlannedRedelivered != 0 {
 		t.Errorf("Measure: %+v", g)
+	}
+}
+
+// TestFailoverFromLastRenewal: an idle shard's owner renews after its last
+// act and then crashes; the failover is measured from its last renewal
+// (it held the shard until then), not from its last act, in both the
+// online and the batch measurement, and a renewal's failed apply does
+// not count.
+func TestFailoverFromLastRenewal(t *testing.T) {
+	b := &hb{}
+	b.add(1, trace.Acting, 1, "k", cp("10")).
+		add(1.1, trace.Delivered, 1, "k", batch("11", "20", 10)).
+		add(4, trace.KindApply, 1, "k", write(engine.OpUpdateLease, trace.WriteRenew, "w1", 2, "w1", 3, "10")).
+		add(7, trace.KindApply, 1, "k", write(engine.OpUpdateLease, trace.WriteRenew, "w1", 3, "w1", 4, "10")).
+		add(8, trace.KindApply, 1, "k", func(r *trace.Record) {
+			write(engine.OpUpdateLease, trace.WriteRenew, "w1", 4, "w1", 5, "10")(r)
+			r.Outcome = trace.OutcomeCondition
+		}).
+		add(9, trace.KindProcStop, 1, "", nil).
+		add(19, trace.Acting, 2, "k", cp("20"))
+	for i := range b.recs {
+		b.recs[i].Seq = uint64(i + 1)
+	}
+	c := NewOnline(Options{End: time.Minute, Forget: true})
+	for i := range b.recs {
+		c.Observe(&b.recs[i])
+	}
+	_, f := c.Finish(nil, false)
+	if len(f.Failovers) != 1 || f.Failovers[0] != 12*time.Second {
+		t.Errorf("online: failovers %v, want [12s] (from the renewal at 7s, not the act at 1.1s)", f.Failovers)
+	}
+	g := Measure(b.recs, time.Minute)
+	if len(g.Failovers) != 1 || g.Failovers[0] != 12*time.Second {
+		t.Errorf("Measure: failovers %v, want [12s]", g.Failovers)
+	}
+}
+
+// TestRedeliveriesOfALaterTenure: a process that gets a key back later
+// receives records after the handoff it made; they are not re-deliveries
+// of that handoff (they were not received before the next owner's first
+// batch), online and in the batch measurement.
+func TestRedeliveriesOfALaterTenure(t *testing.T) {
+	b := &hb{}
+	b.add(1, trace.Acting, 1, "k", cp("10")).
+		add(1.1, trace.Delivered, 1, "k", batch("11", "20", 10)).
+		add(2, trace.LeaseReleased, 1, "k", reason("handed over to w2")).
+		add(3, trace.Acting, 2, "k", cp("20")).
+		add(3.1, trace.Delivered, 2, "k", batch("21", "30", 10)).
+		add(4, trace.LeaseReleased, 2, "k", reason("handed over to w1")).
+		add(5, trace.Acting, 1, "k", cp("25")).
+		add(5.1, trace.Delivered, 1, "k", batch("26", "50", 25))
+	var recs []trace.Record
+	for i := 11; i <= 60; i++ {
+		recs = append(recs, trace.Record{Kind: trace.KindPut, Key: "k", First: itoa(i), Worker: -1, Proc: -1})
+	}
+	for _, r := range b.recs {
+		recs = append(recs, r)
+		if r.Kind == trace.Delivered {
+			x := r
+			x.Kind = trace.KindReceived
+			recs = append(recs, x)
+		}
+	}
+	for i := range recs {
+		recs[i].Seq = uint64(i + 1)
+	}
+	c := NewOnline(Options{End: time.Minute, Forget: true})
+	for i := range recs {
+		c.Observe(&recs[i])
+	}
+	_, f := c.Finish(nil, false)
+	g := Measure(recs, time.Minute)
+	for name, x := range map[string]Figures{"online": f, "Measure": g} {
+		// the second handoff re-delivers 26..30 (w2 had received them)
+		if x.Handoffs != 2 || x.Redelivered != 5 || x.PlannedRedelivered != 5 || x.PlannedMoves != 2 {
+			t.Errorf("%s: handoffs %d, re-delivered %d (planned %d), planned moves %d; want 2, 5 (5), 2", name, x.Handoffs, x.Redelivered, x.PlannedRedelivered, x.PlannedMoves)
+		}
+	}
+}
+
+// TestHandoffToAnOwnerThatNeverActed: a lease handed over to w2, which
+// crashes before it takes it; w3 takes it when it expires. That is no
+// planned move but a failover, measured from the release.
+func TestHandoffToAnOwnerThatNeverActed(t *testing.T) {
+	b := &hb{}
+	b.add(1, trace.Acting, 1, "k", cp("10")).
+		add(1.1, trace.Delivered, 1, "k", batch("11", "20", 10)).
+		add(2, trace.CallSent, 1, "k", reason("release")).
+		add(2.1, trace.LeaseReleased, 1, "k", reason("handed over to w2")).
+		add(2.2, trace.KindProcStop, 2, "", nil).
+		add(14, trace.Acting, 3, "k", cp("20"))
+	c := NewOnline(Options{End: time.Minute, Forget: true})
+	for i := range b.recs {
+		c.Observe(&b.recs[i])
+	}
+	_, f := c.Finish(nil, false)
+	g := Measure(b.recs, time.Minute)
+	for name, x := range map[string]Figures{"online": f, "Measure": g} {
+		if x.PlannedMoves != 0 || len(x.HandoffGaps) != 0 || len(x.Failovers) != 1 || x.Failovers[0] != 12*time.Second {
+			t.Errorf("%s: planned moves %d, gaps %v, failovers %v; want 0, [], [12s]", name, x.PlannedMoves, x.HandoffGaps, x.Failovers)
+		}
 	}
 }

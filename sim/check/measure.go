@@ -18,16 +18,21 @@ import (
 // at its shard's end has no successor.
 type Figures struct {
 	// Failovers are the times a shard had no acting owner after an
-	// unplanned end of its owner's tenure: from the old owner's last act
-	// to the new owner's first (0 and overlaps left out).
+	// unplanned end of its owner's tenure, or after a handoff to an owner
+	// that never acted on the lease: from the old owner's last act or its
+	// last renewal or release, whichever came last (Tenure.Idle), to the
+	// new owner's first act (0 and overlaps left out).
 	Failovers []time.Duration
-	// HandoffGaps are the same times after planned moves.
+	// HandoffGaps are the same times after planned moves (Tenure.MovedTo):
+	// from the old owner's last act or the release it sent, whichever
+	// came later.
 	HandoffGaps []time.Duration
 	// Handoffs counts changes of acting process on a key; Redelivered the
 	// records that the new process received although the old one had
 	// received them already. PlannedMoves and PlannedRedelivered count
 	// the planned moves among them and their re-deliveries.
-	// CheckpointedMoves counts the planned moves whose old owner's
+	// CheckpointedMoves counts the planned releases (G1's: with or without
+	// a next owner, so it may exceed PlannedMoves) whose old owner's
 	// processor had checkpointed every record delivered to it before the
 	// release was sent: G1 requires that none of them re-delivers a record.
 	Handoffs, Redelivered            int
@@ -95,15 +100,21 @@ func (m *measurer) proc(k pk) *mproc {
 }
 
 type receipt struct {
-	seq   uint64
-	first string
+	seq         uint64
+	first, last string
 }
 
 // handoff is one change of acting process on a key (Forget).
 type handoff struct {
 	prev *tenure // the old owner's tenure (planned or not: known when it ends)
+	to   *tenure // the new owner's
 	from *mproc  // the old owner's receipts
 	lo   int     // ordinal of the new owner's first record received; -1 none yet
+	// hi is the ordinal after the highest record the old owner's process
+	// had received when the new owner's first batch came (-1: none): what
+	// it receives later, in a later tenure of its own, is not re-delivered
+	// by this handoff
+	hi int
 }
 
 func newMeasurer(o Options, ts *tenures, pl *putLogs) *measurer {
@@ -138,7 +149,7 @@ func (m *measurer) receivedBatch(r *trace.Record, p *shardPuts, first, last Seq)
 	}
 	mp := m.proc(pk{r.Proc, r.Key})
 	if !m.o.Forget {
-		mp.receipts = append(mp.receipts, receipt{r.Seq, r.First})
+		mp.receipts = append(mp.receipts, receipt{r.Seq, r.First, r.Last})
 	}
 	if last.Compare(mp.high) > 0 {
 		mp.high = last
@@ -155,7 +166,10 @@ func (m *measurer) receivedBatch(r *trace.Record, p *shardPuts, first, last Seq)
 			lo = p.index(first)
 		}
 		for _, h := range mp.awaiting {
-			h.lo = lo
+			h.lo, h.hi = lo, -1
+			if !h.from.high.IsZero() {
+				h.hi = h.from.highOrd
+			}
 		}
 		clear(mp.awaiting)
 		mp.awaiting = mp.awaiting[:0]
@@ -173,7 +187,7 @@ func (m *measurer) started(prev, t *tenure) {
 	} else {
 		m.failover(prev, t)
 	}
-	h := &handoff{prev: prev, from: m.proc(pk{prev.Proc, prev.Key}), lo: -1}
+	h := &handoff{prev: prev, to: t, from: m.proc(pk{prev.Proc, prev.Key}), lo: -1, hi: -1}
 	mp := m.proc(pk{t.Proc, t.Key})
 	mp.awaiting = append(mp.awaiting, h)
 	m.handoffs = append(m.handoffs, h)
@@ -189,18 +203,36 @@ func (m *measurer) closedTenure(t *tenure) {
 
 func (m *measurer) failover(a, b *tenure) { m.f.gap(&a.Tenure, &b.Tenure) }
 
-// gap records the time between a's last act and b's first, b following a
-// on its key: a failover, or a planned move's gap.
+// gap records the handoff from a to b (see HandoffGap).
 func (f *Figures) gap(a, b *Tenure) {
-	switch {
-	case a.Planned:
+	d, planned, ok := HandoffGap(a, b)
+	if planned {
 		f.PlannedMoves++
-		if b.Start > a.End {
-			f.HandoffGaps = append(f.HandoffGaps, b.Start-a.End)
-		}
-	case !a.Graceful && b.Start > a.End:
-		f.Failovers = append(f.Failovers, b.Start-a.End)
 	}
+	switch {
+	case !ok:
+	case planned:
+		f.HandoffGaps = append(f.HandoffGaps, d)
+	default:
+		f.Failovers = append(f.Failovers, d)
+	}
+}
+
+// HandoffGap returns the time b's key had no acting owner between a and
+// b, b following a on its key in another process, and whether that was a
+// planned move (a.MovedTo(b)); ok is false if there was no gap (b acted
+// before a's end) or a ended at its shard's end. A planned move's gap runs
+// from a's last act or the release it sent, whichever is later; a
+// failover's from a's Idle.
+func HandoffGap(a, b *Tenure) (gap time.Duration, planned, ok bool) {
+	switch {
+	case a.MovedTo(b):
+		from := max(a.End, a.Released)
+		return b.Start - from, true, b.Start > from
+	case !a.Graceful || a.Planned:
+		return b.Start - a.Idle(), false, b.Start > a.Idle()
+	}
+	return 0, false, false
 }
 
 func (m *measurer) finish() Figures {
@@ -219,9 +251,9 @@ func (m *measurer) finish() Figures {
 		}
 		f.Failovers, f.HandoffGaps, f.PlannedMoves = m.f.Failovers, m.f.HandoffGaps, m.f.PlannedMoves
 		for _, h := range m.handoffs {
-			if hi := h.from.highOrd; !h.from.high.IsZero() && h.lo >= 0 && hi > h.lo {
+			if hi := h.hi; h.lo >= 0 && hi > h.lo {
 				f.Redelivered += hi - h.lo
-				if h.prev.Planned {
+				if h.prev.MovedTo(&h.to.Tenure) {
 					f.PlannedRedelivered += hi - h.lo
 				}
 			}
@@ -236,29 +268,41 @@ func (m *measurer) finish() Figures {
 		}
 		f.Handoffs++
 		f.gap(&a, &b)
-		// re-deliveries: records b received at or below a's high water mark
-		var ha Seq
-		if mp := m.procs[pk{a.Proc, a.Key}]; mp != nil {
-			ha = mp.high
-		}
+		// re-deliveries: records b received at or below the highest record
+		// a's process had received before b's first receipt
 		p := m.puts.m[a.Key]
-		if ha.IsZero() || p == nil || p.end() == 0 {
+		if p == nil || p.end() == 0 {
 			continue
 		}
-		lo := -1
-		var rs []receipt
+		var rs, ras []receipt
 		if mp := m.procs[pk{b.Proc, b.Key}]; mp != nil {
 			rs = mp.receipts
 		}
-		j := sort.Search(len(rs), func(j int) bool { return rs[j].seq >= b.FirstSeq })
-		if j < len(rs) {
-			lo = p.index(ParseSeq(rs[j].first))
+		if mp := m.procs[pk{a.Proc, a.Key}]; mp != nil {
+			ras = mp.receipts
 		}
+		j := sort.Search(len(rs), func(j int) bool { return rs[j].seq >= b.FirstSeq })
+		if j == len(rs) {
+			continue
+		}
+		var ha Seq
+		for _, x := range ras {
+			if x.seq >= rs[j].seq {
+				break
+			}
+			if l := ParseSeq(x.last); l.Compare(ha) > 0 {
+				ha = l
+			}
+		}
+		if ha.IsZero() {
+			continue
+		}
+		lo := p.index(ParseSeq(rs[j].first))
 		if lo >= 0 {
 			hi := p.after(ha)
 			if hi > lo {
 				f.Redelivered += hi - lo
-				if a.Planned {
+				if a.MovedTo(&b) {
 					f.PlannedRedelivered += hi - lo
 				}
 			}

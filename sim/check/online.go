@@ -141,6 +141,10 @@ func (c *Online) Observe(r *trace.Record) {
 		}
 	}
 	switch r.Kind {
+	case trace.CallSent:
+		if c.ten != nil && r.Reason == trace.WriteRelease {
+			c.ten.releasing(r)
+		}
 	case trace.Acting, trace.Delivered:
 		if c.s3 != nil && r.Kind == trace.Acting {
 			c.s3.acting(r, PosOf(r.Checkpoint))
@@ -205,6 +209,9 @@ func (c *Online) Observe(r *trace.Record) {
 	case trace.KindApply:
 		if r.Outcome != trace.OutcomeOK {
 			return
+		}
+		if c.ten != nil && (r.Reason == trace.WriteRenew || r.Reason == trace.WriteCheckpoint) {
+			c.ten.renewed(r)
 		}
 		cp := PosOf(r.Checkpoint)
 		if c.rows != nil {

@@ -30,6 +30,33 @@ type Tenure struct {
 	Planned  bool
 	// EndT is when it was closed (the closing record's time).
 	EndT time.Duration
+	// Renewed is when the last renewal or checkpoint of its lease by its
+	// process applied while it was open (0 if none did): the owner of an
+	// idle shard acts rarely but holds the shard as long as it renews.
+	Renewed time.Duration
+	// Released is when its process sent the release that ended it (0 if
+	// none): a process stops acting before it sends its release.
+	Released time.Duration
+	// HandedTo is the owner a cooperative handoff released the lease to
+	// ("" for any other end).
+	HandedTo string
+}
+
+// Idle returns when the tenure stopped holding its shard, as far as the
+// history shows: its last act, or its last renewal or release if later. A
+// failover's gap is measured from it: from the last renewal, not from
+// the moment the process crashed or paused after it, so the gap is never
+// shorter than the time the shard truly had nobody able to act.
+func (t *Tenure) Idle() time.Duration { return max(t.End, t.Renewed, t.Released) }
+
+// MovedTo reports whether next, the key's next tenure, is the end of a
+// planned move from t: t released the lease for a shutdown, or handed it
+// over to next's owner. A handoff to an owner that never acted on the
+// lease (it crashed or was cut off before it took it, and another owner
+// came after the lease expired) is no planned move: its gap is a
+// failover's.
+func (t *Tenure) MovedTo(next *Tenure) bool {
+	return t.Planned && (t.HandedTo == "" || t.HandedTo == next.Owner)
 }
 
 func (t *Tenure) who() string { return t.Owner + "#" + itoa(int(t.Proc)) }
@@ -119,6 +146,20 @@ func (ts *tenures) act(r *trace.Record) {
 	ts.prune(kt)
 }
 
+// renewed is an applied renewal or checkpoint of r.Proc's lease on r.Key.
+func (ts *tenures) renewed(r *trace.Record) {
+	if t := ts.open[pk{r.Proc, r.Key}]; t != nil {
+		t.Renewed = r.T
+	}
+}
+
+// releasing is r.Proc sending the release of its lease on r.Key.
+func (ts *tenures) releasing(r *trace.Record) {
+	if t := ts.open[pk{r.Proc, r.Key}]; t != nil {
+		t.Released = r.T
+	}
+}
+
 // close ends the open tenure k (if any) with record r.
 func (ts *tenures) close(k pk, r *trace.Record) {
 	ts.now = r.T
@@ -143,6 +184,9 @@ func (ts *tenures) ended(t *tenure, r *trace.Record) {
 	t.EndT = r.T
 	t.Graceful = r.Kind == trace.LeaseReleased
 	t.Planned = t.Graceful && Planned(r.Reason)
+	if t.Graceful {
+		t.HandedTo = HandedTo(r.Reason)
+	}
 	if ts.l1 != nil {
 		ts.l1.closed(t)
 	}

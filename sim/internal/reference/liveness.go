@@ -170,10 +170,9 @@ func Measure(recs []trace.Record, end time.Duration) Figures {
 	var shardNs time.Duration
 	// records received per (proc,key): the highest sequence
 	type receipt struct {
-		seq   uint64
-		first string
+		seq         uint64
+		first, last string
 	}
-	highs := map[pk]string{}
 	receipts := map[pk][]receipt{}
 	for i := range recs {
 		r := &recs[i]
@@ -200,10 +199,7 @@ func Measure(recs []trace.Record, end time.Duration) Figures {
 		case trace.KindReceived:
 			if r.Count > 0 {
 				k := pk{r.Proc, r.Key}
-				receipts[k] = append(receipts[k], receipt{r.Seq, r.First})
-				if cmpSeq(r.Last, highs[k]) > 0 {
-					highs[k] = r.Last
-				}
+				receipts[k] = append(receipts[k], receipt{r.Seq, r.First, r.Last})
 			}
 		}
 	}
@@ -219,22 +215,30 @@ func Measure(recs []trace.Record, end time.Duration) Figures {
 			continue
 		}
 		f.Handoffs++
-		if !a.Graceful && b.Start > a.End {
-			f.Failovers = append(f.Failovers, b.Start-a.End)
+		// a failover: an end that was no release, or a handoff to an owner
+		// that never acted on the lease
+		missed := a.Graceful && a.HandedTo != "" && a.HandedTo != b.Owner
+		if idle := max(a.End, a.Renewed, a.Released); (!a.Graceful || missed) && b.Start > idle {
+			f.Failovers = append(f.Failovers, b.Start-idle)
 		}
 		// re-deliveries: records b received at or below a's high water mark
-		ha := highs[pk{a.Proc, a.Key}]
+		// (the highest record a's process received before b's first receipt)
 		p := puts[a.Key]
-		if ha == "" || p == nil {
-			continue
-		}
-		lo := -1
 		rs := receipts[pk{b.Proc, b.Key}]
 		j := sort.Search(len(rs), func(j int) bool { return rs[j].seq >= b.FirstSeq })
-		if j < len(rs) {
-			lo = p.index(rs[j].first)
+		if p == nil || j == len(rs) {
+			continue
 		}
-		if lo >= 0 {
+		ha := ""
+		for _, x := range receipts[pk{a.Proc, a.Key}] {
+			if x.seq < rs[j].seq && cmpSeq(x.last, ha) > 0 {
+				ha = x.last
+			}
+		}
+		if ha == "" {
+			continue
+		}
+		if lo := p.index(rs[j].first); lo >= 0 {
 			hi := p.after(ha)
 			if hi > lo {
 				f.Redelivered += hi - lo

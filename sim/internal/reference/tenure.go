@@ -2,6 +2,7 @@ package reference
 
 import (
 	"sort"
+	"strings"
 
 	"github.com/shardlease/shardlease/sim/trace"
 )
@@ -24,6 +25,9 @@ func Tenures(recs []trace.Record) []Tenure {
 			out[i].EndedBy = r.Kind
 			out[i].EndT = r.T
 			out[i].Graceful = r.Kind == trace.LeaseReleased
+			if to, ok := strings.CutPrefix(r.Reason, "handed over to "); ok && out[i].Graceful {
+				out[i].HandedTo = to
+			}
 			delete(open, k)
 		}
 	}
@@ -40,6 +44,14 @@ func Tenures(recs []trace.Record) []Tenure {
 			open[k] = len(out)
 			out = append(out, Tenure{Key: r.Key, Proc: r.Proc, Owner: r.Owner, Start: r.T, End: r.T, FirstSeq: r.Seq, LastSeq: r.Seq, Open: true})
 			procKeys[r.Proc] = append(procKeys[r.Proc], r.Key)
+		case r.Kind == trace.KindApply && r.Outcome == trace.OutcomeOK && (r.Reason == trace.WriteRenew || r.Reason == trace.WriteCheckpoint):
+			if j, ok := open[pk{r.Proc, r.Key}]; ok {
+				out[j].Renewed = r.T
+			}
+		case r.Kind == trace.CallSent && r.Reason == trace.WriteRelease:
+			if j, ok := open[pk{r.Proc, r.Key}]; ok {
+				out[j].Released = r.T
+			}
 		case r.Kind == trace.LeaseLost || r.Kind == trace.LeaseReleased || r.Kind == trace.StoppedActing:
 			closeT(pk{r.Proc, r.Key}, r)
 		case r.Kind == trace.KindProcStop:

@@ -129,6 +129,9 @@ type Report struct {
 	Invariants map[string]int // violations per invariant (S1 is informational; Lin: keys not linearizable)
 	Violations []check.Violation
 	Measure    check.Figures
+	// Longest are the longest handoff gaps, unplanned and planned (see
+	// check.HandoffGap), longest first.
+	Longest []HandoffGap
 	// Lin is the linearizability check of the lease-table history.
 	Lin LinReport
 
@@ -250,6 +253,7 @@ func Check(m history.Merged, o Options) *Report {
 	}
 	rep.Violations = vs
 	rep.Measure = check.Measure(recs, m.End)
+	rep.Longest = longestGaps(check.Tenures(recs), procs, 3)
 	checkLin(recs, o, rep)
 
 	d := newDeliveries(recs, excused)

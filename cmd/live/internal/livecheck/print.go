@@ -125,13 +125,20 @@ func (r *Report) Print(w io.Writer) {
 		p("    after %-18s %3d handoffs, %5d re-delivered (max %d)", k+":", c.Count, c.Redelivered, c.Max)
 	}
 	if f := r.Measure; len(f.Failovers) > 0 {
-		p("  failovers (unplanned; old owner's last act to new owner's first, sim/check.Measure): p50 %s, p99 %s, max %s over %d",
+		p("  failovers (unplanned; from the old owner's last act, renewal or release to the new owner's first act, sim/check.Measure): p50 %s, p99 %s, max %s over %d",
 			secs(check.Percentile(f.Failovers, 50)), secs(check.Percentile(f.Failovers, 99)), secs(check.Percentile(f.Failovers, 100)), len(f.Failovers))
 	}
 	if f := r.Measure; f.PlannedMoves > 0 {
-		p("  planned moves (shutdown, cooperative handoff) %d, %d with every record checkpointed: gap p50 %s, p99 %s, max %s; re-delivered per move %.1f",
+		p("  planned moves (shutdown, cooperative handoff; from the old owner's last act or release) %d, %d with every record checkpointed: gap p50 %s, p99 %s, max %s; re-delivered per move %.1f",
 			f.PlannedMoves, f.CheckpointedMoves, secs(check.Percentile(f.HandoffGaps, 50)), secs(check.Percentile(f.HandoffGaps, 99)), secs(check.Percentile(f.HandoffGaps, 100)),
 			float64(f.PlannedRedelivered)/float64(f.PlannedMoves))
+	}
+	for _, g := range r.Longest {
+		kind := "failover"
+		if g.Planned {
+			kind = "planned move"
+		}
+		p("    longest %-12s %s: %s -> %s, %s without an acting owner, until %s", kind, g.Key, g.From, g.To, secs(g.Gap), secs(g.At))
 	}
 	p("")
 	p("invariants (sim/check)")
