@@ -74,7 +74,12 @@ type assignState struct {
 	nextMonitor     time.Duration
 	members         []string // the assigner row's member list, as last read
 	isMember        bool     // members names this worker (see member)
-	nextHello       time.Duration
+	// deputy's memo: whether this worker is a deputy of depOwner under
+	// members (depKnown false: none; members changes clear it)
+	depKnown  bool
+	depOwner  string
+	depIs     bool
+	nextHello time.Duration
 
 	as *assigner // non-nil while this worker holds the assigner row
 }
@@ -93,6 +98,17 @@ func (w *Worker) member() bool { return w.asg.isMember }
 // the assigner (owner) in the member list, which watch the assigner row
 // closely. Without a list every worker watches closely.
 func (w *Worker) deputy(owner string) bool {
+	a := &w.asg
+	if a.depKnown && a.depOwner == owner {
+		return a.depIs
+	}
+	is := w.isDeputy(owner)
+	a.depKnown, a.depOwner, a.depIs = true, owner, is
+	return is
+}
+
+// isDeputy is deputy without its memo.
+func (w *Worker) isDeputy(owner string) bool {
 	m := w.asg.members
 	if len(m) == 0 {
 		return true
@@ -365,6 +381,7 @@ func (w *Worker) onMonitor(r *Result) {
 	row := r.Lease
 	o := w.observeRow(row)
 	a.members = slices.Clone(row.Children)
+	a.depKnown = false
 	_, a.isMember = slices.BinarySearch(a.members, w.cfg.Owner)
 	if w.deputy(row.Owner) {
 		next = now + w.jitter(w.cfg.PendingPollInterval)
