@@ -83,10 +83,13 @@ func (w *Worker) full(m string) bool {
 	return n >= w.cfg.MaxLeasesForWorker
 }
 
-// balance asks the most loaded members to hand leases over to the least
-// loaded, one lease per source in a round, while that narrows the spread
-// (by two leases, or by a tenth of the load with BalanceThroughput), and
-// never moves a lease moved within MoveQuiet.
+// balance asks the most loaded member to hand a lease over to the least
+// loaded, again and again in a round (the loads as the round's moves leave
+// them), while that narrows the spread (by two leases, or by a tenth of the
+// load with BalanceThroughput) and fewer than the limit of moves are in
+// flight, and never moves a lease moved within MoveQuiet: a worker that
+// took every lease before the others joined gives them out in a few
+// rounds, not one lease a round.
 func (w *Worker) balance(rows []Lease, loads map[string]float64, members []string) {
 	a := w.asg.as
 	now := w.now.Mono
@@ -94,6 +97,11 @@ func (w *Worker) balance(rows []Lease, loads map[string]float64, members []strin
 		return
 	}
 	outstanding := 0
+	for _, h := range w.held {
+		if h.handing && !h.gone {
+			outstanding++ // its own leases being handed over
+		}
+	}
 	for k, at := range a.requests {
 		o := w.obs[k]
 		if wr := w.writes[k]; (wr != nil && wr.kind == wAssign && wr.row.HandoffTo != "") || (o != nil && o.row.HandoffTo != "" && now-at < 2*w.cfg.LeaseDuration) {
@@ -112,28 +120,30 @@ func (w *Worker) balance(rows []Lease, loads map[string]float64, members []strin
 	}
 	ceiling := float64(int(total+float64(len(members))-1) / len(members))
 	floor := float64(int(total) / len(members))
-	sources := map[string]bool{}
+	// done: the members that can give nothing more this round
+	done := map[string]bool{}
 	for outstanding < limit {
-		// the most loaded member not yet a source this round
+		// the most loaded member, as the moves of this round left it
 		from := ""
 		for _, m := range members {
-			if !sources[m] && (from == "" || loads[m] > loads[from]) {
+			if !done[m] && (from == "" || loads[m] > loads[from]) {
 				from = m
 			}
 		}
 		if from == "" {
 			return
 		}
-		sources[from] = true
 		to := w.leastLoaded(loads, from, members)
 		if to == "" {
 			return
 		}
 		if w.cfg.BalanceBy != BalanceThroughput && (loads[to]+1 > ceiling || loads[from]-1 < floor) {
+			done[from] = true
 			continue
 		}
 		o := w.pickMove(rows, from, loads[from]-loads[to])
 		if o == nil {
+			done[from] = true
 			continue
 		}
 		wt := w.weight(o.row)

@@ -205,6 +205,9 @@ func TestBalanceConvergesAndStays(t *testing.T) {
 		{16, 4, true, 4 * ld},
 		{3, 5, false, 4 * ld},
 		{1, 2, true, 4 * ld},
+		// one worker took 200 leases before nine others joined: given out
+		// a few in flight at a time, not one a round
+		{200, 10, true, 30 * ld},
 	}
 	for _, mode := range []string{AssignmentScan, AssignmentAssigner} {
 		for _, tc := range cases {

@@ -56,11 +56,6 @@ func (x *pendingIndex) update(key, p string, now time.Time) {
 	x.byKey[key] = us
 }
 
-// visible returns the Pending of key that the index shows at now.
-func (x *pendingIndex) visible(key string, now time.Time) string {
-	return x.visibleAt(key, now.Add(-x.lag))
-}
-
 // visibleAt returns the Pending of key as of seen.
 func (x *pendingIndex) visibleAt(key string, seen time.Time) string {
 	p := ""

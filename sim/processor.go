@@ -24,18 +24,19 @@ type job struct {
 	key    string
 	batch  uint64
 	failed bool
-	skip   bool // failed, and the failure policy skips it (World.SkipAfter)
-	first  string
-	last   string
-	cp     string // checkpoint to ask for before answering
-	gen    uint64 // the key's generation when the notice came
+	skip   bool              // failed, and the failure policy skips it (World.SkipAfter)
+	first  engine.Checkpoint // the batch's first user record (none: no batch)
+	last   engine.Checkpoint // its last
+	cp     engine.Checkpoint // checkpoint to ask for before answering (none: "")
+	gen    uint64            // the key's generation when the notice came
 }
 
-// pkey is what a process's processor knows of one key.
+// pkey is what a process's processor knows of one key. Positions are
+// user records: (sequence, sub-sequence).
 type pkey struct {
-	processed string // last record processed (sequence)
-	asked     string // last checkpoint asked for
-	gen       uint64 // incremented by every Initialize
+	processed engine.Checkpoint // last record processed
+	asked     engine.Checkpoint // last checkpoint asked for
+	gen       uint64            // incremented by every Initialize
 }
 
 func (m *processorModel) newJob(j job) int {
@@ -73,32 +74,37 @@ func (s *simulator) notice(p *proc, n *engine.Notice) {
 	case engine.NoticeInitialize:
 		k := p.pk(n.Key)
 		k.gen++
-		k.processed, k.asked = "", ""
+		k.processed, k.asked = engine.Checkpoint{}, engine.Checkpoint{}
 		if !n.Start.IsSentinel() {
-			k.processed, k.asked = n.Start.Sequence, n.Start.Sequence
+			k.processed, k.asked = n.Start, n.Start
 		}
 		s.emit(s.procRec(p, &trace.Record{Kind: trace.KindInitialized, Key: n.Key, Checkpoint: n.Start}))
 		j := s.pm.newJob(job{proc: p.id, key: n.Key, batch: n.Batch})
 		s.q.push(event{at: s.now + rp.between(0, 5*time.Millisecond), kind: evJob, proc: p.id, a: uint64(j)})
 	case engine.NoticeRecords:
 		r := trace.Record{Kind: trace.KindReceived, Key: n.Key, Count: len(n.Records), Call: n.Batch}
+		jb := job{proc: p.id, key: n.Key, batch: n.Batch, gen: p.pk(n.Key).gen}
 		if len(n.Records) > 0 {
-			r.First, r.Last = n.Records[0].Sequence, n.Records[len(n.Records)-1].Sequence
+			batchRecord(&r, n.Records)
+			jb.first, jb.last = position(&n.Records[0]), position(&n.Records[len(n.Records)-1])
 			for i := 1; i < len(n.Records); i++ {
-				if check.ParseSeq(n.Records[i-1].Sequence).Compare(check.ParseSeq(n.Records[i].Sequence)) >= 0 { // the checkers' comparator, not the engine's
+				a, b := &n.Records[i-1], &n.Records[i]
+				if check.ParseSubSeq(a.Sequence, a.SubSequence).Compare(check.ParseSubSeq(b.Sequence, b.SubSequence)) >= 0 { // the checkers' comparator, not the engine's
 					r.Reason = "unsorted"
 				}
 			}
 		}
 		s.emit(s.procRec(p, &r))
-		jb := job{proc: p.id, key: n.Key, batch: n.Batch, first: r.First, last: r.Last, gen: p.pk(n.Key).gen}
 		if len(n.Records) > 0 && rp.chance(s.rate(s.w.Rates.FailedBatch)) {
 			jb.failed = true
 			jb.skip = s.w.SkipAfter > 0 && n.Attempt >= s.w.SkipAfter
 		} else if len(n.Records) > 0 && rp.chance(s.w.Rates.Checkpoint) {
-			jb.cp = n.Records[rp.IntN(len(n.Records))].Sequence
+			jb.cp = position(&n.Records[rp.IntN(len(n.Records))])
 			if rp.chance(0.7) {
-				jb.cp = r.Last
+				jb.cp = jb.last
+			}
+			if cp, ok := s.midAggregate(n.Records); ok {
+				jb.cp = cp // part of an aggregate (KPL worlds)
 			}
 		}
 		j := s.pm.newJob(jb)
@@ -107,7 +113,7 @@ func (s *simulator) notice(p *proc, n *engine.Notice) {
 		s.emit(s.procRec(p, &trace.Record{Kind: trace.KindNotice, Key: n.Key, Reason: n.Kind.String()}))
 		jb := job{proc: p.id, key: n.Key, batch: n.Batch, gen: p.pk(n.Key).gen}
 		if n.Kind == engine.NoticeShutdownRequested {
-			if k := p.keys[n.Key]; k != nil && k.processed != "" && k.processed != k.asked {
+			if k := p.keys[n.Key]; k != nil && k.processed.Sequence != "" && k.processed != k.asked {
 				jb.cp = k.processed
 			}
 		}
@@ -144,14 +150,15 @@ func (s *simulator) onJob(i int) {
 	current := false
 	if k := p.keys[j.key]; k != nil && k.gen == j.gen {
 		current = true
-		if j.first != "" && (!j.failed || j.skip) {
+		if j.first.Sequence != "" && (!j.failed || j.skip) {
 			k.processed = j.last
 		}
 	}
-	if j.cp != "" && (current || j.first == "") {
+	if j.cp.Sequence != "" && (current || j.first.Sequence == "") {
 		s.askCheckpoint(p, j.key, j.cp)
 	}
-	r := trace.Record{Kind: trace.KindDone, Key: j.key, Reason: "ok", First: j.first, Last: j.last, Call: j.batch}
+	r := trace.Record{Kind: trace.KindDone, Key: j.key, Reason: "ok", First: j.first.Sequence, Last: j.last.Sequence,
+		FirstSub: int32(j.first.SubSequence), LastSub: int32(j.last.SubSequence), Call: j.batch}
 	if j.failed {
 		r.Reason = "failed"
 	}
@@ -165,12 +172,12 @@ func (s *simulator) onJob(i int) {
 	}
 }
 
-func (s *simulator) askCheckpoint(p *proc, key, seq string) {
+func (s *simulator) askCheckpoint(p *proc, key string, cp engine.Checkpoint) {
 	if k := p.keys[key]; k != nil {
-		k.asked = seq
+		k.asked = cp
 	}
 	p.token++
-	s.deliver(p, &engine.Input{Kind: engine.InputCheckpoint, Key: key, Checkpoint: engine.SequenceCheckpoint(seq), Token: p.token})
+	s.deliver(p, &engine.Input{Kind: engine.InputCheckpoint, Key: key, Checkpoint: cp, Token: p.token})
 }
 
 // onCheckpointTimer is the processor's periodic checkpoint of what it has
@@ -182,7 +189,7 @@ func (s *simulator) onCheckpointTimer(p *proc) {
 	if !p.paused {
 		for _, key := range p.keyOrder {
 			k := p.keys[key]
-			if k != nil && k.processed != "" && k.processed != k.asked {
+			if k != nil && k.processed.Sequence != "" && k.processed != k.asked {
 				s.askCheckpoint(p, key, k.processed)
 			}
 		}

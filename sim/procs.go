@@ -162,7 +162,7 @@ func (s *simulator) traceEngine(p *proc, e engine.TraceEvent) {
 		s.cl.stepSent = append(s.cl.stepSent, sentInfo{e.Key, e.Counter, e.Reason})
 	}
 	r := trace.Record{Kind: trace.FromEngine(e.Kind), Key: e.Key, Counter: e.Counter, Checkpoint: e.Checkpoint,
-		First: e.First, Last: e.Last, Count: e.Count, Reason: e.Reason, Previous: e.Previous}
+		First: e.First, Last: e.Last, FirstSub: int32(e.FirstSub), LastSub: int32(e.LastSub), Count: e.Count, Reason: e.Reason, Previous: e.Previous}
 	s.procRec(p, &r)
 	r.Mono = e.Mono
 	s.emit(&r)

@@ -18,7 +18,10 @@ const (
 	streamClock
 	streamFanOut
 	streamAssignment
-	streamClockSteps // clock steps aimed at a new process's first observations
+	streamClockSteps   // clock steps aimed at a new process's first observations
+	streamKPL          // the world's KPL workload (kpl.go)
+	streamKPLPuts      // which puts are KPL aggregates
+	streamKPLProcessor // the processor's checkpoints inside aggregates
 )
 
 func splitmix(x uint64) uint64 {

@@ -46,6 +46,7 @@ type simulator struct {
 	cl  cluster
 	pm  processorModel
 	wl  workload
+	kpl kplState
 	fs  faultState
 }
 
@@ -88,6 +89,7 @@ func run(o Options) (*Result, error) {
 	s.cl.rng = newRNG(o.Seed, streamEngine)
 	s.pm.rng = newRNG(o.Seed, streamProcessor)
 	s.wl.rng = newRNG(o.Seed, streamWorkload)
+	s.kpl.init(o.Seed)
 	s.fs.rng = newRNG(o.Seed, streamFaults)
 	s.fs.steps = newRNG(o.Seed, streamClockSteps)
 	s.fs.pauseProc = map[uint64]int32{}

@@ -59,7 +59,8 @@ func (s *simulator) putMean() time.Duration {
 	return time.Duration(float64(time.Second) / rate)
 }
 
-// onPut is a producer putting one record.
+// onPut is a producer putting one record (in KPL worlds, sometimes a KPL
+// aggregate of several user records).
 func (s *simulator) onPut() {
 	wl := &s.wl
 	if wl.noPuts {
@@ -79,12 +80,16 @@ func (s *simulator) onPut() {
 	}
 	// the hash key h·2^64 + h lands in the initial shard h / width
 	// chose: the fakes split the hash key space as evenly as this does
-	sh, seq, err := s.st.PutRecordWithHash(streamName, wl.pkeys[wl.rng.IntN(len(wl.pkeys))], h, h, nil)
-	if err != nil {
-		panic("sim: put: " + err.Error())
+	pkey := wl.pkeys[wl.rng.IntN(len(wl.pkeys))]
+	sh, seq, n := s.putAggregate(h) // n user records, or a plain put (0)
+	if n == 0 {
+		var err error
+		if sh, seq, err = s.st.PutRecordWithHash(streamName, pkey, h, h, nil); err != nil {
+			panic("sim: put: " + err.Error())
+		}
 	}
 	wl.puts++
-	s.emit(&trace.Record{Kind: trace.KindPut, Worker: -1, Proc: -1, Key: sh, First: seq})
+	s.emit(&trace.Record{Kind: trace.KindPut, Worker: -1, Proc: -1, Key: sh, First: seq, Count: n})
 	s.wakeShard(sh)
 	s.q.push(event{at: s.now + wl.rng.exp(s.putMean()), kind: evPut})
 }

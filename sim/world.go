@@ -37,6 +37,7 @@ type World struct {
 	FanOut    FanOutWorld // enhanced fan-out (see fanout.go)
 	// Assignment is how leases reach the workers (see assignment.go).
 	Assignment AssignmentWorld
+	KPL        KPLWorld // KPL-aggregated records (see kpl.go)
 }
 
 // EngineParams are the drawn engine settings (zero: the engine default).
@@ -82,7 +83,7 @@ func (w World) String() string {
 		w.Workers, w.Shards, w.Chaos, w.Quiet, strings.Join(w.Faults, ","), e.LeaseDuration, e.RenewInterval, e.SafetyMargin, e.MaxClockDrift,
 		e.TakeInterval, e.ShardSyncInterval, e.MaxLeasesForWorker, e.MaxLeasesToStealAtOnce, e.GetRecordsLimit, e.IdleTimeBetweenReads, e.ConsistentTakeScans,
 		w.Rates, w.TableLatency.Base, w.TableLatency.Tail, w.StreamLatency.Base, w.StreamLatency.Tail, w.CallTimeout, w.Retention, w.PutRate, w.DriftBound, w.CheckpointPace, w.Bound, w.Balance, w.FanOut) +
-		w.policyString() + w.Assignment.String()
+		w.policyString() + w.Assignment.String() + w.KPL.String()
 }
 
 func (w World) policyString() string {
@@ -299,6 +300,7 @@ func drawWorld(o Options) (World, error) {
 	if err := w.drawFanOut(o, f == "" || f == "swarm"); err != nil {
 		return w, err
 	}
+	w.drawKPL(o, f == "" || f == "swarm")
 
 	// the liveness bound, from the configuration
 	b := 2*full.LeaseDuration + 2*full.TakeInterval + 2*full.ShardSyncInterval + 2*full.RenewInterval +

@@ -576,7 +576,13 @@ func (r *chaosRun) reshard(op string, shards ...string) {
 
 func (r *chaosRun) startProducer() {
 	r.t.Helper()
-	cmd := exec.Command(r.bin, "produce", "-stream", r.stream, "-rate", "120", "-record", r.dir)
+	args, what := []string{"produce", "-stream", r.stream, "-rate", "120", "-record", r.dir}, "120 records/s"
+	if r.pos == engine.TrimHorizon {
+		// KPL aggregates of up to 4 user records: live check follows
+		// each user record at (sequence, sub-sequence)
+		args, what = append(args, "-aggregate", "4"), "120 user records/s in KPL aggregates of up to 4"
+	}
+	cmd := exec.Command(r.bin, args...)
 	cmd.Env = r.env
 	lf, err := os.Create(filepath.Join(r.dir, "log-producer.txt"))
 	if err != nil {
@@ -597,7 +603,7 @@ func (r *chaosRun) startProducer() {
 			<-r.prodDone
 		}
 	})
-	r.logf("producer started (pid %d, 120 records/s)", cmd.Process.Pid)
+	r.logf("producer started (pid %d, %s)", cmd.Process.Pid, what)
 }
 
 func (r *chaosRun) stopProducer() {

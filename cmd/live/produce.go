@@ -58,7 +58,7 @@ func runProduce(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		fmt.Fprintln(stderr, "live produce: need -stream, a positive -rate, -size and -tick")
 		return exitUsage
 	}
-	if err := checkAggregate(*aggregate, *size, *record); err != nil {
+	if err := checkAggregate(*aggregate, *size); err != nil {
 		fmt.Fprintln(stderr, "live produce:", err)
 		return exitUsage
 	}
@@ -193,8 +193,14 @@ loop:
 					continue
 				}
 				sent += batch[i].users
-				rec.Write(trace.Record{T: history.Stamp(replied), Wall: replied.UnixNano(), Kind: trace.KindPut, Key: r.Shard, First: r.Sequence,
-					Sent: history.Stamp(callSent)})
+				// an aggregate's user records are r.Sequence with
+				// sub-sequence numbers 0..users-1
+				put := trace.Record{T: history.Stamp(replied), Wall: replied.UnixNano(), Kind: trace.KindPut, Key: r.Shard, First: r.Sequence,
+					Sent: history.Stamp(callSent)}
+				if batch[i].aggregated {
+					put.Count = batch[i].users
+				}
+				rec.Write(put)
 			}
 		}
 		if *count > 0 && sent >= *count {
@@ -226,7 +232,8 @@ loop:
 // putEntry is a record to put and the number of user records it carries.
 type putEntry struct {
 	kinesisstream.PutEntry
-	users int
+	users      int
+	aggregated bool // a KPL aggregate (of users user records)
 }
 
 func users(entries []putEntry) int {
@@ -241,19 +248,16 @@ func users(entries []putEntry) int {
 // partition key the KPL uses); an aggregate must fit.
 const maxRecordBytes = 1<<20 - 1
 
-// checkAggregate checks -aggregate against -size and -record.
-func checkAggregate(aggregate, size int, record string) error {
+// checkAggregate checks -aggregate against -size. With -record, the
+// history records each aggregate put with its number of user records
+// (KindPut Count), and `live check` follows each user record at
+// (sequence, sub-sequence).
+func checkAggregate(aggregate, size int) error {
 	switch {
 	case aggregate < 1:
 		return fmt.Errorf("-aggregate %d: need at least 1 user record per Kinesis record", aggregate)
 	case aggregate == 1:
 		return nil
-	case record != "":
-		// What the history records, and `live check` judges, is one
-		// record per put: it does not count the user records of an
-		// aggregate (sub-sequence deliveries) yet, and would report them
-		// as lost or out of order.
-		return fmt.Errorf("-aggregate cannot be used with -record: live check does not judge the user records of aggregates yet")
 	}
 	// Each user record costs its data, its partition and explicit hash
 	// keys (under 70 bytes) and a few bytes of framing.
@@ -277,5 +281,5 @@ func aggregateEntry(users []kpl.UserRecord) (putEntry, error) {
 	if len(data) > maxRecordBytes {
 		return putEntry{}, fmt.Errorf("an aggregate of %d user records is %d bytes: a Kinesis record holds %d", len(users), len(data), maxRecordBytes)
 	}
-	return putEntry{PutEntry: kinesisstream.PutEntry{PartitionKey: pk, ExplicitHashKey: h.String(), Data: data}, users: len(users)}, nil
+	return putEntry{PutEntry: kinesisstream.PutEntry{PartitionKey: pk, ExplicitHashKey: h.String(), Data: data}, users: len(users), aggregated: true}, nil
 }

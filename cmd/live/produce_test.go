@@ -22,7 +22,6 @@ func TestProduceAggregateFlags(t *testing.T) {
 		want string
 	}{
 		{[]string{"-stream", "s", "-aggregate", "0"}, "-aggregate 0"},
-		{[]string{"-stream", "s", "-aggregate", "5", "-record", t.TempDir()}, "cannot be used with -record"},
 		{[]string{"-stream", "s", "-aggregate", "20000", "-size", "100"}, "a Kinesis record holds"},
 	} {
 		var out, errb bytes.Buffer

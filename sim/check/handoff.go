@@ -105,7 +105,7 @@ func (c *g1Checker) observe(r *trace.Record) {
 			c.firstBatch(r, m)
 		}
 		s := c.state(k)
-		if l := ParseSeq(r.Last); l.Compare(s.high) > 0 {
+		if l := LastOf(r); l.Compare(s.high) > 0 {
 			s.high = l
 		}
 	case trace.Acting:
@@ -227,7 +227,7 @@ func (c *g1Checker) acting(r *trace.Record) {
 // must hold no record the old owner had (none at or below x).
 func (c *g1Checker) firstBatch(r *trace.Record, m *plannedMove) {
 	delete(c.moves, r.Key)
-	if r.Count == 0 || ParseSeq(r.First).Compare(m.x.seq) > 0 || len(c.out) >= c.o.max() {
+	if r.Count == 0 || FirstOf(r).Compare(m.x.seq) > 0 || len(c.out) >= c.o.max() {
 		return
 	}
 	c.out = append(c.out, Violation{Invariant: G1, Key: r.Key, Workers: []string{who(r), m.who}, From: m.at, To: r.T, Seqs: []uint64{m.relSeq, r.Seq},

@@ -159,7 +159,7 @@ func (c *l1Checker) finish(final []engine.Lease, finalKnown bool) []Violation {
 	}
 	for _, key := range sortedKeys(c.late) {
 		x := c.late[key]
-		d := "record " + x.raw + " put at " + x.t.String() + " after healing "
+		d := "record " + seqName(x.raw, x.seq.sub) + " put at " + x.t.String() + " after healing "
 		if x.received < 0 {
 			d += "was never delivered"
 		} else {

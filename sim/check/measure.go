@@ -101,7 +101,7 @@ func (m *measurer) proc(k pk) *mproc {
 
 type receipt struct {
 	seq         uint64
-	first, last string
+	first, last Seq // with their sub-sequence numbers
 }
 
 // handoff is one change of acting process on a key (Forget).
@@ -149,7 +149,7 @@ func (m *measurer) receivedBatch(r *trace.Record, p *shardPuts, first, last Seq)
 	}
 	mp := m.proc(pk{r.Proc, r.Key})
 	if !m.o.Forget {
-		mp.receipts = append(mp.receipts, receipt{r.Seq, r.First, r.Last})
+		mp.receipts = append(mp.receipts, receipt{r.Seq, first, last})
 	}
 	if last.Compare(mp.high) > 0 {
 		mp.high = last
@@ -290,14 +290,14 @@ func (m *measurer) finish() Figures {
 			if x.seq >= rs[j].seq {
 				break
 			}
-			if l := ParseSeq(x.last); l.Compare(ha) > 0 {
-				ha = l
+			if x.last.Compare(ha) > 0 {
+				ha = x.last
 			}
 		}
 		if ha.IsZero() {
 			continue
 		}
-		lo := p.index(ParseSeq(rs[j].first))
+		lo := p.index(rs[j].first)
 		if lo >= 0 {
 			hi := p.after(ha)
 			if hi > lo {

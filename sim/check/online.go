@@ -156,7 +156,7 @@ func (c *Online) Observe(r *trace.Record) {
 			c.s5.delivered(r)
 		}
 	case trace.KindReceived:
-		first, last := ParseSeq(r.First), ParseSeq(r.Last)
+		first, last := FirstOf(r), LastOf(r)
 		if c.ten != nil {
 			c.ten.act(r)
 		}
@@ -246,7 +246,7 @@ func (c *Online) Observe(r *trace.Record) {
 		}
 	case trace.KindTrim:
 		if c.puts != nil {
-			c.puts.trim(r, ParseSeq(r.First), ParseSeq(r.Last))
+			c.puts.trim(r, ParseSeq(r.First), wholeRecord(r.Last))
 		}
 	case trace.KindInitialized:
 		if c.s4 != nil {
@@ -257,11 +257,11 @@ func (c *Online) Observe(r *trace.Record) {
 		}
 	case trace.BatchSkipped:
 		if c.s4 != nil {
-			c.s4.skipped(r, ParseSeq(r.Last))
+			c.s4.skipped(r)
 		}
 	case trace.KindDone:
 		if c.s4 != nil {
-			c.s4.done(r, ParseSeq(r.First))
+			c.s4.done(r, FirstOf(r))
 		}
 		if c.s6 != nil {
 			c.s6.done(r)

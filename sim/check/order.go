@@ -71,7 +71,7 @@ func (c *s6Checker) dropProc(proc int32) {
 func (c *s6Checker) done(r *trace.Record) {
 	if r.Reason == "failed" && r.First != "" {
 		if st := c.states[pk{r.Proc, r.Key}]; st != nil && answers(r, st.batchF, st.batchL, st.batch) {
-			st.failedF = ParseSeq(r.First)
+			st.failedF = FirstOf(r)
 		}
 	}
 }
@@ -81,7 +81,7 @@ func (c *s6Checker) received(r *trace.Record, first, last Seq) {
 		return
 	}
 	if r.Reason == "unsorted" || first.Compare(last) > 0 {
-		c.add(r, "a batch "+r.First+".."+r.Last+" is not in sequence order")
+		c.add(r, "a batch "+seqName(r.First, int64(r.FirstSub))+".."+seqName(r.Last, int64(r.LastSub))+" is not in sequence order")
 	}
 	k := pk{r.Proc, r.Key}
 	st := c.states[k]
@@ -91,10 +91,10 @@ func (c *s6Checker) received(r *trace.Record, first, last Seq) {
 	}
 	if st.lastLast != "" && first.Compare(st.lastLastSeq) <= 0 {
 		if st.failedF.IsZero() || first.Compare(st.failedF) < 0 {
-			c.add(r, "batch "+r.First+".."+r.Last+" after "+st.lastLast+" was already delivered")
+			c.add(r, "batch "+seqName(r.First, int64(r.FirstSub))+".."+seqName(r.Last, int64(r.LastSub))+" after "+st.lastLast+" was already delivered")
 		}
 	}
 	st.failedF = Seq{}
-	st.lastLast, st.lastLastSeq = r.Last, last
+	st.lastLast, st.lastLastSeq = seqName(r.Last, int64(r.LastSub)), last
 	st.batchF, st.batchL, st.batch = r.First, r.Last, r.Call
 }

@@ -83,10 +83,20 @@ func (pl *putLogs) shard(key string) *shardPuts {
 	return p
 }
 
-// put adds a record put.
+// put adds a record put: its user records, sub-sequence numbers
+// 0..Count-1, if it is a KPL aggregate (Count > 1).
 func (pl *putLogs) put(r *trace.Record, seq Seq) {
 	p := pl.shard(r.Key)
-	x := put{seq: seq, raw: r.First, t: r.T, trimmed: -1, received: -1, seqNo: r.Seq}
+	for i := 0; i < max(r.Count, 1); i++ {
+		seq.sub = int64(i)
+		pl.put1(p, put{seq: seq, raw: r.First, t: r.T, trimmed: -1, received: -1, seqNo: r.Seq})
+	}
+}
+
+// name is the record as messages name it.
+func (x *put) name() string { return seqName(x.raw, x.seq.sub) }
+
+func (pl *putLogs) put1(p *shardPuts, x put) {
 	k := p.kept()
 	if n := len(k); n == 0 || k[n-1].seq.Compare(x.seq) <= 0 {
 		p.puts = append(p.puts, x)
@@ -203,6 +213,7 @@ type readState struct {
 	// a batch of an earlier tenure does not count)
 	batchF, batchL string
 	batch          uint64
+	batchLSeq      Seq // its last user record
 }
 
 func (st *readState) isLastBatch(r *trace.Record) bool {
@@ -279,14 +290,15 @@ func (c *s4Checker) done(r *trace.Record, first Seq) {
 }
 
 // skipped is the failure policy passing a failed batch over: it was
-// received, and reading goes on after it.
-func (c *s4Checker) skipped(r *trace.Record, last Seq) {
+// received, and reading goes on after its last user record (the engine's
+// record names the batch's last Kinesis record only).
+func (c *s4Checker) skipped(r *trace.Record) {
 	st := c.states[pk{r.Proc, r.Key}]
 	p := c.puts.m[r.Key]
 	if st == nil || p == nil || p.end() == 0 || !st.isLastBatch(r) {
 		return
 	}
-	if hi := p.after(last); hi > st.next {
+	if hi := p.after(st.batchLSeq); hi > st.next {
 		st.next = hi
 	}
 }
@@ -310,7 +322,7 @@ func (c *s4Checker) received(r *trace.Record, p *shardPuts, first Seq, lo, hi in
 	if st == nil {
 		return
 	}
-	st.batchF, st.batchL, st.batch = r.First, r.Last, r.Call
+	st.batchF, st.batchL, st.batch, st.batchLSeq = r.First, r.Last, r.Call, LastOf(r)
 	if st.next >= 0 {
 		exp := max(st.next, p.base)
 		for exp < p.end() && p.at(exp).trimmed >= 0 && p.at(exp).trimmed <= r.T {
@@ -319,7 +331,7 @@ func (c *s4Checker) received(r *trace.Record, p *shardPuts, first Seq, lo, hi in
 		if lo > exp && exp < p.end() {
 			x := p.at(exp)
 			c.add(Violation{Key: r.Key, Workers: []string{who(r)}, From: x.t, To: r.T, Seqs: []uint64{x.seqNo, r.Seq},
-				Detail: "the processor got " + r.First + " but never got " + x.raw + " before it (" + itoa(lo-exp) + " records skipped)"})
+				Detail: "the processor got " + seqName(r.First, int64(r.FirstSub)) + " but never got " + x.name() + " before it (" + itoa(lo-exp) + " records skipped)"})
 		}
 	}
 }
@@ -375,7 +387,7 @@ func (c *s4Checker) finish(final []engine.Lease, finalKnown bool) []Violation {
 		}
 		if missing > 0 {
 			c.add(Violation{Key: key, From: first.t, To: c.o.End, Seqs: []uint64{first.seqNo},
-				Detail: itoa(missing) + " records within retention never delivered, the first " + first.raw})
+				Detail: itoa(missing) + " records within retention never delivered, the first " + first.name()})
 			continue
 		}
 		if !finalKnown || lastReq == nil {
@@ -386,12 +398,12 @@ func (c *s4Checker) finish(final []engine.Lease, finalKnown bool) []Violation {
 		case !ok:
 			if !c.shardEndStored[key] && !c.expired[key] {
 				c.add(Violation{Key: key, From: lastReq.t, To: c.o.End, Seqs: []uint64{lastReq.seqNo},
-					Detail: "no row left for the shard although it never reached SHARD_END; records up to " + lastReq.raw + " are not covered by a checkpoint"})
+					Detail: "no row left for the shard although it never reached SHARD_END; records up to " + lastReq.name() + " are not covered by a checkpoint"})
 			}
 		case l.Checkpoint.Sequence == engine.ShardEnd:
 		case !PosOf(l.Checkpoint).Covers(lastReq.seq):
 			c.add(Violation{Key: key, From: lastReq.t, To: c.o.End, Seqs: []uint64{lastReq.seqNo},
-				Detail: "final checkpoint " + l.Checkpoint.String() + " does not cover the delivered record " + lastReq.raw})
+				Detail: "final checkpoint " + l.Checkpoint.String() + " does not cover the delivered record " + lastReq.name()})
 		}
 	}
 	return c.out

@@ -2,9 +2,12 @@ package check
 
 import (
 	"cmp"
+	"math"
+	"strconv"
 	"strings"
 
 	"github.com/shardlease/shardlease/engine"
+	"github.com/shardlease/shardlease/sim/trace"
 )
 
 // Seq is a record's position in its shard as the checkers compare it: a
@@ -43,6 +46,27 @@ func canonical(s string) string {
 		}
 	}
 	return s[i:]
+}
+
+// FirstOf returns the position of r's First (with FirstSub) and LastOf
+// that of its Last (with LastSub): the first and last user records of a
+// batch.
+func FirstOf(r *trace.Record) Seq { return ParseSubSeq(r.First, int64(r.FirstSub)) }
+
+// LastOf: see FirstOf.
+func LastOf(r *trace.Record) Seq { return ParseSubSeq(r.Last, int64(r.LastSub)) }
+
+// wholeRecord returns the position after every user record of the Kinesis
+// record s: retention trims whole Kinesis records, aggregates included.
+func wholeRecord(s string) Seq { return ParseSubSeq(s, math.MaxInt64) }
+
+// seqName names the user record raw (a sequence number) with sub-sequence
+// number sub as a message shows it: "raw", or "raw/sub" past the first.
+func seqName(raw string, sub int64) string {
+	if sub == 0 {
+		return raw
+	}
+	return raw + "/" + strconv.FormatInt(sub, 10)
 }
 
 // IsZero reports whether q is the zero Seq (no sequence number).

@@ -90,6 +90,11 @@ func (h *Hash) Add(r *Record) {
 	h.word(lengths(r.Last, r.Reason, r.Previous, r.Outcome))
 	h.word(lengths(r.Fault, r.ExpOwner, r.RowOwner, r.Parent))
 	h.word(uint64(uint16(len(r.Parent2))))
+	if r.FirstSub != 0 || r.LastSub != 0 {
+		// only when set, so that histories without KPL aggregates hash as
+		// they did before the fields existed
+		h.word(uint64(uint32(r.FirstSub)) | uint64(uint32(r.LastSub))<<32)
+	}
 	h.bytes(r.Owner)
 	h.bytes(r.Key)
 	h.bytes(r.Checkpoint.Sequence)

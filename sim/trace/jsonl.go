@@ -53,6 +53,8 @@ func AppendJSON(b []byte, r *Record) []byte {
 	num("subseq", r.Checkpoint.SubSequence)
 	str("first", r.First)
 	str("last", r.Last)
+	num("first_sub", int64(r.FirstSub))
+	num("last_sub", int64(r.LastSub))
 	num("count", int64(r.Count))
 	str("reason", r.Reason)
 	str("previous", r.Previous)
@@ -90,6 +92,8 @@ type jsonRecord struct {
 	SubSeq        int64  `json:"subseq"`
 	First         string `json:"first"`
 	Last          string `json:"last"`
+	FirstSub      int32  `json:"first_sub"`
+	LastSub       int32  `json:"last_sub"`
 	Count         int    `json:"count"`
 	Reason        string `json:"reason"`
 	Previous      string `json:"previous"`
@@ -120,7 +124,7 @@ func ParseJSON(line []byte) (Record, error) {
 	r := Record{Seq: j.Seq, T: time.Duration(j.T), Kind: k, Worker: -1, Proc: -1,
 		Owner: j.Owner, Mono: time.Duration(j.Mono), Wall: j.Wall, Key: j.Key, Counter: j.Counter,
 		Checkpoint: engine.Checkpoint{Sequence: j.Checkpoint, SubSequence: j.SubSeq},
-		First:      j.First, Last: j.Last, Count: j.Count, Reason: j.Reason, Previous: j.Previous,
+		First:      j.First, Last: j.Last, FirstSub: j.FirstSub, LastSub: j.LastSub, Count: j.Count, Reason: j.Reason, Previous: j.Previous,
 		Call: j.Call, Sent: time.Duration(j.Sent), Applied: time.Duration(j.Applied),
 		Outcome: j.Outcome, Fault: j.Fault, ExpOwner: j.ExpOwner, ExpCounter: j.ExpCounter,
 		Unconditional: j.Unconditional, RowOwner: j.RowOwner, Parent: j.Parent, Parent2: j.Parent2}
@@ -228,8 +232,16 @@ func (r *Record) String() string {
 	if r.First != "" || r.Last != "" {
 		b = append(b, ' ')
 		b = append(b, r.First...)
+		if r.FirstSub != 0 || r.LastSub != 0 {
+			b = append(b, '/')
+			b = strconv.AppendInt(b, int64(r.FirstSub), 10)
+		}
 		b = append(b, ".."...)
 		b = append(b, r.Last...)
+		if r.FirstSub != 0 || r.LastSub != 0 {
+			b = append(b, '/')
+			b = strconv.AppendInt(b, int64(r.LastSub), 10)
+		}
 	}
 	if r.Count != 0 {
 		b = append(b, " n="...)

@@ -30,8 +30,8 @@ const (
 	// KindReply: a call's result reached the worker at T (Sent, Applied are
 	// its true send and apply times; Applied is -1 if it never applied).
 	KindReply
-	// KindReceived: the processor received a batch of records of Key
-	// (First..Last, Count).
+	// KindReceived: the processor received a batch of Count records of
+	// Key, First..Last (FirstSub, LastSub their sub-sequence numbers).
 	KindReceived
 	// KindDone: the processor answered a notice (Reason "ok" or "failed").
 	KindDone
@@ -43,7 +43,8 @@ const (
 	// KindNotice: any other notice to the processor (Reason names it).
 	KindNotice
 	// KindPut: a producer put one record into shard Key with sequence
-	// number First.
+	// number First; Count > 1 when it is a KPL aggregate of Count user
+	// records (sub-sequence numbers 0..Count-1), 0 or 1 otherwise.
 	KindPut
 	// KindShardCreated: shard Key was created with parents Parent and
 	// Parent2 (either may be empty).
@@ -191,9 +192,14 @@ type Record struct {
 	Kind   Kind
 	Worker int32 // worker slot, -1 for none
 	Proc   int32 // process (one incarnation of a worker), -1 for none
-	Owner  string
-	Mono   time.Duration // the worker's monotonic reading
-	Wall   int64         // the worker's wall reading, Unix nanoseconds
+	// FirstSub is the sub-sequence number of First and LastSub (below) that
+	// of Last, when they name user records of KPL aggregates (0 otherwise):
+	// a position in a shard is (sequence, sub-sequence). They sit in what
+	// would be padding, so they cost the Record no bytes.
+	FirstSub int32
+	Owner    string
+	Mono     time.Duration // the worker's monotonic reading
+	Wall     int64         // the worker's wall reading, Unix nanoseconds
 
 	Key        string
 	Counter    int64
@@ -215,6 +221,7 @@ type Record struct {
 	ExpOwner      string
 	ExpCounter    int64
 	Unconditional bool
+	LastSub       int32 // see FirstSub
 	RowOwner      string
 
 	// KindShardCreated.

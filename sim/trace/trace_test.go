@@ -14,6 +14,7 @@ func sample() []Record {
 			Op: engine.OpUpdateLease, Reason: WriteCheckpoint, Outcome: OutcomeOK, ExpOwner: "w2", ExpCounter: 3, RowOwner: "w2", Unconditional: true, Sent: 2, Applied: 5},
 		{Seq: 2, T: 6, Kind: Acting, Worker: -1, Proc: -1, Key: "s0", Reason: `quote " and \ back`},
 		{Seq: 3, T: 7, Kind: KindShardCreated, Worker: -1, Proc: -1, Key: "s5", Parent: "s1", Parent2: "s2"},
+		{Seq: 4, T: 8, Kind: KindReceived, Worker: 1, Proc: 2, Key: "s0", First: "10", FirstSub: 3, Last: "12", LastSub: 1, Count: 5},
 	}
 }
 

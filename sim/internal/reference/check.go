@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/shardlease/shardlease/engine"
 	"github.com/shardlease/shardlease/sim/check"
 	"github.com/shardlease/shardlease/sim/trace"
 )
@@ -73,6 +74,57 @@ func cmpSeq(a, b string) int {
 		return 1
 	}
 	return compareDecimal(a, b) // not the engine's comparator
+}
+
+// cmpSub compares two user records (sequence number, sub-sequence
+// number): by sequence number, then by sub-sequence number.
+func cmpSub(a string, asub int64, b string, bsub int64) int {
+	if c := cmpSeq(a, b); c != 0 {
+		return c
+	}
+	switch {
+	case asub < bsub:
+		return -1
+	case asub > bsub:
+		return 1
+	}
+	return 0
+}
+
+// cmpCP compares two checkpoints as the checkers order them (not with the
+// engine's comparator): the start sentinels (or none) first, equal to each
+// other, then sequence numbers with their sub-sequence numbers, then
+// SHARD_END.
+func cmpCP(a, b engine.Checkpoint) int {
+	rank := func(c engine.Checkpoint) int {
+		switch c.Sequence {
+		case "", engine.TrimHorizon, engine.Latest, engine.AtTimestamp:
+			return 0
+		case engine.ShardEnd:
+			return 2
+		}
+		return 1
+	}
+	ra, rb := rank(a), rank(b)
+	switch {
+	case ra != rb:
+		if ra < rb {
+			return -1
+		}
+		return 1
+	case ra != 1:
+		return 0
+	}
+	return cmpSub(a.Sequence, a.SubSequence, b.Sequence, b.SubSequence)
+}
+
+// subName names a user record as messages do: "seq", or "seq/sub" past
+// the first of an aggregate.
+func subName(seq string, sub int64) string {
+	if sub == 0 {
+		return seq
+	}
+	return seq + "/" + strconv.FormatInt(sub, 10)
 }
 
 // compareDecimal orders decimal strings numerically: leading zeros

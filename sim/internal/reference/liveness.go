@@ -101,7 +101,7 @@ func CheckL1(h History, o Options) []Violation {
 		if p == nil {
 			continue
 		}
-		lo, hi := p.index(r.First), p.after(r.Last)
+		lo, hi := p.index(r.First, int64(r.FirstSub)), p.after(r.Last, int64(r.LastSub))
 		for j := lo; j < hi; j++ {
 			if p.puts[j].received < 0 {
 				p.puts[j].received = r.T
@@ -120,7 +120,7 @@ func CheckL1(h History, o Options) []Violation {
 				continue
 			}
 			if x.received < 0 || x.received-x.t > o.Bound {
-				d := "record " + x.seq + " put at " + x.t.String() + " after healing "
+				d := "record " + x.name() + " put at " + x.t.String() + " after healing "
 				if x.received < 0 {
 					d += "was never delivered"
 				} else {
@@ -170,8 +170,9 @@ func Measure(recs []trace.Record, end time.Duration) Figures {
 	var shardNs time.Duration
 	// records received per (proc,key): the highest sequence
 	type receipt struct {
-		seq         uint64
-		first, last string
+		seq               uint64
+		first, last       string
+		firstSub, lastSub int64
 	}
 	receipts := map[pk][]receipt{}
 	for i := range recs {
@@ -199,7 +200,7 @@ func Measure(recs []trace.Record, end time.Duration) Figures {
 		case trace.KindReceived:
 			if r.Count > 0 {
 				k := pk{r.Proc, r.Key}
-				receipts[k] = append(receipts[k], receipt{r.Seq, r.First, r.Last})
+				receipts[k] = append(receipts[k], receipt{r.Seq, r.First, r.Last, int64(r.FirstSub), int64(r.LastSub)})
 			}
 		}
 	}
@@ -229,17 +230,17 @@ func Measure(recs []trace.Record, end time.Duration) Figures {
 		if p == nil || j == len(rs) {
 			continue
 		}
-		ha := ""
+		ha, haSub := "", int64(0)
 		for _, x := range receipts[pk{a.Proc, a.Key}] {
-			if x.seq < rs[j].seq && cmpSeq(x.last, ha) > 0 {
-				ha = x.last
+			if x.seq < rs[j].seq && cmpSub(x.last, x.lastSub, ha, haSub) > 0 {
+				ha, haSub = x.last, x.lastSub
 			}
 		}
 		if ha == "" {
 			continue
 		}
-		if lo := p.index(rs[j].first); lo >= 0 {
-			hi := p.after(ha)
+		if lo := p.index(rs[j].first, rs[j].firstSub); lo >= 0 {
+			hi := p.after(ha, haSub)
 			if hi > lo {
 				f.Redelivered += hi - lo
 			}

@@ -1,6 +1,7 @@
 package reference
 
 import (
+	"math"
 	"sort"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 
 type put struct {
 	seq      string
+	sub      int64 // the user record's index in its KPL aggregate
 	t        time.Duration
 	trimmed  time.Duration // -1: never
 	received time.Duration // -1: never
@@ -20,15 +22,17 @@ type shardPuts struct {
 	puts []put
 }
 
-// index returns the first put with seq >= s.
-func (p *shardPuts) index(s string) int {
-	return sort.Search(len(p.puts), func(i int) bool { return cmpSeq(p.puts[i].seq, s) >= 0 })
+// index returns the first put at or after (s, sub).
+func (p *shardPuts) index(s string, sub int64) int {
+	return sort.Search(len(p.puts), func(i int) bool { return cmpSub(p.puts[i].seq, p.puts[i].sub, s, sub) >= 0 })
 }
 
-// after returns the first put with seq > s.
-func (p *shardPuts) after(s string) int {
-	return sort.Search(len(p.puts), func(i int) bool { return cmpSeq(p.puts[i].seq, s) > 0 })
+// after returns the first put after (s, sub).
+func (p *shardPuts) after(s string, sub int64) int {
+	return sort.Search(len(p.puts), func(i int) bool { return cmpSub(p.puts[i].seq, p.puts[i].sub, s, sub) > 0 })
 }
+
+func (x *put) name() string { return subName(x.seq, x.sub) }
 
 func collectPuts(recs []trace.Record) map[string]*shardPuts {
 	m := map[string]*shardPuts{}
@@ -42,24 +46,33 @@ func collectPuts(recs []trace.Record) map[string]*shardPuts {
 			p = &shardPuts{}
 			m[r.Key] = p
 		}
-		p.puts = append(p.puts, put{seq: r.First, t: r.T, trimmed: -1, received: -1, seqNo: r.Seq})
+		// a KPL aggregate (Count > 1) is Count user records
+		for sub := 0; sub < max(r.Count, 1); sub++ {
+			p.puts = append(p.puts, put{seq: r.First, sub: int64(sub), t: r.T, trimmed: -1, received: -1, seqNo: r.Seq})
+		}
 	}
 	for _, p := range m {
-		if !sort.SliceIsSorted(p.puts, func(i, j int) bool { return cmpSeq(p.puts[i].seq, p.puts[j].seq) < 0 }) {
-			sort.SliceStable(p.puts, func(i, j int) bool { return cmpSeq(p.puts[i].seq, p.puts[j].seq) < 0 })
+		less := func(i, j int) bool {
+			return cmpSub(p.puts[i].seq, p.puts[i].sub, p.puts[j].seq, p.puts[j].sub) < 0
+		}
+		if !sort.SliceIsSorted(p.puts, less) {
+			sort.SliceStable(p.puts, less)
 		}
 	}
 	return m
 }
 
 type readState struct {
-	next     int // index of the next record the processor should get; -1 unknown
-	failedAt int // index of the first record of a failed batch; -1 none
-	lastLast string
-	failedF  string
+	next      int // index of the next record the processor should get; -1 unknown
+	failedAt  int // index of the first record of a failed batch; -1 none
+	lastLast  string
+	lastSub   int64
+	failedF   string
+	failedSub int64
 	// the last batch received, to match a failed answer to it (an answer to
 	// a batch of an earlier tenure does not count)
 	batchF, batchL string
+	batchLSub      int64
 	batch          uint64
 }
 
@@ -114,7 +127,8 @@ func CheckS4(h History, o Options) ([]Violation, int) {
 			if p == nil {
 				continue
 			}
-			lo, hi := p.index(r.First), p.after(r.Last)
+			// retention trims whole Kinesis records, aggregates included
+			lo, hi := p.index(r.First, 0), p.after(r.Last, math.MaxInt64)
 			for j := lo; j < hi; j++ {
 				if p.puts[j].trimmed < 0 {
 					p.puts[j].trimmed = r.T
@@ -136,7 +150,7 @@ func CheckS4(h History, o Options) ([]Violation, int) {
 			case r.Checkpoint.IsShardEnd() || r.Checkpoint.IsSentinel() || r.Checkpoint.Sequence == "":
 				st.next = -1
 			default:
-				st.next = p.after(r.Checkpoint.Sequence)
+				st.next = p.after(r.Checkpoint.Sequence, r.Checkpoint.SubSequence)
 			}
 		case trace.KindDone:
 			if r.Reason != "failed" || r.First == "" {
@@ -147,7 +161,7 @@ func CheckS4(h History, o Options) ([]Violation, int) {
 			if st == nil || p == nil || !st.isLastBatch(r) {
 				continue
 			}
-			st.next = p.index(r.First)
+			st.next = p.index(r.First, int64(r.FirstSub))
 		case trace.BatchSkipped:
 			// The failure policy passed the failed batch over: it was
 			// received, and reading goes on after it.
@@ -156,7 +170,9 @@ func CheckS4(h History, o Options) ([]Violation, int) {
 			if st == nil || p == nil || !st.isLastBatch(r) {
 				continue
 			}
-			if hi := p.after(r.Last); hi > st.next {
+			// (the engine's record names the last Kinesis record: the
+			// batch's last user record is the one received)
+			if hi := p.after(r.Last, st.batchLSub); hi > st.next {
 				st.next = hi
 			}
 		case trace.KindReceived:
@@ -164,7 +180,7 @@ func CheckS4(h History, o Options) ([]Violation, int) {
 			if p == nil || r.Count == 0 {
 				continue
 			}
-			lo, hi := p.index(r.First), p.after(r.Last)
+			lo, hi := p.index(r.First, int64(r.FirstSub)), p.after(r.Last, int64(r.LastSub))
 			if hi-lo != r.Count {
 				add(Violation{Key: r.Key, Workers: []string{who(r)}, From: r.T, To: r.T, Seqs: []uint64{r.Seq},
 					Detail: "a batch of " + itoa(r.Count) + " records spans " + itoa(hi-lo) + " records put between " + r.First + " and " + r.Last})
@@ -178,7 +194,7 @@ func CheckS4(h History, o Options) ([]Violation, int) {
 			if st == nil {
 				continue
 			}
-			st.batchF, st.batchL, st.batch = r.First, r.Last, r.Call
+			st.batchF, st.batchL, st.batch, st.batchLSub = r.First, r.Last, r.Call, int64(r.LastSub)
 			if st.next >= 0 {
 				exp := st.next
 				for exp < len(p.puts) && p.puts[exp].trimmed >= 0 && p.puts[exp].trimmed <= r.T {
@@ -186,7 +202,7 @@ func CheckS4(h History, o Options) ([]Violation, int) {
 				}
 				if lo > exp && exp < len(p.puts) {
 					add(Violation{Key: r.Key, Workers: []string{who(r)}, From: p.puts[exp].t, To: r.T, Seqs: []uint64{p.puts[exp].seqNo, r.Seq},
-						Detail: "the processor got " + r.First + " but never got " + p.puts[exp].seq + " before it (" + itoa(lo-exp) + " records skipped)"})
+						Detail: "the processor got " + subName(r.First, int64(r.FirstSub)) + " but never got " + p.puts[exp].name() + " before it (" + itoa(lo-exp) + " records skipped)"})
 				}
 			}
 			if hi > st.next {
@@ -232,7 +248,7 @@ func CheckS4(h History, o Options) ([]Violation, int) {
 		}
 		if missing > 0 {
 			add(Violation{Key: key, From: p.puts[first].t, To: o.End, Seqs: []uint64{p.puts[first].seqNo},
-				Detail: itoa(missing) + " records within retention never delivered, the first " + p.puts[first].seq})
+				Detail: itoa(missing) + " records within retention never delivered, the first " + p.puts[first].name()})
 			continue
 		}
 		if !h.FinalKnown || lastReq < 0 {
@@ -243,12 +259,12 @@ func CheckS4(h History, o Options) ([]Violation, int) {
 		case !ok:
 			if !shardEndStored[key] && !expired[key] {
 				add(Violation{Key: key, From: p.puts[lastReq].t, To: o.End, Seqs: []uint64{p.puts[lastReq].seqNo},
-					Detail: "no row left for the shard although it never reached SHARD_END; records up to " + p.puts[lastReq].seq + " are not covered by a checkpoint"})
+					Detail: "no row left for the shard although it never reached SHARD_END; records up to " + p.puts[lastReq].name() + " are not covered by a checkpoint"})
 			}
 		case l.Checkpoint.IsShardEnd():
-		case l.Checkpoint.IsStart() || cmpSeq(l.Checkpoint.Sequence, p.puts[lastReq].seq) < 0:
+		case l.Checkpoint.IsStart() || cmpSub(l.Checkpoint.Sequence, l.Checkpoint.SubSequence, p.puts[lastReq].seq, p.puts[lastReq].sub) < 0:
 			add(Violation{Key: key, From: p.puts[lastReq].t, To: o.End, Seqs: []uint64{p.puts[lastReq].seqNo},
-				Detail: "final checkpoint " + l.Checkpoint.String() + " does not cover the delivered record " + p.puts[lastReq].seq})
+				Detail: "final checkpoint " + l.Checkpoint.String() + " does not cover the delivered record " + p.puts[lastReq].name()})
 		}
 	}
 	return out, lost
@@ -325,15 +341,15 @@ func CheckS6(recs []trace.Record, o Options) []Violation {
 		case trace.KindDone:
 			if r.Reason == "failed" && r.First != "" {
 				if st := states[pk{r.Proc, r.Key}]; st != nil && st.isLastBatch(r) {
-					st.failedF = r.First
+					st.failedF, st.failedSub = r.First, int64(r.FirstSub)
 				}
 			}
 		case trace.KindReceived:
 			if r.Count == 0 {
 				continue
 			}
-			if r.Reason == "unsorted" || cmpSeq(r.First, r.Last) > 0 {
-				add(r, "a batch "+r.First+".."+r.Last+" is not in sequence order")
+			if r.Reason == "unsorted" || cmpSub(r.First, int64(r.FirstSub), r.Last, int64(r.LastSub)) > 0 {
+				add(r, "a batch "+subName(r.First, int64(r.FirstSub))+".."+subName(r.Last, int64(r.LastSub))+" is not in sequence order")
 			}
 			k := pk{r.Proc, r.Key}
 			st := states[k]
@@ -341,13 +357,13 @@ func CheckS6(recs []trace.Record, o Options) []Violation {
 				st = &readState{}
 				states[k] = st
 			}
-			if st.lastLast != "" && cmpSeq(r.First, st.lastLast) <= 0 {
-				if st.failedF == "" || cmpSeq(r.First, st.failedF) < 0 {
-					add(r, "batch "+r.First+".."+r.Last+" after "+st.lastLast+" was already delivered")
+			if st.lastLast != "" && cmpSub(r.First, int64(r.FirstSub), st.lastLast, st.lastSub) <= 0 {
+				if st.failedF == "" || cmpSub(r.First, int64(r.FirstSub), st.failedF, st.failedSub) < 0 {
+					add(r, "batch "+subName(r.First, int64(r.FirstSub))+".."+subName(r.Last, int64(r.LastSub))+" after "+subName(st.lastLast, st.lastSub)+" was already delivered")
 				}
 			}
-			st.failedF = ""
-			st.lastLast = r.Last
+			st.failedF, st.failedSub = "", 0
+			st.lastLast, st.lastSub = r.Last, int64(r.LastSub)
 			st.batchF, st.batchL, st.batch = r.First, r.Last, r.Call
 		}
 	}

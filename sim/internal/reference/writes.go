@@ -111,7 +111,7 @@ func apply(w *row, r *trace.Record) {
 	w.owner = r.RowOwner
 	w.counter = r.Counter
 	w.checkpoint = r.Checkpoint
-	if !w.hasHigh || r.Checkpoint.Compare(w.high) > 0 {
+	if !w.hasHigh || cmpCP(r.Checkpoint, w.high) > 0 {
 		w.high = r.Checkpoint
 		w.hasHigh = true
 	}
@@ -155,7 +155,7 @@ func CheckS3(h History, o Options) []Violation {
 				w = &row{}
 				rows[r.Key] = w
 			}
-			if w.hasHigh && r.Checkpoint.Compare(w.high) < 0 {
+			if w.hasHigh && cmpCP(r.Checkpoint, w.high) < 0 {
 				add(Violation{Key: r.Key, Workers: []string{who(r)}, From: w.lastT, To: r.T, Seqs: []uint64{w.lastSeq, r.Seq},
 					Detail: "stored checkpoint went back from " + w.high.String() + " to " + r.Checkpoint.String() + " (" + r.Op.String() + " " + r.Reason + ")"})
 			}
@@ -165,7 +165,7 @@ func CheckS3(h History, o Options) []Violation {
 				continue
 			}
 			w := rows[r.Key]
-			if w == nil || !w.hasHigh || w.high.Compare(r.Checkpoint) < 0 {
+			if w == nil || !w.hasHigh || cmpCP(w.high, r.Checkpoint) < 0 {
 				stored := "nothing"
 				if w != nil && w.hasHigh {
 					stored = w.high.String()
@@ -181,7 +181,7 @@ func CheckS3(h History, o Options) []Violation {
 			if w == nil || !w.exists || !w.hasHigh || r.Checkpoint.Sequence == "" {
 				continue
 			}
-			if r.Checkpoint.Compare(w.checkpoint) < 0 {
+			if cmpCP(r.Checkpoint, w.checkpoint) < 0 {
 				add(Violation{Key: r.Key, Workers: []string{who(r)}, From: w.lastT, To: r.T, Seqs: []uint64{w.lastSeq, r.Seq},
 					Detail: S3StartPrefix + " at " + r.Checkpoint.String() + " before the stored checkpoint " + w.checkpoint.String()})
 			}
@@ -197,7 +197,7 @@ func CheckS3(h History, o Options) []Violation {
 			switch {
 			case w.exists && !ok:
 				add(Violation{Key: key, From: w.lastT, To: o.End, Detail: "row missing from the final table; last write stored checkpoint " + w.checkpoint.String()})
-			case ok && w.exists && l.Checkpoint.Compare(w.checkpoint) < 0:
+			case ok && w.exists && cmpCP(l.Checkpoint, w.checkpoint) < 0:
 				add(Violation{Key: key, From: w.lastT, To: o.End, Detail: "final table checkpoint " + l.Checkpoint.String() + " is behind the last write " + w.checkpoint.String()})
 			}
 		}

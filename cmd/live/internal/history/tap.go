@@ -68,7 +68,8 @@ func (t *Tap) Tracer() engine.Tracer {
 		if t.rec != nil {
 			t.rec.Write(trace.Record{
 				Kind: trace.FromEngine(e.Kind), Mono: e.Mono, Owner: e.Owner, Key: e.Key, Counter: e.Counter,
-				Checkpoint: e.Checkpoint, First: e.First, Last: e.Last, Count: e.Count, Reason: e.Reason, Previous: e.Previous,
+				Checkpoint: e.Checkpoint, First: e.First, Last: e.Last, FirstSub: int32(e.FirstSub), LastSub: int32(e.LastSub),
+				Count: e.Count, Reason: e.Reason, Previous: e.Previous,
 			})
 		}
 	}
@@ -281,16 +282,19 @@ func (p *tapProc) Initialize(ctx context.Context, in engine.InitInput) error {
 }
 
 func (p *tapProc) ProcessRecords(ctx context.Context, in engine.RecordsInput) error {
+	// positions are user records: (sequence, sub-sequence)
 	first, last := "", ""
+	var firstSub, lastSub int32
 	if n := len(in.Records); n > 0 {
 		first, last = in.Records[0].Sequence, in.Records[n-1].Sequence
+		firstSub, lastSub = int32(in.Records[0].SubSequence), int32(in.Records[n-1].SubSequence)
 	}
-	p.t.rec.Write(trace.Record{Kind: trace.KindReceived, Key: p.key, First: first, Last: last, Count: len(in.Records)})
+	p.t.rec.Write(trace.Record{Kind: trace.KindReceived, Key: p.key, First: first, Last: last, FirstSub: firstSub, LastSub: lastSub, Count: len(in.Records)})
 	in.Checkpointer = tapCheckpointer{p: p, next: in.Checkpointer}
 	err := p.next.ProcessRecords(ctx, in)
 	done := trace.Record{Kind: trace.KindDone, Key: p.key, Reason: "ok", Count: len(in.Records)}
 	if err != nil {
-		done.Reason, done.First, done.Last = "failed", first, last
+		done.Reason, done.First, done.Last, done.FirstSub, done.LastSub = "failed", first, last, firstSub, lastSub
 	} else if p.t.obs != nil {
 		p.t.obs.Processed(p.shard, len(in.Records), in.MillisBehind)
 	}

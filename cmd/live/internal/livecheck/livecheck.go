@@ -67,7 +67,11 @@ type Report struct {
 	Stops     map[string]int // worker processes by how they ended: exit, crash, vanished
 	Writes    history.WriteCounts
 
+	// Records are user records: a KPL aggregate put counts as its user
+	// records (Aggregated of Produced), each followed at (sequence,
+	// sub-sequence).
 	Produced      int
+	Aggregated    int // user records of KPL aggregates, among Produced
 	Delivered     int // distinct records received at least once
 	Lost          int // never received
 	LostExamples  []string
@@ -222,13 +226,15 @@ func Check(m history.Merged, o Options) *Report {
 	// S4 is given the records without those put before the first LATEST
 	// iterator of their shard (outside the at-least-once contract).
 	excused, notRequired := latestExcused(recs, o.Grace, m.End)
-	rep.BeforeLatest, rep.NotRequired = len(excused), notRequired
+	rep.NotRequired = notRequired
 	s4recs := recs
 	if len(excused) > 0 {
 		s4recs = make([]trace.Record, 0, len(recs))
 		for i := range recs {
 			if !excused[recs[i].Seq] {
 				s4recs = append(s4recs, recs[i])
+			} else {
+				rep.BeforeLatest += usersOf(&recs[i])
 			}
 		}
 	}
@@ -272,7 +278,7 @@ func Check(m history.Merged, o Options) *Report {
 // within grace of the end.
 func latestExcused(recs []trace.Record, grace, end time.Duration) (map[uint64]bool, int) {
 	firstLatest := map[string]time.Duration{}
-	received := map[string][][2]string{}
+	received := map[string][][2]userRec{}
 	for i := range recs {
 		r := &recs[i]
 		switch {
@@ -285,7 +291,7 @@ func latestExcused(recs []trace.Record, grace, end time.Duration) (map[uint64]bo
 				}
 			}
 		case r.Kind == trace.KindReceived && r.Count > 0:
-			received[r.Key] = append(received[r.Key], [2]string{r.First, r.Last})
+			received[r.Key] = append(received[r.Key], [2]userRec{firstOf(r), lastOf(r)})
 		}
 	}
 	out := map[uint64]bool{}
@@ -296,15 +302,18 @@ func latestExcused(recs []trace.Record, grace, end time.Duration) (map[uint64]bo
 			continue
 		}
 		if grace > 0 && r.T > end-grace {
-			notRequired++
+			notRequired += usersOf(r)
 		}
 		t, ok := firstLatest[r.Key]
 		if !ok || t < 0 || r.Sent >= t {
 			continue
 		}
+		// (a batch that holds any user record of the put: a LATEST
+		// iterator starts at a Kinesis record, aggregates whole)
 		got := false
+		lo, hi := userRec{r.First, 0}, userRec{r.First, int64(usersOf(r) - 1)}
 		for _, b := range received[r.Key] {
-			if engine.CompareSequences(b[0], r.First) <= 0 && engine.CompareSequences(r.First, b[1]) <= 0 {
+			if cmpUser(b[0], hi) <= 0 && cmpUser(lo, b[1]) <= 0 {
 				got = true
 				break
 			}
@@ -319,10 +328,11 @@ func latestExcused(recs []trace.Record, grace, end time.Duration) (map[uint64]bo
 // ---- deliveries ----
 
 type put struct {
-	seq  string
-	t    time.Duration
-	recs uint64
-	got  []reception
+	seq        userRec
+	aggregated bool // a user record of a KPL aggregate
+	t          time.Duration
+	recs       uint64
+	got        []reception
 }
 
 type reception struct {
@@ -350,11 +360,13 @@ func newDeliveries(recs []trace.Record, excused map[uint64]bool) *deliveries {
 	for i := range recs {
 		r := &recs[i]
 		if r.Kind == trace.KindPut && !excused[r.Seq] {
-			d.puts[r.Key] = append(d.puts[r.Key], &put{seq: r.First, t: r.T, recs: r.Seq})
+			for sub := range usersOf(r) {
+				d.puts[r.Key] = append(d.puts[r.Key], &put{seq: userRec{r.First, int64(sub)}, aggregated: r.Count > 1, t: r.T, recs: r.Seq})
+			}
 		}
 	}
 	for _, ps := range d.puts {
-		sort.SliceStable(ps, func(i, j int) bool { return engine.CompareSequences(ps[i].seq, ps[j].seq) < 0 })
+		sort.SliceStable(ps, func(i, j int) bool { return cmpUser(ps[i].seq, ps[j].seq) < 0 })
 	}
 	run := map[[2]string]int{}
 	rk := func(r *trace.Record) [2]string { return [2]string{fmt.Sprint(r.Proc), r.Key} }
@@ -374,8 +386,9 @@ func newDeliveries(recs []trace.Record, excused map[uint64]bool) *deliveries {
 			if r.Count == 0 || ps == nil {
 				continue
 			}
-			lo := sort.Search(len(ps), func(j int) bool { return engine.CompareSequences(ps[j].seq, r.First) >= 0 })
-			for j := lo; j < len(ps) && engine.CompareSequences(ps[j].seq, r.Last) <= 0; j++ {
+			first, last := firstOf(r), lastOf(r)
+			lo := sort.Search(len(ps), func(j int) bool { return cmpUser(ps[j].seq, first) >= 0 })
+			for j := lo; j < len(ps) && cmpUser(ps[j].seq, last) <= 0; j++ {
 				ps[j].got = append(ps[j].got, reception{proc: r.Proc, t: r.T, run: run[rk(r)]})
 			}
 		}
@@ -402,6 +415,9 @@ func (d *deliveries) figures(rep *Report, o Options, end time.Duration, ended ma
 		lastGot := -1
 		for i, p := range ps {
 			rep.Produced++
+			if p.aggregated {
+				rep.Aggregated++
+			}
 			required := o.Grace <= 0 || p.t <= end-o.Grace
 			if len(p.got) == 0 {
 				if required {
@@ -441,7 +457,7 @@ func (d *deliveries) figures(rep *Report, o Options, end time.Duration, ended ma
 			covered = lastGot + 1
 		case l.Checkpoint.IsStart():
 		default:
-			covered = sort.Search(len(ps), func(j int) bool { return engine.CompareSequences(ps[j].seq, l.Checkpoint.Sequence) > 0 })
+			covered = sort.Search(len(ps), func(j int) bool { return cmpUser(ps[j].seq, atCheckpoint(l.Checkpoint)) > 0 })
 		}
 		for j := covered; j <= lastGot; j++ {
 			if len(ps[j].got) > 0 && (o.Grace <= 0 || ps[j].t <= end-o.Grace) {
@@ -471,7 +487,7 @@ func (d *deliveries) dupCause(key string, p *put, k int) (string, string) {
 	g, prev := p.got[k], p.got[k-1]
 	start := d.runStart[runKey{g.proc, key, g.run}]
 	where := fmt.Sprintf("%s/%s received by process %d at %v", key, p.seq, g.proc, g.t.Round(time.Millisecond))
-	if !start.IsSentinel() && start.Sequence != "" && engine.CompareSequences(p.seq, start.Sequence) <= 0 {
+	if !start.IsSentinel() && start.Sequence != "" && cmpUser(p.seq, atCheckpoint(start)) <= 0 {
 		return "other", where + " although its processing started after checkpoint " + start.String()
 	}
 	if prev.proc == g.proc && prev.run == g.run {

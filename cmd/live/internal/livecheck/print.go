@@ -27,6 +27,9 @@ func (r *Report) Print(w io.Writer) {
 	p("")
 	p("records")
 	p("  produced (as the producer recorded)          %d", r.Produced)
+	if r.Aggregated > 0 {
+		p("    user records of KPL aggregates, each counted %d", r.Aggregated)
+	}
 	p("  delivered at least once                      %d", r.Delivered)
 	p("  lost (never delivered)                       %d", r.Lost)
 	for _, e := range r.LostExamples {

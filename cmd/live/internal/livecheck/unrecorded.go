@@ -3,7 +3,6 @@ package livecheck
 import (
 	"sort"
 
-	"github.com/shardlease/shardlease/engine"
 	"github.com/shardlease/shardlease/sim/trace"
 )
 
@@ -21,14 +20,16 @@ import (
 // were in. Shards without any recorded put are left alone (S4 does not
 // check them).
 func unrecorded(recs []trace.Record) (out []trace.Record, n int, shards []string) {
-	puts := map[string][]string{}
+	puts := map[string][]userRec{} // user records (of KPL aggregates too)
 	for i := range recs {
-		if recs[i].Kind == trace.KindPut {
-			puts[recs[i].Key] = append(puts[recs[i].Key], recs[i].First)
+		if r := &recs[i]; r.Kind == trace.KindPut {
+			for sub := range usersOf(r) {
+				puts[r.Key] = append(puts[r.Key], userRec{r.First, int64(sub)})
+			}
 		}
 	}
 	for _, ps := range puts {
-		sort.Slice(ps, func(i, j int) bool { return engine.CompareSequences(ps[i], ps[j]) < 0 })
+		sort.Slice(ps, func(i, j int) bool { return cmpUser(ps[i], ps[j]) < 0 })
 	}
 	seen := map[string]bool{}
 	out = recs
@@ -39,8 +40,9 @@ func unrecorded(recs []trace.Record) (out []trace.Record, n int, shards []string
 		if r.Kind != trace.KindReceived || r.Count == 0 || ps == nil {
 			continue
 		}
-		lo := sort.Search(len(ps), func(j int) bool { return engine.CompareSequences(ps[j], r.First) >= 0 })
-		hi := sort.Search(len(ps), func(j int) bool { return engine.CompareSequences(ps[j], r.Last) > 0 })
+		first, last := firstOf(&r), lastOf(&r)
+		lo := sort.Search(len(ps), func(j int) bool { return cmpUser(ps[j], first) >= 0 })
+		hi := sort.Search(len(ps), func(j int) bool { return cmpUser(ps[j], last) > 0 })
 		span := hi - lo
 		if r.Count <= span {
 			continue
@@ -58,7 +60,8 @@ func unrecorded(recs []trace.Record) (out []trace.Record, n int, shards []string
 			out[i].Count = 0 // nothing recorded in it: nothing to check
 			continue
 		}
-		out[i].First, out[i].Last, out[i].Count = ps[lo], ps[hi-1], span
+		out[i].First, out[i].FirstSub = ps[lo].seq, int32(ps[lo].sub)
+		out[i].Last, out[i].LastSub, out[i].Count = ps[hi-1].seq, int32(ps[hi-1].sub), span
 	}
 	sort.Strings(shards)
 	return out, n, shards
