@@ -34,6 +34,7 @@ type assigner struct {
 	lastMembers []string
 	expiry      time.Duration            // the earliest time an observed lease expires in this worker's view
 	requests    map[string]time.Duration // lease key -> when its handoff request was written
+	requestFrom map[string]string        // lease key -> the owner its handoff request was sent to
 }
 
 // expiredFor returns how long a lease must have stood still in the
@@ -60,7 +61,7 @@ type move struct {
 func newAssigner(now time.Duration, members []string) *assigner {
 	a := &assigner{since: now, live: map[string]time.Duration{}, hellos: map[string]time.Duration{}, leaving: map[string]time.Duration{},
 		writers: map[string]string{}, moved: map[string]move{},
-		requests: map[string]time.Duration{}, confirming: map[string]bool{}}
+		requests: map[string]time.Duration{}, requestFrom: map[string]string{}, confirming: map[string]bool{}}
 	for _, m := range members {
 		a.live[m] = now // inherited: alive until shown otherwise
 	}
