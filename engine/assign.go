@@ -73,7 +73,13 @@ type assignState struct {
 	monitorInFlight bool
 	nextMonitor     time.Duration
 	members         []string // the assigner row's member list, as last read
-	nextHello       time.Duration
+	isMember        bool     // members names this worker (see member)
+	// deputy's memo: whether this worker is a deputy of depOwner under
+	// members (depKnown false: none; members changes clear it)
+	depKnown  bool
+	depOwner  string
+	depIs     bool
+	nextHello time.Duration
 
 	as *assigner // non-nil while this worker holds the assigner row
 }
@@ -81,20 +87,28 @@ type assignState struct {
 // isAssigner reports whether this worker holds the assigner row and may
 // act on it now.
 func (w *Worker) isAssigner() bool {
-	h := w.held[AssignerKey]
+	h := w.heldAssignerRow()
 	return h != nil && w.isActing(h)
 }
 
 // member reports whether the assigner's member list names this worker.
-func (w *Worker) member() bool {
-	_, ok := slices.BinarySearch(w.asg.members, w.cfg.Owner)
-	return ok
-}
+func (w *Worker) member() bool { return w.asg.isMember }
 
 // deputy reports whether this worker is among the Deputies that follow
 // the assigner (owner) in the member list, which watch the assigner row
 // closely. Without a list every worker watches closely.
 func (w *Worker) deputy(owner string) bool {
+	a := &w.asg
+	if a.depKnown && a.depOwner == owner {
+		return a.depIs
+	}
+	is := w.isDeputy(owner)
+	a.depKnown, a.depOwner, a.depIs = true, owner, is
+	return is
+}
+
+// isDeputy is deputy without its memo.
+func (w *Worker) isDeputy(owner string) bool {
 	m := w.asg.members
 	if len(m) == 0 {
 		return true
@@ -219,7 +233,7 @@ func (w *Worker) fallBack(err error) {
 	}
 	w.asg.on = false
 	w.emit(TraceEvent{Kind: TraceModeFallback, Reason: err.Error()})
-	if h := w.held[AssignerKey]; h != nil {
+	if h := w.heldAssignerRow(); h != nil {
 		w.loseLease(h, "assignment by an assigner is off: "+err.Error())
 	}
 	w.asg.as = nil
@@ -228,7 +242,7 @@ func (w *Worker) fallBack(err error) {
 }
 
 // onPoll handles the rows the pending index shows waiting for this worker.
-func (w *Worker) onPoll(r Result) {
+func (w *Worker) onPoll(r *Result) {
 	w.asg.pollInFlight = false
 	if errors.Is(r.Err, ErrNoIndex) {
 		w.fallBack(r.Err)
@@ -261,7 +275,7 @@ func (w *Worker) confirm(key string) {
 
 // onConfirm acts on a row that the index said waits for this worker, as a
 // strongly consistent read shows it.
-func (w *Worker) onConfirm(key string, r Result) {
+func (w *Worker) onConfirm(key string, r *Result) {
 	delete(w.asg.confirming, key)
 	if r.Err != nil || w.shutdown {
 		return
@@ -343,13 +357,13 @@ func (w *Worker) hello() {
 // onMonitor handles a read of the assigner row by a worker that does not
 // hold it: it notes the members and takes the row over if it is unowned,
 // or has stood still for a lease duration in this worker's view.
-func (w *Worker) onMonitor(r Result) {
+func (w *Worker) onMonitor(r *Result) {
 	a := &w.asg
 	a.monitorInFlight = false
 	now := w.now.Mono
 	next := now + w.jitter(2*w.cfg.LeaseDuration)
 	defer func() { a.nextMonitor = next }()
-	if w.shutdown || w.held[AssignerKey] != nil || w.writes[AssignerKey] != nil {
+	if w.shutdown || w.heldAssigner || w.writes[AssignerKey] != nil {
 		return
 	}
 	switch {
@@ -367,6 +381,8 @@ func (w *Worker) onMonitor(r Result) {
 	row := r.Lease
 	o := w.observeRow(row)
 	a.members = slices.Clone(row.Children)
+	a.depKnown = false
+	_, a.isMember = slices.BinarySearch(a.members, w.cfg.Owner)
 	if w.deputy(row.Owner) {
 		next = now + w.jitter(w.cfg.PendingPollInterval)
 	}

@@ -34,6 +34,7 @@ type assigner struct {
 	lastMembers []string
 	expiry      time.Duration            // the earliest time an observed lease expires in this worker's view
 	requests    map[string]time.Duration // lease key -> when its handoff request was written
+	requestFrom map[string]string        // lease key -> the owner its handoff request was sent to
 }
 
 // expiredFor returns how long a lease must have stood still in the
@@ -72,7 +73,7 @@ type move struct {
 func newAssigner(now time.Duration, members []string) *assigner {
 	a := &assigner{since: now, live: map[string]time.Duration{}, hellos: map[string]time.Duration{}, leaving: map[string]time.Duration{},
 		writers: map[string]string{}, moved: map[string]move{},
-		requests: map[string]time.Duration{}, confirming: map[string]bool{}}
+		requests: map[string]time.Duration{}, requestFrom: map[string]string{}, confirming: map[string]bool{}}
 	for _, m := range members {
 		a.live[m] = now // inherited: alive until shown otherwise
 	}
@@ -225,7 +226,7 @@ func (w *Worker) wakeAssigner(min func(time.Duration)) {
 	if !w.asg.as.pollInFlight {
 		min(w.asg.as.nextPoll)
 	}
-	if h := w.held[AssignerKey]; h != nil {
+	if h := w.heldAssignerRow(); h != nil {
 		min(h.actFrom)
 	}
 	if w.asg.as.expiry > 0 {
@@ -234,7 +235,7 @@ func (w *Worker) wakeAssigner(min func(time.Duration)) {
 }
 
 // onAssignerPoll reads each row that waits for the assigner.
-func (w *Worker) onAssignerPoll(r Result) {
+func (w *Worker) onAssignerPoll(r *Result) {
 	a := w.asg.as
 	if a == nil {
 		return
@@ -253,7 +254,7 @@ func (w *Worker) onAssignerPoll(r Result) {
 
 // onAssignerConfirm acts on a row that waits for the assigner: a hello
 // registers its worker (and is deleted), a released lease is assigned.
-func (w *Worker) onAssignerConfirm(key string, r Result) {
+func (w *Worker) onAssignerConfirm(key string, r *Result) {
 	a := w.asg.as
 	if a == nil {
 		return

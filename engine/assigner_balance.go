@@ -106,8 +106,18 @@ func (w *Worker) balance(rows []Lease, loads map[string]float64, members []strin
 		o := w.obs[k]
 		if wr := w.writes[k]; (wr != nil && wr.kind == wAssign && wr.row.HandoffTo != "") || (o != nil && o.row.HandoffTo != "" && now-at < 2*w.cfg.LeaseDuration) {
 			outstanding++
-		} else {
-			delete(a.requests, k)
+			continue
+		}
+		from := a.requestFrom[k]
+		delete(a.requests, k)
+		delete(a.requestFrom, k)
+		if m, ok := a.moved[k]; ok && o != nil && o.row.Owner == from && o.row.HandoffTo == "" && m.at == at {
+			// The request went nowhere (its owner lost the lease in its
+			// own view and took it back, which clears the request): the
+			// lease did not move, so it may move again two lease durations
+			// from now, not only after MoveQuiet. (A request cancelled for
+			// an owner that renews without handing over keeps MoveQuiet.)
+			a.moved[k] = move{now - MoveQuiet + 2*w.cfg.LeaseDuration, m.epoch}
 		}
 	}
 	limit := max(1, w.cfg.MaxLeasesToStealAtOnce) * max(1, len(members)/2)
@@ -167,7 +177,7 @@ func (w *Worker) balance(rows []Lease, loads map[string]float64, members []strin
 		row := o.row.Clone()
 		row.Counter++
 		row.HandoffTo, row.Pending = to, from
-		a.moved[row.Key], a.requests[row.Key] = move{now, a.epoch}, now
+		a.moved[row.Key], a.requests[row.Key], a.requestFrom[row.Key] = move{now, a.epoch}, now, from
 		w.sendAssign(&write{kind: wAssign, key: row.Key, expect: ExpectOf(o.row), row: row, previous: from, reason: "handoff to " + to, stillSince: o.seenAt, keepsAge: true})
 	}
 }
@@ -215,5 +225,6 @@ func (w *Worker) cancelHandoff(o *observation) {
 	row.Counter++
 	row.HandoffTo, row.Pending = "", ""
 	delete(w.asg.as.requests, row.Key)
+	delete(w.asg.as.requestFrom, row.Key)
 	w.sendAssign(&write{kind: wAssign, key: row.Key, expect: ExpectOf(o.row), row: row, previous: o.row.Owner, reason: "handoff cancelled", stillSince: o.seenAt, keepsAge: true})
 }

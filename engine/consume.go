@@ -178,7 +178,7 @@ func (w *Worker) checkParents(h *holding) {
 	}
 }
 
-func (w *Worker) onParentCheck(pc pendingCall, r Result) {
+func (w *Worker) onParentCheck(pc pendingCall, r *Result) {
 	h := w.held[pc.key]
 	if h == nil || h.gen != pc.gen || h.c.phase != cParents {
 		return
@@ -234,7 +234,7 @@ func (w *Worker) positionAfter(h *holding) Position {
 	return Position{Type: IterAtSequenceNumber, Sequence: p.Sequence}
 }
 
-func (w *Worker) onIterator(pc pendingCall, r Result) {
+func (w *Worker) onIterator(pc pendingCall, r *Result) {
 	h := w.held[pc.key]
 	if h == nil || h.gen != pc.gen || h.c.phase != cIterWait {
 		return
@@ -276,7 +276,7 @@ func (w *Worker) onIterator(pc pendingCall, r Result) {
 	w.tickConsumer(h)
 }
 
-func (w *Worker) onRecords(pc pendingCall, r Result) {
+func (w *Worker) onRecords(pc pendingCall, r *Result) {
 	h := w.held[pc.key]
 	if h == nil || h.gen != pc.gen || h.c.phase != cFetchWait {
 		return

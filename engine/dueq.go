@@ -4,18 +4,26 @@ import "time"
 
 // dueQueue is a min-heap of held leases by the time each next needs the
 // worker (ties broken by key, for determinism). It makes a step cost what
-// the input and the due leases need, not the number of leases held.
-type dueQueue []*holding
+// the input and the due leases need, not the number of leases held. Each
+// entry carries its holding's due time and key, so that ordering the heap
+// reads the heap's own array, not every holding it points to.
+type dueQueue []dueEntry
+
+type dueEntry struct {
+	due time.Duration // h.due
+	key string        // h.key
+	h   *holding
+}
 
 func (q dueQueue) less(i, j int) bool {
-	a, b := q[i], q[j]
+	a, b := &q[i], &q[j]
 	return a.due < b.due || a.due == b.due && a.key < b.key
 }
 
 func (q dueQueue) swap(i, j int) {
 	q[i], q[j] = q[j], q[i]
-	q[i].qidx = i
-	q[j].qidx = j
+	q[i].h.qidx = i
+	q[j].h.qidx = j
 }
 
 func (q dueQueue) up(i int) {
@@ -48,15 +56,23 @@ func (q dueQueue) down(i int) {
 	}
 }
 
+// first returns the holding due first (the queue must not be empty).
+func (q dueQueue) first() *holding { return q[0].h }
+
+// firstDue returns when the first holding is due (the queue must not be
+// empty).
+func (q dueQueue) firstDue() time.Duration { return q[0].due }
+
 // set puts h in the queue at time due, or moves it there.
 func (q *dueQueue) set(h *holding, due time.Duration) {
 	h.due = due
 	if h.qidx < 0 {
 		h.qidx = len(*q)
-		*q = append(*q, h)
+		*q = append(*q, dueEntry{due: due, key: h.key, h: h})
 		q.up(h.qidx)
 		return
 	}
+	(*q)[h.qidx].due = due
 	q.up(h.qidx)
 	q.down(h.qidx)
 }
@@ -71,7 +87,7 @@ func (q *dueQueue) remove(h *holding) {
 	if i != last {
 		q.swap(i, last)
 	}
-	(*q)[last] = nil
+	(*q)[last] = dueEntry{}
 	*q = (*q)[:last]
 	h.qidx = -1
 	if i != last {

@@ -64,7 +64,7 @@ func (w *Worker) subscribePosition(h *holding) Position {
 	return w.positionAfter(h)
 }
 
-func (w *Worker) onSubscribed(pc pendingCall, r Result) {
+func (w *Worker) onSubscribed(pc pendingCall, r *Result) {
 	h := w.held[pc.key]
 	if h == nil || h.gen != pc.gen || h.c.phase != cIterWait {
 		if r.Err == nil && r.Subscription != "" {
@@ -147,7 +147,7 @@ func (w *Worker) askEvent(h *holding) {
 		pendingCall{purpose: forEvent, key: h.key, gen: h.gen})
 }
 
-func (w *Worker) onEvent(pc pendingCall, r Result) {
+func (w *Worker) onEvent(pc pendingCall, r *Result) {
 	h := w.held[pc.key]
 	if h == nil || h.gen != pc.gen || h.c.phase != cFetchWait {
 		return

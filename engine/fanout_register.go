@@ -151,7 +151,7 @@ func (w *Worker) recheckConsumer(stream string) {
 	}
 }
 
-func (w *Worker) onConsumerResult(pc pendingCall, r Result, registering bool) {
+func (w *Worker) onConsumerResult(pc pendingCall, r *Result, registering bool) {
 	reg := w.fo.reg(pc.key)
 	if reg == nil || reg.call != r.ID {
 		return
@@ -232,7 +232,7 @@ func (w *Worker) fanOutWake(min func(time.Duration)) {
 }
 
 // onFanOutResult handles the result of a fan-out call.
-func (w *Worker) onFanOutResult(pc pendingCall, r Result) {
+func (w *Worker) onFanOutResult(pc pendingCall, r *Result) {
 	switch pc.purpose {
 	case forDescribeConsumer:
 		w.onConsumerResult(pc, r, false)

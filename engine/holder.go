@@ -75,7 +75,7 @@ func (w *Worker) actUntil(h *holding) time.Duration {
 	if w.bug("no-safety-margin") {
 		until = w.validUntil(h)
 	}
-	if c := w.held[AssignerKey]; c != nil && c != h && !c.gone {
+	if c := w.heldAssignerRow(); c != nil && c != h && !c.gone {
 		until = min(until, w.actUntil(c))
 	}
 	return until
@@ -363,7 +363,12 @@ func (w *Worker) beginShutdown() {
 
 func (w *Worker) onCheckpointRequest(key string, cp Checkpoint, token uint64) {
 	h := w.held[key]
-	ref := w.refOf(key)
+	var ref ShardRef
+	if h != nil {
+		ref = h.ref // refOf(key), which a holding keeps from its start
+	} else {
+		ref = w.refOf(key)
+	}
 	w.emit(TraceEvent{Kind: TraceCheckpointRequested, Key: key, Shard: ref, Checkpoint: cp})
 	reject := func(err error, why string) {
 		w.emit(TraceEvent{Kind: TraceCheckpointRejected, Key: key, Shard: ref, Checkpoint: cp, Reason: why})

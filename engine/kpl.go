@@ -122,6 +122,9 @@ func outsideRange(users []kpl.UserRecord, keys kpl.HashRange) string {
 // reports what it dropped. Every reader of records (GetRecords pages,
 // subscription events) hands its records through it.
 func (w *Worker) userRecords(h *holding, recs []Record) []Record {
+	if !anyAggregated(recs) {
+		return recs // deaggregate's answer, without parsing the shard's range
+	}
 	out, drops := deaggregate(recs, w.hashRange(h), w.cfg.DeliverCorruptAggregates)
 	pos := h.c.position
 	for _, d := range drops {
@@ -136,6 +139,17 @@ func (w *Worker) userRecords(h *holding, recs []Record) []Record {
 		w.emit(TraceEvent{Kind: kind, Key: h.key, Shard: h.ref, Counter: h.row.Counter, First: d.sequence, Count: d.count, Reason: d.reason})
 	}
 	return out
+}
+
+// anyAggregated reports whether some record of recs is a KPL aggregate
+// (deaggregate returns the others unchanged).
+func anyAggregated(recs []Record) bool {
+	for i := range recs {
+		if kpl.IsAggregated(recs[i].Data) {
+			return true
+		}
+	}
+	return false
 }
 
 // hashRange returns the hash key range of h's shard: the lease row's, else

@@ -102,7 +102,7 @@ func (w *Worker) startMarkers() {
 }
 
 // onStartResult handles the result of a start-up call.
-func (w *Worker) onStartResult(pc pendingCall, op Op, r Result) {
+func (w *Worker) onStartResult(pc pendingCall, op Op, r *Result) {
 	s := &w.start
 	s.waiting--
 	if r.Err != nil {

@@ -88,7 +88,7 @@ func (w *Worker) startSync() {
 	w.call(Call{Op: OpListLeases, Consistent: !w.bug("sync-from-eventual-scan")}, pendingCall{purpose: forSyncScan, gen: s.round})
 }
 
-func (w *Worker) onSyncShards(stream string, r Result) {
+func (w *Worker) onSyncShards(stream string, r *Result) {
 	s := &w.sync
 	s.waiting--
 	if r.Err != nil {
@@ -105,7 +105,7 @@ func (w *Worker) onSyncShards(stream string, r Result) {
 	}
 }
 
-func (w *Worker) onSyncScan(r Result) {
+func (w *Worker) onSyncScan(r *Result) {
 	s := &w.sync
 	s.waiting--
 	if r.Err != nil {
@@ -138,7 +138,7 @@ func (w *Worker) onSyncScan(r Result) {
 	}
 }
 
-func (w *Worker) onSyncDescribe(stream string, r Result) {
+func (w *Worker) onSyncDescribe(stream string, r *Result) {
 	s := &w.sync
 	s.waiting--
 	switch {

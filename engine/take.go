@@ -70,7 +70,7 @@ func (w *Worker) startScan() {
 	w.call(Call{Op: OpListLeases, Consistent: w.cfg.ConsistentTakeScans}, pendingCall{purpose: forScan})
 }
 
-func (w *Worker) onScan(r Result) {
+func (w *Worker) onScan(r *Result) {
 	if r.Err != nil {
 		// Try again soon; leases held are unaffected.
 		w.nextScan = w.now.Mono + w.jitter(w.cfg.RenewInterval)

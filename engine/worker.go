@@ -47,6 +47,8 @@ type Worker struct {
 	// iteration.
 	held     map[string]*holding
 	heldKeys []string
+	// heldAssigner: held has the assigner row (AssignerKey)
+	heldAssigner bool
 	// dueq orders held leases by when each next needs the worker;
 	// affected is the lease the current input concerns.
 	dueq     dueQueue
@@ -145,10 +147,19 @@ func (w *Worker) Held() []string {
 
 // leases returns how many leases the worker holds (not the assigner row).
 func (w *Worker) leases() int {
-	if w.held[AssignerKey] != nil {
+	if w.heldAssigner {
 		return len(w.heldKeys) - 1
 	}
 	return len(w.heldKeys)
+}
+
+// heldAssignerRow returns the holding of the assigner row, nil if none
+// (without a map lookup in the common case: not held).
+func (w *Worker) heldAssignerRow() *holding {
+	if !w.heldAssigner {
+		return nil
+	}
+	return w.held[AssignerKey]
 }
 
 // IsAssigner reports whether the worker is the assigner (see
@@ -201,7 +212,7 @@ func (w *Worker) Step(now Now, in Input) Ready {
 	w.affected = ""
 	switch in.Kind {
 	case InputResult:
-		w.onResult(in.Result)
+		w.onResult(&in.Result)
 	case InputDone:
 		w.affected = in.Key
 		w.onDone(in)
@@ -241,7 +252,7 @@ func (w *Worker) advanceStart() {
 	}
 }
 
-func (w *Worker) onResult(r Result) {
+func (w *Worker) onResult(r *Result) {
 	pc, ok := w.pending[r.ID]
 	if !ok {
 		return // a duplicate or unknown reply
@@ -299,8 +310,8 @@ func (w *Worker) advance() {
 	if h := w.held[w.affected]; h != nil {
 		w.tick(h)
 	}
-	for len(w.dueq) > 0 && w.dueq[0].due <= now {
-		w.tick(w.dueq[0])
+	for len(w.dueq) > 0 && w.dueq.firstDue() <= now {
+		w.tick(w.dueq.first())
 	}
 	if w.retrying > 0 {
 		w.retryWrites()
@@ -379,7 +390,7 @@ func (w *Worker) wake() time.Duration {
 		}
 	}
 	if len(w.dueq) > 0 {
-		min(w.dueq[0].due)
+		min(w.dueq.firstDue())
 	}
 	w.fanOutWake(min)
 	if w.retrying > 0 {
@@ -447,6 +458,9 @@ func (w *Worker) tick(h *holding) {
 		w.dropSubscription(h)
 		w.dueq.remove(h)
 		delete(w.held, h.key)
+		if h.key == AssignerKey {
+			w.heldAssigner = false
+		}
 		if i, ok := slices.BinarySearch(w.heldKeys, h.key); ok {
 			w.heldKeys = slices.Delete(w.heldKeys, i, i+1)
 		}
@@ -467,6 +481,9 @@ func (w *Worker) addHeld(h *holding) {
 		w.heldKeys = slices.Insert(w.heldKeys, i, h.key)
 	}
 	w.held[h.key] = h
+	if h.key == AssignerKey {
+		w.heldAssigner = true
+	}
 	w.dueq.set(h, w.now.Mono)
 }
 

@@ -96,7 +96,7 @@ func (w *Worker) findWrite(key string, id uint64) *write {
 	return nil
 }
 
-func (w *Worker) onWriteResult(key string, r Result) {
+func (w *Worker) onWriteResult(key string, r *Result) {
 	wr := w.findWrite(key, r.ID)
 	if wr == nil {
 		return
@@ -129,7 +129,7 @@ func (w *Worker) resolve(wr *write) {
 	wr.id = w.call(Call{Op: OpGetLease, Key: wr.key}, pendingCall{purpose: forResolve, key: wr.key})
 }
 
-func (w *Worker) onResolveResult(key string, r Result) {
+func (w *Worker) onResolveResult(key string, r *Result) {
 	wr := w.findWrite(key, r.ID)
 	if wr == nil || !wr.resolving {
 		return

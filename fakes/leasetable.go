@@ -229,7 +229,7 @@ func (t *LeaseTable) UpdateLease(ctx context.Context, expect engine.Expect, l en
 	if h := t.rows[l.Key]; !matches(h, expect) {
 		err = newConditionError(op, l.Key, false, expect, h)
 	} else {
-		t.write(l.Key, version{at: now, state: rowPresent, lease: l.Clone()}, now)
+		t.writeRow(h, l.Key, version{at: now, state: rowPresent, lease: l.Clone()}, now)
 	}
 	return t.end(op, l.Key, err)
 }
@@ -334,8 +334,12 @@ func (t *LeaseTable) horizon(now time.Time) time.Time { return now.Add(-t.lag) }
 // write makes v the current version of key, creating or forgetting the
 // key's history as needed. v.lease must already be a private copy.
 func (t *LeaseTable) write(key string, v version, now time.Time) {
+	t.writeRow(t.rows[key], key, v, now)
+}
+
+// writeRow is write with h the key's history (t.rows[key], nil if none).
+func (t *LeaseTable) writeRow(h *history, key string, v version, now time.Time) {
 	t.index.update(key, v.lease.Pending, now) // "" for a row gone or malformed
-	h := t.rows[key]
 	if h == nil {
 		if v.state == rowAbsent {
 			return

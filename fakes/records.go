@@ -157,9 +157,14 @@ func (k *Kinesis) records(s *kstream, sh *kshard, from, to int) []engine.Record 
 	out := make([]engine.Record, to-from)
 	c := sh.log.at(from)
 	for i := range out {
+		if i > 0 {
+			c.next()
+		}
 		out[i] = k.record(s, sh, &c.cur)
-		c.next()
 	}
+	// the hint stays on the last record read (a cursor past the end
+	// cannot be kept): the next read, from the record after it, decodes
+	// one record, not its chunk from the start
 	sh.log.remember(c)
 	return out
 }

@@ -528,13 +528,13 @@ func (s *simulator) replyAt(p *proc, f *inflight, at, deadline time.Duration) ti
 	}
 	late := deadline - s.bd.rng.between(0, 2*time.Millisecond)
 	switch {
-	case f.call.Op == engine.OpGetRecords && p.lastActs[1] > at && f.result.Err == nil && len(f.result.Page.Records) > 0:
+	case f.call.Op == engine.OpGetRecords && p.lastActs[1] > at && f.in.Result.Err == nil && len(f.in.Result.Page.Records) > 0:
 		t := s.lastActAt(p, at, deadline)
 		f.lastAct = t != at
 		return t
 	case f.late || (f.call.Op.IsStore() && f.call.Op != engine.OpListLeases && s.bchance(b.LateReply)):
 		return max(at, late)
-	case f.call.Op == engine.OpListLeases && f.result.Err == nil && !f.lastAct:
+	case f.call.Op == engine.OpListLeases && f.in.Result.Err == nil && !f.lastAct:
 		// racing: only the leases whose holder was cut after a renewal
 		racing := s.racingOther(p)
 		if !racing && !s.bchance(b.ScanAtExpiry) {
@@ -547,7 +547,7 @@ func (s *simulator) replyAt(p *proc, f *inflight, at, deadline time.Duration) ti
 		if s.bd.rng.chance(0.5) {
 			wait -= s.full.SafetyMargin
 		}
-		if t, ok := s.expiryInView(p, &f.result.Listing, at, deadline, wait, racing); ok {
+		if t, ok := s.expiryInView(p, &f.in.Result.Listing, at, deadline, wait, racing); ok {
 			return t
 		}
 	}

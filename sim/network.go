@@ -41,11 +41,13 @@ const maxSpare = 1024
 
 // inflight is one call on the virtual network.
 type inflight struct {
-	call     engine.Call
-	proc     int32
-	sent     time.Duration
-	applied  time.Duration
-	result   engine.Result
+	call    engine.Call
+	proc    int32
+	sent    time.Duration
+	applied time.Duration
+	// in is the input that delivers the call's result (in.Result) to
+	// its process: built in place, never copied
+	in       engine.Input
 	answered bool
 	pending  int
 	reason   string
@@ -242,9 +244,9 @@ func (s *simulator) onReply(i int, timeout bool) {
 	}
 	f.answered = true
 	if timeout {
-		f.result = engine.Result{ID: f.call.ID, Err: errTimeout}
+		f.in.Result = engine.Result{ID: f.call.ID, Err: errTimeout}
 	}
-	res := &f.result
+	res := &f.in.Result
 	p := s.cl.procs[f.proc]
 	if p.alive {
 		switch o := outcome(res.Err); {
@@ -286,9 +288,9 @@ func (s *simulator) onReply(i int, timeout bool) {
 			r.Count = len(res.Listing.Leases)
 		}
 		s.emit(s.procRec(p, &r))
-		in := engine.Input{Kind: engine.InputResult, Result: *res}
-		if r.Count == 0 || (f.call.Op != engine.OpGetRecords && f.call.Op != engine.OpNextEvent) || !s.pauseMidDelivery(p, f, &in) {
-			s.deliver(p, &in)
+		f.in.Kind = engine.InputResult
+		if r.Count == 0 || (f.call.Op != engine.OpGetRecords && f.call.Op != engine.OpNextEvent) || !s.pauseMidDelivery(p, f, &f.in) {
+			s.deliver(p, &f.in)
 		}
 	}
 	s.release(i)

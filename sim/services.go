@@ -48,7 +48,8 @@ func (s *simulator) onApply(i int, retry bool) {
 		}
 	}
 	rn := s.net.rng
-	res := engine.Result{ID: c.ID}
+	res := &f.in.Result // built in place: the reply delivers it
+	*res = engine.Result{ID: c.ID}
 	applied := false
 	var execErr error
 	transient := false
@@ -71,19 +72,19 @@ func (s *simulator) onApply(i int, retry bool) {
 			f.fault = "transient"
 			transient = true
 			if rn.chance(0.5) {
-				applied = s.execStore(p, f, &res)
+				applied = s.execStore(p, f, res)
 			} else {
 				res.Err = errTransient
 			}
 			execErr = res.Err
-			res = engine.Result{ID: c.ID, Err: errTransient}
+			*res = engine.Result{ID: c.ID, Err: errTransient}
 		default:
-			applied = s.execStore(p, f, &res)
+			applied = s.execStore(p, f, res)
 		}
 	} else {
 		switch {
 		case c.Op.IsFanOut():
-			if s.applyFanOut(i, f, &res) {
+			if s.applyFanOut(i, f, res) {
 				return // parked: answered when an event comes (see fanout.go)
 			}
 		case c.Op == engine.OpGetRecords && (rn.chance(s.rate(s.w.Rates.StreamThrottle)) || (s.now < s.svc.streamThrUntil && rn.chance(s.svc.streamThrottle))):
@@ -93,7 +94,7 @@ func (s *simulator) onApply(i int, retry bool) {
 			res.Err = errExpiredIter
 			f.fault = "expired-iterator"
 		default:
-			s.execStream(f, &res)
+			s.execStream(f, res)
 		}
 	}
 	renewed := applied && f.applied < 0 && f.reason == trace.WriteRenew && p.alive
@@ -117,7 +118,6 @@ func (s *simulator) onApply(i int, retry bool) {
 	if assigned {
 		s.assignApplied(f) // boundary.go
 	}
-	f.result = res
 	// an SDK retry of a write: the first reply is lost, the retry lands later
 	if !retry && c.Op.IsWrite() && (rn.chance(s.rate(s.w.Rates.Dup)) || s.scriptedRetry(f.reason)) {
 		f.fault = "sdk-retry"

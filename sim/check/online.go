@@ -160,11 +160,15 @@ func (c *Online) Observe(r *trace.Record) {
 		if c.ten != nil {
 			c.ten.act(r)
 		}
+		var sp *shardPuts // the shard's records, looked up once
+		if c.puts != nil {
+			sp = c.puts.m[r.Key]
+		}
 		if c.ms != nil {
-			c.ms.receivedBatch(r, c.puts.m[r.Key], first, last)
+			c.ms.receivedBatch(r, sp, first, last)
 		}
 		if c.puts != nil {
-			c.puts.received(r, first, last)
+			c.puts.received(r, sp, first, last)
 		}
 		if c.s5 != nil {
 			c.s5.delivered(r)

@@ -110,12 +110,11 @@ func (pl *putLogs) put1(p *shardPuts, x put) {
 	p.puts[i] = x
 }
 
-// received marks the records of a batch received.
-func (pl *putLogs) received(r *trace.Record, first, last Seq) {
+// received marks the records of a batch received; p is pl.m[r.Key].
+func (pl *putLogs) received(r *trace.Record, p *shardPuts, first, last Seq) {
 	if r.Count == 0 {
 		return
 	}
-	p := pl.m[r.Key]
 	if p == nil || p.end() == 0 {
 		return // no record was ever put to the shard
 	}

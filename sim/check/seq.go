@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"math"
 	"strconv"
+	"strings"
 
 	"github.com/shardlease/shardlease/engine"
 	"github.com/shardlease/shardlease/sim/trace"
@@ -79,11 +80,8 @@ func (q Seq) Compare(r Seq) int {
 		}
 		return 1
 	}
-	if q.digits != r.digits {
-		if q.digits < r.digits {
-			return -1
-		}
-		return 1
+	if c := strings.Compare(q.digits, r.digits); c != 0 {
+		return c // one pass over the digits (!= then < made two)
 	}
 	return cmp.Compare(q.sub, r.sub)
 }

@@ -64,8 +64,9 @@ func (t *Tenure) who() string { return t.Owner + "#" + itoa(int(t.Proc)) }
 // tenure is a Tenure as the tracker follows it.
 type tenure struct {
 	Tenure
-	idx int    // creation index among the key's tenures (= start order)
-	id  uint64 // creation index among all tenures
+	idx int         // creation index among the key's tenures (= start order)
+	id  uint64      // creation index among all tenures
+	kt  *keyTenures // its key's (tenures.keys[Key], which is never dropped)
 	// next is the tenure created after this one on its key, while this one
 	// is open (Measure's failover waits for this one's end).
 	next *tenure
@@ -116,13 +117,13 @@ func (ts *tenures) act(r *trace.Record) {
 		t.End = r.T
 		t.LastSeq = r.Seq
 		if ts.s1 != nil {
-			ts.s1.acted(ts.keys[r.Key], t)
+			ts.s1.acted(t.kt, t)
 		}
 		return
 	}
 	kt := ts.key(r.Key)
 	t := &tenure{Tenure: Tenure{Key: r.Key, Proc: r.Proc, Owner: r.Owner, Start: r.T, End: r.T, FirstSeq: r.Seq, LastSeq: r.Seq, Open: true},
-		idx: kt.n, id: ts.ids}
+		idx: kt.n, id: ts.ids, kt: kt}
 	kt.n++
 	ts.ids++
 	prev := kt.last
@@ -192,7 +193,7 @@ func (ts *tenures) ended(t *tenure, r *trace.Record) {
 	if ts.ms != nil {
 		ts.ms.closedTenure(t)
 	}
-	ts.prune(ts.keys[t.Key])
+	ts.prune(t.kt)
 }
 
 // procStop ends every open tenure of the process r stopped.
