@@ -114,6 +114,10 @@ func (w *Worker) acquired(wr *write) {
 	if w.shutdown {
 		h.c.shutdown = true
 	}
+	if wr.deposed {
+		w.loseLease(h, "the assigner row was lost before this take came back")
+		w.dueq.set(h, w.now.Mono)
+	}
 }
 
 // tickHolding does what time demands of one held lease.
@@ -324,8 +328,18 @@ func (w *Worker) loseLease(h *holding, reason string) {
 		// leases it takes as an ordinary worker before the takeover are
 		// not taken for bound ones (swarm seed 57 with boundary seeking:
 		// S1, a deposed assigner's later lease reassigned at once).
+		old := w.writer
 		w.writerEpoch++
 		w.writer = writerOf(w.cfg.Seed + w.writerEpoch*0x632be59bd9b4e019)
+		// Takes in flight under the old writer are bound too: one whose
+		// reply comes later must not be acted on (soak seed 16892: S1, a
+		// deposed assigner acted on a take sent before it lost its row,
+		// which its successor had reassigned at once).
+		for _, wr := range w.writes {
+			if wr.kind == wTake && wr.row.Writer == old && !IsReserved(wr.key) {
+				wr.deposed = true
+			}
+		}
 		w.asg.as = nil
 		for _, k := range slices.Clone(w.heldKeys) {
 			if o := w.held[k]; o != nil && o != h && !o.gone {

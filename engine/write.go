@@ -57,6 +57,9 @@ type write struct {
 	// version the write replaces (see assignedApplied)
 	stillSince time.Duration
 	keepsAge   bool
+	// take: sent under the writer of an assigner row this worker has
+	// lost since (bound to that row: see loseLease)
+	deposed bool
 	// checkpoint
 	target Checkpoint
 }
