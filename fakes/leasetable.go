@@ -106,18 +106,7 @@ func (t *LeaseTable) Stats() Stats { return t.stats }
 // The Listing belongs to the caller; the Leases' Parents and Children
 // slices are the stored versions' own and must not be modified.
 func (t *LeaseTable) ListLeases(ctx context.Context, consistent bool) (engine.Listing, error) {
-	const op = engine.OpListLeases
-	now := t.clock.Now()
-	if err := t.begin(ctx, op, "", now); err != nil {
-		return engine.Listing{}, err
-	}
-	l := t.list(now, consistent, true)
-	if err := t.after(op, "", ""); err != nil {
-		t.stats.count(op, err, true)
-		return engine.Listing{}, err
-	}
-	t.stats.count(op, nil, false)
-	return l, nil
+	return t.scan(ctx, func(now time.Time) engine.Listing { return t.list(now, consistent, true) })
 }
 
 // ListLeasesAsOf is an eventually consistent ListLeases that returns one
@@ -129,18 +118,7 @@ func (t *LeaseTable) ListLeases(ctx context.Context, consistent bool) (engine.Li
 // belongs to the caller; the Leases' Parents and Children slices are the
 // stored versions' own and must not be modified.
 func (t *LeaseTable) ListLeasesAsOf(ctx context.Context, at time.Time) (engine.Listing, error) {
-	const op = engine.OpListLeases
-	now := t.clock.Now()
-	if err := t.begin(ctx, op, "", now); err != nil {
-		return engine.Listing{}, err
-	}
-	l := t.listAt(now, at)
-	if err := t.after(op, "", ""); err != nil {
-		t.stats.count(op, err, true)
-		return engine.Listing{}, err
-	}
-	t.stats.count(op, nil, false)
-	return l, nil
+	return t.scan(ctx, func(now time.Time) engine.Listing { return t.listAt(now, at) })
 }
 
 // ListLeasesEventual is an eventually consistent ListLeases whose rows
@@ -155,12 +133,18 @@ func (t *LeaseTable) ListLeasesAsOf(ctx context.Context, at time.Time) (engine.L
 // the Leases' Parents and Children slices are the stored versions' own
 // and must not be modified.
 func (t *LeaseTable) ListLeasesEventual(ctx context.Context, lagOf func(key string) time.Duration) (engine.Listing, error) {
+	return t.scan(ctx, func(now time.Time) engine.Listing { return t.listEach(now, lagOf) })
+}
+
+// scan is one ListLeases call: faulted and counted, its rows read by read
+// at the call's time.
+func (t *LeaseTable) scan(ctx context.Context, read func(now time.Time) engine.Listing) (engine.Listing, error) {
 	const op = engine.OpListLeases
 	now := t.clock.Now()
 	if err := t.begin(ctx, op, "", now); err != nil {
 		return engine.Listing{}, err
 	}
-	l := t.listEach(now, lagOf)
+	l := read(now)
 	if err := t.after(op, "", ""); err != nil {
 		t.stats.count(op, err, true)
 		return engine.Listing{}, err
