@@ -147,7 +147,7 @@ func (w *Worker) warming() bool {
 // lease duration (past the longest gap between two versions a live
 // assigner's renewals show to a deputy).
 func (w *Worker) warmingFrom() (time.Duration, bool) {
-	o := w.obs[AssignerKey]
+	o := w.asgObs
 	if o == nil || o.row.Owner == "" || o.row.Owner == w.cfg.Owner || !w.deputy(o.row.Owner) {
 		return 0, false
 	}

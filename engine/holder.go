@@ -178,7 +178,8 @@ func (w *Worker) nextWrite(h *holding) {
 		row.Checkpoint = target
 		row.OwnerSwitches = 0
 		row.Counter++
-		h.write = &write{kind: wCheckpoint, key: h.key, expect: ExpectOf(h.row), row: row, target: target}
+		h.write = w.newWrite()
+		*h.write = write{kind: wCheckpoint, key: h.key, expect: ExpectOf(h.row), row: row, target: target}
 	case h.release == wShardEnd && len(h.cps) == 0 && w.isActing(h):
 		row := h.row.Clone()
 		row.Checkpoint = SentinelCheckpoint(ShardEnd)
@@ -186,7 +187,8 @@ func (w *Worker) nextWrite(h *holding) {
 		row.Owner = ""
 		row.Children = h.children
 		row.Counter++
-		h.write = &write{kind: wShardEnd, key: h.key, expect: ExpectOf(h.row), row: row}
+		h.write = w.newWrite()
+		*h.write = write{kind: wShardEnd, key: h.key, expect: ExpectOf(h.row), row: row}
 	case releaseNow:
 		row := h.row.Clone()
 		row.Owner = ""
@@ -198,14 +200,16 @@ func (w *Worker) nextWrite(h *holding) {
 		case w.asg.on && !h.control:
 			row.Pending = AssignerPending // the assigner hands it out at once
 		}
-		h.write = &write{kind: wRelease, key: h.key, expect: ExpectOf(h.row), row: row}
+		h.write = w.newWrite()
+		*h.write = write{kind: wRelease, key: h.key, expect: ExpectOf(h.row), row: row}
 	case now >= h.validFrom+w.cfg.RenewInterval || (h.row.HandoffFrom != "" && now >= h.actFrom && w.isActing(h)):
 		row := h.row.Clone()
 		row.Counter++
 		if h.control {
 			row.Children = w.sortedMembers()
 		}
-		h.write = &write{kind: wRenew, key: h.key, expect: ExpectOf(h.row), row: row}
+		h.write = w.newWrite()
+		*h.write = write{kind: wRenew, key: h.key, expect: ExpectOf(h.row), row: row}
 	default:
 		return
 	}
@@ -290,6 +294,7 @@ func (w *Worker) holderWriteApplied(h *holding, wr *write) {
 			w.down.released = append(w.down.released, h.key)
 		}
 	}
+	w.freeWrite(wr) // nothing refers to it any more
 }
 
 // ErrLeaseLost is the error of a checkpoint refused because the lease was

@@ -32,6 +32,14 @@ func (w *Worker) refOf(key string) ShardRef {
 	return ref
 }
 
+// forget drops what this worker observed of key's row.
+func (w *Worker) forget(key string) {
+	delete(w.obs, key)
+	if key == AssignerKey {
+		w.asgObs = nil
+	}
+}
+
 // observeRow records row as seen now. Rows older than the one already seen
 // (a stale read) are ignored.
 func (w *Worker) observeRow(row Lease) *observation {
@@ -46,6 +54,9 @@ func (w *Worker) observeRow(row Lease) *observation {
 			o.seenWall = w.wallClock("a lease version observed")
 		}
 		w.obs[row.Key] = o
+		if row.Key == AssignerKey {
+			w.asgObs = o
+		}
 		return o
 	}
 	switch {
@@ -127,7 +138,7 @@ func (w *Worker) observeListing(l Listing) {
 	for k, o := range w.obs {
 		if o.scan != gen {
 			if w.writes[k] == nil && w.held[k] == nil {
-				delete(w.obs, k)
+				w.forget(k)
 			}
 		}
 	}

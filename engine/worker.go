@@ -35,6 +35,8 @@ type Worker struct {
 
 	// The table as this worker has seen it: one observation per key.
 	obs map[string]*observation
+	// asgObs is obs[AssignerKey] (nil if none), looked at on every step
+	asgObs *observation
 	// writer is the Lease.Writer of every row this worker writes; it is
 	// drawn anew (writerEpoch) when the worker loses the assigner row.
 	writer      string
@@ -58,6 +60,8 @@ type Worker struct {
 	retrying int
 	// Writes in flight for keys not held (takes, creates, deletes).
 	writes map[string]*write
+	// spareWrites are applied holder writes kept for reuse (newWrite)
+	spareWrites []*write
 	// Keys of malformed rows already reported.
 	malformed map[string]bool
 	// Writes of unknown outcome read as not applied, by key (see ghost).

@@ -64,6 +64,31 @@ type write struct {
 	target Checkpoint
 }
 
+// newWrite returns a zero write for a held lease: one a holder's applied
+// write left (see freeWrite), or a new one. A holder writes every renew
+// interval and at every checkpoint, so reusing them spares the collector a
+// large object per write; it changes no decision.
+func (w *Worker) newWrite() *write {
+	if n := len(w.spareWrites); n > 0 {
+		wr := w.spareWrites[n-1]
+		w.spareWrites = w.spareWrites[:n-1]
+		return wr
+	}
+	return new(write)
+}
+
+// freeWrite keeps wr, a held lease's write that was applied and that
+// nothing refers to any more, for newWrite.
+func (w *Worker) freeWrite(wr *write) {
+	if len(w.spareWrites) < maxSpareWrites {
+		*wr = write{}
+		w.spareWrites = append(w.spareWrites, wr)
+	}
+}
+
+// maxSpareWrites bounds the writes a worker keeps for reuse.
+const maxSpareWrites = 8
+
 // sendWrite sends wr now.
 func (w *Worker) sendWrite(wr *write) {
 	wr.sentAt = w.now.Mono
@@ -256,7 +281,7 @@ func (w *Worker) writeApplied(wr *write) {
 		w.nextScan = min(w.nextScan, w.now.Mono+200*time.Millisecond)
 	case wDelete:
 		delete(w.writes, wr.key)
-		delete(w.obs, wr.key)
+		w.forget(wr.key)
 		w.emit(TraceEvent{Kind: TraceLeaseDeleted, Key: wr.key, Shard: w.refOf(wr.key)})
 	case wAssign:
 		delete(w.writes, wr.key)
