@@ -41,6 +41,7 @@ type config struct {
 	memStats bool   // print the live heap at the end of each run (stderr)
 	cpuProf  string // write a CPU profile of the whole command here
 	memProf  string // write a heap profile at the end here
+	heapProf string // write a heap profile when a run's events are done here
 	// soak runs the seeds as a soak: resumable from soakState, failing
 	// seeds saved under findings
 	soak      bool
@@ -107,6 +108,7 @@ func parseArgs(args []string, stderr io.Writer) (*config, error) {
 		verbose    = fs.Bool("v", false, "print every seed's full summary (world, schedule, figures, violations)")
 		cpuProf    = fs.String("cpuprofile", "", "write a CPU profile of the run to this file (go tool pprof)")
 		memProf    = fs.String("memprofile", "", "write a heap profile (allocations) at the end to this file")
+		heapProf   = fs.String("heapprofile", "", "write a heap profile of what the run holds when its events are done (after a GC; one seed) to this file: where the live heap goes")
 		memStats   = fs.Bool("memstats", false, "print, on stderr, the live heap (after a GC) when each run's events are done: what the run holds, without the garbage")
 		soak       = fs.Bool("soak", false, "run the seeds (-seeds, default 1-10000) as a soak on every core: a progress bar, a state file that a soak started again with the same flags resumes (-state), every failing seed saved as a case with its replay command (-findings); no report")
 		state      = fs.String("state", "", "the soak's state file (default reports/out/soak/SCENARIO/state.json)")
@@ -129,7 +131,7 @@ func parseArgs(args []string, stderr io.Writer) (*config, error) {
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 
 	c := &config{json: *asJSON, list: *list, verbose: *verbose, trace: *traceTo, parallel: *parallel, options: map[string]string{},
-		cpuProf: *cpuProf, memProf: *memProf, memStats: *memStats, soak: *soak, bench: *bench, benchBin: *benchBin, benchRuns: *benchN}
+		cpuProf: *cpuProf, memProf: *memProf, heapProf: *heapProf, memStats: *memStats, soak: *soak, bench: *bench, benchBin: *benchBin, benchRuns: *benchN}
 	if *benchSel != "" {
 		c.benchCases = strings.Split(*benchSel, ",")
 	}

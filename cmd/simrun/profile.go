@@ -17,6 +17,21 @@ func printLiveHeap(w io.Writer, seed uint64) {
 	fmt.Fprintf(w, "{\"memstats\":{\"seed\":%d,\"live_heap_bytes\":%d,\"heap_sys_bytes\":%d}}\n", seed, m.HeapAlloc, m.HeapSys)
 }
 
+// writeHeapProfile writes a heap profile of what is live now (after a GC)
+// to path.
+func writeHeapProfile(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("-heapprofile: %w", err)
+	}
+	runtime.GC()
+	if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
+		f.Close()
+		return fmt.Errorf("-heapprofile: %w", err)
+	}
+	return f.Close()
+}
+
 // startProfiles starts a CPU profile into cpu (if set); the returned stop
 // ends it and writes a heap profile into mem (if set).
 func startProfiles(cpu, mem string) (stop func() error, err error) {

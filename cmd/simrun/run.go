@@ -131,7 +131,17 @@ func runWith(args []string, stdout, stderr io.Writer, intr interrupts) int {
 						o.Trace = traceFile
 					}
 				}
-				if c.memStats {
+				switch {
+				case c.heapProf != "" && single:
+					o.AtEnd = func() {
+						if err := writeHeapProfile(c.heapProf); err != nil {
+							fmt.Fprintf(stderr, "simrun: %v\n", err)
+						}
+						if c.memStats {
+							printLiveHeap(stderr, o.Seed)
+						}
+					}
+				case c.memStats:
 					o.AtEnd = func() { printLiveHeap(stderr, o.Seed) }
 				}
 				t0 := time.Now()

@@ -57,6 +57,9 @@ func (c *w1Checker) observe(r *trace.Record) {
 		}
 		return
 	}
+	if len(c.last) == 0 {
+		return // no process read the wall clock in a step not over yet
+	}
 	w, ok := c.last[r.Proc]
 	if !ok {
 		return

@@ -51,6 +51,15 @@ func (h *Hash) bytes(s string) {
 	h.h = x
 }
 
+// nonEmpty mixes in the bytes of s if it has any: most of a record's
+// strings are empty, and an empty string mixes nothing in, so skipping the
+// call leaves the hash as it was.
+func (h *Hash) nonEmpty(s string) {
+	if len(s) > 0 {
+		h.bytes(s)
+	}
+}
+
 // lengths packs four string lengths (16 bits each) into one word.
 func lengths(a, b, c, d string) uint64 {
 	return uint64(uint16(len(a))) | uint64(uint16(len(b)))<<16 | uint64(uint16(len(c)))<<32 | uint64(uint16(len(d)))<<48
@@ -95,19 +104,19 @@ func (h *Hash) Add(r *Record) {
 		// they did before the fields existed
 		h.word(uint64(uint32(r.FirstSub)) | uint64(uint32(r.LastSub))<<32)
 	}
-	h.bytes(r.Owner)
-	h.bytes(r.Key)
-	h.bytes(r.Checkpoint.Sequence)
-	h.bytes(r.First)
-	h.bytes(r.Last)
-	h.bytes(r.Reason)
-	h.bytes(r.Previous)
-	h.bytes(r.Outcome)
-	h.bytes(r.Fault)
-	h.bytes(r.ExpOwner)
-	h.bytes(r.RowOwner)
-	h.bytes(r.Parent)
-	h.bytes(r.Parent2)
+	h.nonEmpty(r.Owner)
+	h.nonEmpty(r.Key)
+	h.nonEmpty(r.Checkpoint.Sequence)
+	h.nonEmpty(r.First)
+	h.nonEmpty(r.Last)
+	h.nonEmpty(r.Reason)
+	h.nonEmpty(r.Previous)
+	h.nonEmpty(r.Outcome)
+	h.nonEmpty(r.Fault)
+	h.nonEmpty(r.ExpOwner)
+	h.nonEmpty(r.RowOwner)
+	h.nonEmpty(r.Parent)
+	h.nonEmpty(r.Parent2)
 }
 
 // HashRecords returns the hash of a whole history.
