@@ -38,10 +38,8 @@ func HandedTo(releaseReason string) string {
 // processor checkpointed before it let go. A planned release then waits
 // for the key's next owner, whose first act must start at or after it.
 type g1Checker struct {
-	o     Options
-	procs map[pk]*g1State
-	moves map[string]*plannedMove
-	out   []Violation
+	o   Options
+	out []Violation
 	// checkpointed counts the planned moves whose processor had
 	// checkpointed every record delivered to it
 	checkpointed int
@@ -84,43 +82,50 @@ type plannedMove struct {
 }
 
 func newG1(o Options) *g1Checker {
-	return &g1Checker{o: o, procs: map[pk]*g1State{}, moves: map[string]*plannedMove{}}
+	return &g1Checker{o: o}
 }
 
-func (c *g1Checker) state(k pk) *g1State {
-	s := c.procs[k]
-	if s == nil {
-		s = &g1State{}
-		c.procs[k] = s
+// state returns proc's state on ks, created if new.
+func (c *g1Checker) state(ks *keyState, proc int32) *g1State {
+	sl := ks.slotNew(proc)
+	if sl.g1 == nil {
+		sl.g1 = &g1State{}
 	}
-	return s
+	return sl.g1
 }
 
-// observe feeds the records G1 reads.
-func (c *g1Checker) observe(r *trace.Record) {
-	k := pk{r.Proc, r.Key}
+// stateOf returns proc's state on ks, or nil.
+func stateOf(ks *keyState, proc int32) *g1State {
+	if sl := ks.slot(proc); sl != nil {
+		return sl.g1
+	}
+	return nil
+}
+
+// observe feeds the records G1 reads; ks is r.Key's.
+func (c *g1Checker) observe(r *trace.Record, ks *keyState) {
 	switch r.Kind {
 	case trace.Delivered:
-		if m := c.moves[r.Key]; m != nil && m.next == r.Proc {
-			c.firstBatch(r, m)
+		if m := ks.move; m != nil && m.next == r.Proc {
+			c.firstBatch(r, ks, m)
 		}
-		s := c.state(k)
+		s := c.state(ks, r.Proc)
 		if l := LastOf(r); l.Compare(s.high) > 0 {
 			s.high = l
 		}
 	case trace.Acting:
-		c.acting(r)
-		s := c.state(k)
+		c.acting(r, ks)
+		s := c.state(ks, r.Proc)
 		if p := PosOf(r.Checkpoint); !s.sent && p.Compare(s.landed) > 0 {
 			s.landed = p // the stored checkpoint it starts from
 		}
 	case trace.CheckpointRequested:
-		s := c.state(k)
+		s := c.state(ks, r.Proc)
 		if p := PosOf(r.Checkpoint); !s.sent && p.Compare(s.landed) > 0 {
 			s.pending = append(s.pending, g1Req{pos: p, cp: r.Checkpoint, seq: r.Seq})
 		}
 	case trace.CheckpointRejected:
-		s := c.procs[k]
+		s := stateOf(ks, r.Proc)
 		if s == nil || s.sent {
 			return
 		}
@@ -132,7 +137,7 @@ func (c *g1Checker) observe(r *trace.Record) {
 			}
 		}
 	case trace.CheckpointWritten:
-		s := c.procs[k]
+		s := stateOf(ks, r.Proc)
 		if s == nil || s.sent {
 			return
 		}
@@ -151,13 +156,15 @@ func (c *g1Checker) observe(r *trace.Record) {
 		if r.Reason != "release" {
 			return
 		}
-		s := c.state(k)
+		s := c.state(ks, r.Proc)
 		if !s.sent {
 			s.freeze(r)
 		}
 	case trace.LeaseReleased:
-		s := c.procs[k]
-		delete(c.procs, k)
+		var s *g1State
+		if sl := ks.slot(r.Proc); sl != nil {
+			s, sl.g1 = sl.g1, nil
+		}
 		if !Planned(r.Reason) {
 			return
 		}
@@ -172,9 +179,11 @@ func (c *g1Checker) observe(r *trace.Record) {
 		if m.clean {
 			c.checkpointed++
 		}
-		c.moves[r.Key] = m
+		ks.move = m
 	case trace.LeaseLost:
-		delete(c.procs, k)
+		if sl := ks.slot(r.Proc); sl != nil {
+			sl.g1 = nil
+		}
 	}
 }
 
@@ -194,13 +203,13 @@ func (s *g1State) freeze(r *trace.Record) {
 // acting is the first act of a tenure (TraceActing): if it follows a
 // planned move of its key by another process, it must start at or after
 // what the old owner's processor checkpointed before the release.
-func (c *g1Checker) acting(r *trace.Record) {
-	m := c.moves[r.Key]
+func (c *g1Checker) acting(r *trace.Record, ks *keyState) {
+	m := ks.move
 	if m == nil || m.next >= 0 {
 		return
 	}
 	if m.from == r.Proc || len(c.out) >= c.o.max() {
-		delete(c.moves, r.Key)
+		ks.move = nil
 		return
 	}
 	y := PosOf(r.Checkpoint)
@@ -208,11 +217,11 @@ func (c *g1Checker) acting(r *trace.Record) {
 		if m.clean {
 			m.next = r.Proc // its first batch must re-deliver nothing
 		} else {
-			delete(c.moves, r.Key)
+			ks.move = nil
 		}
 		return
 	}
-	delete(c.moves, r.Key)
+	ks.move = nil
 	seqs := []uint64{m.relSeq, r.Seq}
 	if m.xSeq != 0 {
 		seqs = []uint64{m.xSeq, m.relSeq, r.Seq}
@@ -225,21 +234,12 @@ func (c *g1Checker) acting(r *trace.Record) {
 // firstBatch is the first batch the next owner delivered after a planned
 // move whose processor had checkpointed everything it had received: it
 // must hold no record the old owner had (none at or below x).
-func (c *g1Checker) firstBatch(r *trace.Record, m *plannedMove) {
-	delete(c.moves, r.Key)
+func (c *g1Checker) firstBatch(r *trace.Record, ks *keyState, m *plannedMove) {
+	ks.move = nil
 	if r.Count == 0 || FirstOf(r).Compare(m.x.seq) > 0 || len(c.out) >= c.o.max() {
 		return
 	}
 	c.out = append(c.out, Violation{Invariant: G1, Key: r.Key, Workers: []string{who(r), m.who}, From: m.at, To: r.T, Seqs: []uint64{m.relSeq, r.Seq},
 		Detail: "after the planned release by " + m.who + " (" + m.reason + "), whose processor had checkpointed every record it received (up to " +
 			m.xRaw.String() + "), " + who(r) + " delivered " + r.First + " again"})
-}
-
-// dropProc forgets a stopped process (Forget).
-func (c *g1Checker) dropProc(proc int32) {
-	for k := range c.procs {
-		if k.proc == proc {
-			delete(c.procs, k)
-		}
-	}
 }

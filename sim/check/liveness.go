@@ -11,17 +11,17 @@ import (
 // open shard went without an acting process from Heal+Bound on, how long
 // each record put in [Heal+Bound, End-Bound] took to reach a processor,
 // and the balance at the end.
+//
+// Per shard it keeps (in its keyState) whether it is open (created and
+// not closed), its coverage, and the first record (in sequence order) of
+// the window that reached no processor within Bound (late).
 type l1Checker struct {
 	o     Options
 	ten   *tenures
 	puts  *putLogs
+	keys  *keyTable
 	live  map[int32]string // processes started and not stopped
-	open  map[string]bool  // shards created and not closed
-	order []string         // shards in creation order
-	cover map[string]*coverage
-	// late is, per shard, the first record (in sequence order) of the
-	// window that reached no processor within Bound
-	late map[string]lateRecord
+	order []*keyState      // shards in creation order
 }
 
 // coverage follows one shard's stretches without an acting process: the
@@ -42,26 +42,25 @@ type lateRecord struct {
 	seqNo    uint64
 }
 
-func newL1(o Options, ts *tenures, pl *putLogs) *l1Checker {
-	return &l1Checker{o: o, ten: ts, puts: pl, live: map[int32]string{}, open: map[string]bool{},
-		cover: map[string]*coverage{}, late: map[string]lateRecord{}}
+func newL1(o Options, ts *tenures, pl *putLogs, keys *keyTable) *l1Checker {
+	return &l1Checker{o: o, ten: ts, puts: pl, keys: keys, live: map[int32]string{}}
 }
 
 func (c *l1Checker) from() time.Duration { return c.o.Heal + c.o.Bound }
 
-func (c *l1Checker) created(key string) {
-	if !c.open[key] {
-		c.order = append(c.order, key)
+func (c *l1Checker) created(ks *keyState) {
+	if !ks.open {
+		c.order = append(c.order, ks)
 	}
-	c.open[key] = true
+	ks.open = true
 }
 
-func (c *l1Checker) coverage(key string) *coverage {
-	cv := c.cover[key]
+func (c *l1Checker) coverage(ks *keyState) *coverage {
+	cv := ks.cover
 	if cv == nil {
 		from := c.from()
 		cv = &coverage{reach: from, worstAt: from}
-		c.cover[key] = cv
+		ks.cover = cv
 	}
 	return cv
 }
@@ -69,7 +68,7 @@ func (c *l1Checker) coverage(key string) *coverage {
 // started is a tenure starting: with none open on its key, the time since
 // the key was last covered is a gap.
 func (c *l1Checker) started(_ *keyTenures, t *tenure) {
-	cv := c.coverage(t.Key)
+	cv := c.coverage(t.kt.ks)
 	if cv.openTenures == 0 && t.Start > cv.reach {
 		if g := t.Start - cv.reach; g > cv.worst {
 			cv.worst, cv.worstAt = g, cv.reach
@@ -79,7 +78,7 @@ func (c *l1Checker) started(_ *keyTenures, t *tenure) {
 }
 
 func (c *l1Checker) closed(t *tenure) {
-	cv := c.coverage(t.Key)
+	cv := c.coverage(t.kt.ks)
 	cv.openTenures--
 	cv.reach = max(cv.reach, t.EndT)
 }
@@ -91,20 +90,21 @@ func (c *l1Checker) inWindow(x *put) bool {
 // receivedPut is a record's first receipt.
 func (c *l1Checker) receivedPut(p *shardPuts, x *put) {
 	if c.inWindow(x) && x.received-x.t > c.o.Bound {
-		c.lateOne(p.key, x)
+		c.lateOne(p.ks, x)
 	}
 }
 
 // lostPut is a record forgotten without being received (trimmed).
 func (c *l1Checker) lostPut(p *shardPuts, x *put) {
 	if c.inWindow(x) {
-		c.lateOne(p.key, x)
+		c.lateOne(p.ks, x)
 	}
 }
 
-func (c *l1Checker) lateOne(key string, x *put) {
-	if l, ok := c.late[key]; !ok || x.seq.Compare(l.seq) < 0 {
-		c.late[key] = lateRecord{seq: x.seq, raw: x.raw, t: x.t, received: x.received, seqNo: x.seqNo}
+func (c *l1Checker) lateOne(ks *keyState, x *put) {
+	if !ks.hasLate || x.seq.Compare(ks.late.seq) < 0 {
+		ks.hasLate = true
+		ks.late = lateRecord{seq: x.seq, raw: x.raw, t: x.t, received: x.received, seqNo: x.seqNo}
 	}
 }
 
@@ -126,20 +126,21 @@ func (c *l1Checker) finish(final []engine.Lease, finalKnown bool) []Violation {
 	// ownership: from Heal+Bound on, an open shard may go without an
 	// acting process for at most Bound at a time (a handover in progress
 	// at the end is not a failure)
-	for _, t := range c.ten.open {
+	c.ten.eachOpen(func(t *tenure) {
 		end := o.End
 		if _, ok := c.live[t.Proc]; !ok {
 			end = t.End
 		}
-		cv := c.coverage(t.Key)
+		cv := c.coverage(t.kt.ks)
 		cv.reach = max(cv.reach, end)
 		cv.openTenures--
-	}
-	for _, key := range c.order {
-		if !c.open[key] {
+	})
+	for _, ks := range c.order {
+		if !ks.open {
 			continue
 		}
-		cv := c.coverage(key)
+		key := ks.name
+		cv := c.coverage(ks)
 		worst, worstAt := cv.worst, cv.worstAt
 		if g := o.End - cv.reach; g > worst {
 			worst, worstAt = g, cv.reach
@@ -150,15 +151,15 @@ func (c *l1Checker) finish(final []engine.Lease, finalKnown bool) []Violation {
 		}
 	}
 	// progress
-	for _, key := range sortedKeys(c.puts.m) {
-		for _, x := range c.puts.m[key].kept() {
+	for _, p := range c.puts.sorted() {
+		for _, x := range p.kept() {
 			if x.received < 0 && c.inWindow(&x) {
-				c.lateOne(key, &x)
+				c.lateOne(p.ks, &x)
 			}
 		}
 	}
-	for _, key := range sortedKeys(c.late) {
-		x := c.late[key]
+	for _, ks := range c.keys.sorted(func(ks *keyState) bool { return ks.hasLate }) {
+		key, x := ks.name, ks.late
 		d := "record " + seqName(x.raw, x.seq.sub) + " put at " + x.t.String() + " after healing "
 		if x.received < 0 {
 			d += "was never delivered"

@@ -70,11 +70,9 @@ type measurer struct {
 	o       Options
 	ten     *tenures
 	puts    *putLogs
+	keys    *keyTable // each shard's creation (keyState.created) and each (process, key)'s receipts (procSlot.ms)
 	f       Figures
-	created map[string]time.Duration
 	shardNs time.Duration
-	// what each (process, key) received
-	procs map[pk]*mproc
 	// with Forget: the handoffs, waiting for the end of the run for the
 	// old owner's highest record
 	handoffs []*handoff
@@ -90,13 +88,23 @@ type mproc struct {
 	receipts []receipt
 }
 
-func (m *measurer) proc(k pk) *mproc {
-	p := m.procs[k]
-	if p == nil {
-		p = &mproc{}
-		m.procs[k] = p
+// proc returns what proc received on ks, created if new.
+func (m *measurer) proc(ks *keyState, proc int32) *mproc {
+	sl := ks.slotNew(proc)
+	if sl.ms == nil {
+		sl.ms = &mproc{}
 	}
-	return p
+	return sl.ms
+}
+
+// procOf returns what proc received on the key named key, or nil.
+func (m *measurer) procOf(key string, proc int32) *mproc {
+	if ks := m.keys.lookup(key); ks != nil {
+		if sl := ks.slot(proc); sl != nil {
+			return sl.ms
+		}
+	}
+	return nil
 }
 
 type receipt struct {
@@ -117,8 +125,8 @@ type handoff struct {
 	hi int
 }
 
-func newMeasurer(o Options, ts *tenures, pl *putLogs) *measurer {
-	return &measurer{o: o, ten: ts, puts: pl, created: map[string]time.Duration{}, procs: map[pk]*mproc{}}
+func newMeasurer(o Options, ts *tenures, pl *putLogs, keys *keyTable) *measurer {
+	return &measurer{o: o, ten: ts, puts: pl, keys: keys}
 }
 
 func (m *measurer) reply(r *trace.Record) {
@@ -135,19 +143,19 @@ func (m *measurer) reply(r *trace.Record) {
 	}
 }
 
-func (m *measurer) shardClosed(r *trace.Record) {
-	if t, ok := m.created[r.Key]; ok {
-		m.shardNs += r.T - t
-		delete(m.created, r.Key)
+func (m *measurer) shardClosed(r *trace.Record, ks *keyState) {
+	if ks.hasCreated {
+		m.shardNs += r.T - ks.created
+		ks.created, ks.hasCreated = 0, false
 	}
 }
 
 // receivedBatch is a batch of records received by r.Proc.
-func (m *measurer) receivedBatch(r *trace.Record, p *shardPuts, first, last Seq) {
+func (m *measurer) receivedBatch(r *trace.Record, ks *keyState, p *shardPuts, first, last Seq) {
 	if r.Count == 0 {
 		return
 	}
-	mp := m.proc(pk{r.Proc, r.Key})
+	mp := m.proc(ks, r.Proc)
 	if !m.o.Forget {
 		mp.receipts = append(mp.receipts, receipt{r.Seq, first, last})
 	}
@@ -187,8 +195,8 @@ func (m *measurer) started(prev, t *tenure) {
 	} else {
 		m.failover(prev, t)
 	}
-	h := &handoff{prev: prev, to: t, from: m.proc(pk{prev.Proc, prev.Key}), lo: -1, hi: -1}
-	mp := m.proc(pk{t.Proc, t.Key})
+	h := &handoff{prev: prev, to: t, from: m.proc(prev.kt.ks, prev.Proc), lo: -1, hi: -1}
+	mp := m.proc(t.kt.ks, t.Proc)
 	mp.awaiting = append(mp.awaiting, h)
 	m.handoffs = append(m.handoffs, h)
 }
@@ -238,17 +246,19 @@ func HandoffGap(a, b *Tenure) (gap time.Duration, planned, ok bool) {
 func (m *measurer) finish() Figures {
 	f := m.f
 	shardNs := m.shardNs
-	for _, t := range m.created {
-		shardNs += m.o.End - t
+	for _, ks := range m.keys.all {
+		if ks.hasCreated {
+			shardNs += m.o.End - ks.created
+		}
 	}
 	f.ShardHours = shardNs.Hours()
 	if m.o.Forget {
 		// tenures still open at the end: their failovers
-		for _, t := range m.ten.open {
+		m.ten.eachOpen(func(t *tenure) {
 			if t.next != nil {
 				m.failover(t, t.next)
 			}
-		}
+		})
 		f.Failovers, f.HandoffGaps, f.PlannedMoves = m.f.Failovers, m.f.HandoffGaps, m.f.PlannedMoves
 		for _, h := range m.handoffs {
 			if hi := h.hi; h.lo >= 0 && hi > h.lo {
@@ -270,15 +280,18 @@ func (m *measurer) finish() Figures {
 		f.gap(&a, &b)
 		// re-deliveries: records b received at or below the highest record
 		// a's process had received before b's first receipt
-		p := m.puts.m[a.Key]
+		var p *shardPuts
+		if ks := m.keys.lookup(a.Key); ks != nil {
+			p = ks.sp
+		}
 		if p == nil || p.end() == 0 {
 			continue
 		}
 		var rs, ras []receipt
-		if mp := m.procs[pk{b.Proc, b.Key}]; mp != nil {
+		if mp := m.procOf(b.Key, b.Proc); mp != nil {
 			rs = mp.receipts
 		}
-		if mp := m.procs[pk{a.Proc, a.Key}]; mp != nil {
+		if mp := m.procOf(a.Key, a.Proc); mp != nil {
 			ras = mp.receipts
 		}
 		j := sort.Search(len(rs), func(j int) bool { return rs[j].seq >= b.FirstSeq })

@@ -3,7 +3,6 @@ package check
 import (
 	"cmp"
 	"slices"
-	"sort"
 
 	"github.com/shardlease/shardlease/engine"
 	"github.com/shardlease/shardlease/sim/trace"
@@ -33,6 +32,10 @@ const (
 type Online struct {
 	o Options
 
+	// keys interns the records' keys: each record's key is looked up once
+	// and its keyState handed to the checkers
+	keys *keyTable
+
 	// shared state: the tenures (S1, L1, Measure), the replayed rows (S2,
 	// S3), the records put (S4, L1, Measure)
 	ten  *tenures
@@ -58,15 +61,15 @@ type Online struct {
 func NewOnline(o Options) *Online { return newOnline(o, checkAll) }
 
 func newOnline(o Options, w which) *Online {
-	c := &Online{o: o}
+	c := &Online{o: o, keys: newKeyTable()}
 	if w&(checkS1|checkL1|checkMeasure|checkTenures) != 0 {
-		c.ten = newTenures(o.Forget)
+		c.ten = newTenures(o.Forget, c.keys)
 	}
 	if w&(checkS2|checkS3) != 0 {
-		c.rows = &rows{m: map[string]*row{}}
+		c.rows = &rows{keys: c.keys}
 	}
 	if w&(checkS4|checkL1|checkMeasure) != 0 {
-		c.puts = newPutLogs(o)
+		c.puts = newPutLogs(o, c.keys)
 	}
 	if w&checkS1 != 0 {
 		c.s1 = &s1Checker{o: o}
@@ -83,13 +86,13 @@ func newOnline(o Options, w which) *Online {
 		c.puts.s4 = c.s4
 	}
 	if w&checkS5 != 0 {
-		c.s5 = &s5Checker{o: o, parents: map[string][2]string{}, ended: map[string]bool{}, flagged: map[string]bool{}}
+		c.s5 = &s5Checker{o: o}
 	}
 	if w&checkS6 != 0 {
-		c.s6 = &s6Checker{o: o, states: map[pk]*orderState{}}
+		c.s6 = &s6Checker{o: o}
 	}
 	if w&checkL1 != 0 {
-		c.l1 = newL1(o, c.ten, c.puts)
+		c.l1 = newL1(o, c.ten, c.puts, c.keys)
 		c.ten.l1 = c.l1
 		c.puts.l1 = c.l1
 	}
@@ -100,7 +103,7 @@ func newOnline(o Options, w which) *Online {
 		c.w1 = newW1(o)
 	}
 	if w&checkMeasure != 0 {
-		c.ms = newMeasurer(o, c.ten, c.puts)
+		c.ms = newMeasurer(o, c.ten, c.puts, c.keys)
 		c.ten.ms = c.ms
 	}
 	return c
@@ -113,7 +116,7 @@ func (c *Online) feed(recs []trace.Record) {
 	if c.puts != nil {
 		for i := range recs {
 			if r := &recs[i]; r.Kind == trace.KindPut {
-				c.puts.put(r, ParseSeq(r.First))
+				c.puts.put(r, c.keys.get(r.Key), ParseSeq(r.First))
 			}
 		}
 		c.prefed = true
@@ -134,55 +137,60 @@ func (c *Online) Observe(r *trace.Record) {
 	if c.w1 != nil {
 		c.w1.observe(r)
 	}
+	var ks *keyState // r.Key's, if a checker reads it
+	if keyed(r) {
+		ks = c.keys.get(r.Key)
+	}
 	if c.g1 != nil {
 		switch r.Kind {
-		case trace.Acting, trace.Delivered, trace.CheckpointRequested, trace.CheckpointRejected, trace.CheckpointWritten, trace.CallSent, trace.LeaseReleased, trace.LeaseLost:
-			c.g1.observe(r)
+		case trace.Acting, trace.Delivered, trace.CheckpointRequested, trace.CheckpointRejected, trace.CheckpointWritten, trace.LeaseReleased, trace.LeaseLost:
+			c.g1.observe(r, ks)
+		case trace.CallSent:
+			if r.Reason == "release" { // g1 reads no other call
+				c.g1.observe(r, ks)
+			}
 		}
 	}
 	switch r.Kind {
 	case trace.CallSent:
 		if c.ten != nil && r.Reason == trace.WriteRelease {
-			c.ten.releasing(r)
+			c.ten.releasing(r, ks)
 		}
 	case trace.Acting, trace.Delivered:
 		if c.s3 != nil && r.Kind == trace.Acting {
-			c.s3.acting(r, PosOf(r.Checkpoint))
+			c.s3.acting(r, ks, PosOf(r.Checkpoint))
 		}
 		if c.ten != nil {
-			c.ten.act(r)
+			c.ten.act(r, ks)
 		}
 		if c.s5 != nil && r.Kind == trace.Delivered {
-			c.s5.delivered(r)
+			c.s5.delivered(r, ks)
 		}
 	case trace.KindReceived:
 		first, last := FirstOf(r), LastOf(r)
 		if c.ten != nil {
-			c.ten.act(r)
+			c.ten.act(r, ks)
 		}
-		var sp *shardPuts // the shard's records, looked up once
-		if c.puts != nil {
-			sp = c.puts.m[r.Key]
-		}
+		sp := ks.sp // the shard's records
 		if c.ms != nil {
-			c.ms.receivedBatch(r, sp, first, last)
+			c.ms.receivedBatch(r, ks, sp, first, last)
 		}
 		if c.puts != nil {
 			c.puts.received(r, sp, first, last)
 		}
 		if c.s5 != nil {
-			c.s5.delivered(r)
+			c.s5.delivered(r, ks)
 		}
 		if c.s6 != nil {
-			c.s6.received(r, first, last)
+			c.s6.received(r, ks, first, last)
 		}
 	case trace.KindSend:
 		if c.ten != nil && r.IsAct() {
-			c.ten.act(r)
+			c.ten.act(r, ks)
 		}
 	case trace.LeaseLost, trace.LeaseReleased, trace.StoppedActing:
 		if c.ten != nil {
-			c.ten.close(pk{r.Proc, r.Key}, r)
+			c.ten.close(ks, r)
 		}
 	case trace.KindProcStart:
 		if c.l1 != nil {
@@ -195,27 +203,19 @@ func (c *Online) Observe(r *trace.Record) {
 		if c.l1 != nil {
 			delete(c.l1.live, r.Proc)
 		}
-		if c.o.Forget {
-			if c.s4 != nil {
-				c.s4.dropProc(r.Proc)
-			}
-			if c.s6 != nil {
-				c.s6.dropProc(r.Proc)
-			}
-			if c.g1 != nil {
-				c.g1.dropProc(r.Proc)
-			}
+		if c.o.Forget && (c.s4 != nil || c.s6 != nil || c.g1 != nil) {
+			c.keys.dropProc(r.Proc, c.s4 != nil, c.s6 != nil, c.g1 != nil)
 		}
 	case trace.KindApply:
 		if r.Outcome != trace.OutcomeOK {
 			return
 		}
 		if c.ten != nil && (r.Reason == trace.WriteRenew || r.Reason == trace.WriteCheckpoint) {
-			c.ten.renewed(r)
+			c.ten.renewed(r, ks)
 		}
 		cp := PosOf(r.Checkpoint)
 		if c.rows != nil {
-			w := c.rows.get(r.Key)
+			w := c.rows.get(ks)
 			if c.s2 != nil {
 				c.s2.applied(r, w)
 			}
@@ -225,63 +225,63 @@ func (c *Online) Observe(r *trace.Record) {
 			w.apply(r, cp)
 		}
 		if c.puts != nil && r.Checkpoint.Sequence != "" {
-			c.puts.checkpointed(r, cp)
+			c.puts.checkpointed(ks, cp)
 		}
 		if c.s4 != nil && r.Checkpoint.Sequence == engine.ShardEnd {
-			c.s4.shardEndStored[r.Key] = true
+			ks.shardEndStored = true
 		}
 		if c.s5 != nil && r.Checkpoint.Sequence == engine.ShardEnd {
-			c.s5.ended[r.Key] = true
+			ks.ended = true
 		}
 	case trace.KindCheckpointAck:
 		if c.s3 != nil {
-			c.s3.acked(r, PosOf(r.Checkpoint))
+			c.s3.acked(r, ks, PosOf(r.Checkpoint))
 		}
 	case trace.KindShardExpired:
 		if c.s4 != nil {
-			c.s4.expired[r.Key] = true
+			ks.expired = true
 		}
 		if c.s5 != nil {
-			c.s5.ended[r.Key] = true
+			ks.ended = true
 		}
 	case trace.KindTrim:
 		if c.puts != nil {
-			c.puts.trim(r, ParseSeq(r.First), wholeRecord(r.Last))
+			c.puts.trim(r, ks, ParseSeq(r.First), wholeRecord(r.Last))
 		}
 	case trace.KindInitialized:
 		if c.s4 != nil {
-			c.s4.initialized(r, PosOf(r.Checkpoint))
+			c.s4.initialized(r, ks, PosOf(r.Checkpoint))
 		}
 		if c.s6 != nil {
-			c.s6.states[pk{r.Proc, r.Key}] = &orderState{}
+			ks.slotNew(r.Proc).s6 = &orderState{}
 		}
 	case trace.BatchSkipped:
 		if c.s4 != nil {
-			c.s4.skipped(r)
+			c.s4.skipped(r, ks)
 		}
 	case trace.KindDone:
 		if c.s4 != nil {
-			c.s4.done(r, FirstOf(r))
+			c.s4.done(r, ks, FirstOf(r))
 		}
 		if c.s6 != nil {
-			c.s6.done(r)
+			c.s6.done(r, ks)
 		}
 	case trace.KindShardCreated:
 		if c.s5 != nil && (r.Parent != "" || r.Parent2 != "") {
-			c.s5.parents[r.Key] = [2]string{r.Parent, r.Parent2}
+			ks.parents, ks.hasParents = [2]*keyState{c.parent(r.Parent), c.parent(r.Parent2)}, true
 		}
 		if c.l1 != nil {
-			c.l1.created(r.Key)
+			c.l1.created(ks)
 		}
 		if c.ms != nil {
-			c.ms.created[r.Key] = r.T
+			ks.created, ks.hasCreated = r.T, true
 		}
 	case trace.KindShardClosed:
 		if c.l1 != nil {
-			c.l1.open[r.Key] = false
+			ks.open = false
 		}
 		if c.ms != nil {
-			c.ms.shardClosed(r)
+			c.ms.shardClosed(r, ks)
 		}
 	case trace.KindReply:
 		if c.ms != nil {
@@ -289,9 +289,36 @@ func (c *Online) Observe(r *trace.Record) {
 		}
 	case trace.KindPut:
 		if c.puts != nil && !c.prefed {
-			c.puts.put(r, ParseSeq(r.First))
+			c.puts.put(r, ks, ParseSeq(r.First))
 		}
 	}
+}
+
+// keyed reports whether a checker reads the state of r's key: every
+// record Observe hands on with its key.
+func keyed(r *trace.Record) bool {
+	switch r.Kind {
+	case trace.Acting, trace.Delivered, trace.CheckpointRequested, trace.CheckpointRejected, trace.CheckpointWritten,
+		trace.LeaseReleased, trace.LeaseLost, trace.StoppedActing, trace.KindReceived, trace.KindCheckpointAck,
+		trace.KindShardExpired, trace.KindTrim, trace.KindInitialized, trace.BatchSkipped, trace.KindDone,
+		trace.KindShardCreated, trace.KindShardClosed, trace.KindPut:
+		return true
+	case trace.CallSent:
+		return r.Reason == trace.WriteRelease || r.Reason == "release"
+	case trace.KindSend:
+		return r.IsAct()
+	case trace.KindApply:
+		return r.Outcome == trace.OutcomeOK
+	}
+	return false
+}
+
+// parent returns the state of a parent key ("": none).
+func (c *Online) parent(key string) *keyState {
+	if key == "" {
+		return nil
+	}
+	return c.keys.get(key)
 }
 
 // Finish ends the history: it runs the end-of-run checks against the
@@ -335,14 +362,4 @@ func (c *Online) Finish(final []engine.Lease, finalKnown bool) (Report, Figures)
 		f.CheckpointedMoves = c.g1.checkpointed
 	}
 	return rep, f
-}
-
-// sortedKeys returns the keys of m in order.
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

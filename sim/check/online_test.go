@@ -41,7 +41,7 @@ func TestOnlineS1ZombieOverEndedTenures(t *testing.T) {
 	if rep, _ := c.Finish(nil, false); len(rep.Violations) != 0 {
 		t.Errorf("violations: %v", rep.Violations)
 	}
-	if n := len(c.ten.keys["s0"].kept); n != 0 {
+	if n := len(c.keys.lookup("s0").kt.kept); n != 0 {
 		t.Errorf("%d tenures of s0 kept after every one ended", n)
 	}
 }
@@ -60,7 +60,7 @@ func s4Forgotten() *hb {
 func TestOnlineS4BelowTheForgottenRecords(t *testing.T) {
 	o := Options{End: 100 * time.Second}
 	c := feedOnline(o, s4Forgotten().recs)
-	if p := c.puts.m["s0"]; p.base != 3 || len(p.kept()) != 3 {
+	if p := c.keys.lookup("s0").sp; p.base != 3 || len(p.kept()) != 3 {
 		t.Fatalf("forgotten %d, kept %d; want 3 and 3", p.base, len(p.kept()))
 	}
 	// a re-read from 11 whose batch of 3 cannot hold 11 and the 3 kept
@@ -99,7 +99,7 @@ func TestOnlineS4EndOfRunAfterForgetting(t *testing.T) {
 		add(3, trace.KindReceived, 1, "s0", batch("10", "11", 2)).
 		add(4, trace.KindApply, 1, "s0", write(engine.OpUpdateLease, trace.WriteCheckpoint, "w1", 1, "w1", 2, "11"))
 	c := feedOnline(o, b.recs)
-	if n := len(c.puts.m["s0"].kept()); n != 0 {
+	if n := len(c.keys.lookup("s0").sp.kept()); n != 0 {
 		t.Fatalf("%d records kept after all were covered", n)
 	}
 	// the final table lost the checkpoint: record 11 is not covered
@@ -124,7 +124,7 @@ func TestOnlineL1TrimmedInTheWindow(t *testing.T) {
 		add(60, trace.KindPut, -1, "s0", seq("10")).
 		add(65, trace.KindTrim, -1, "s0", batch("10", "10", 1))
 	c := feedOnline(o, b.recs)
-	if n := len(c.puts.m["s0"].kept()); n != 0 {
+	if n := len(c.keys.lookup("s0").sp.kept()); n != 0 {
 		t.Fatalf("%d records kept after the trim", n)
 	}
 	rep, _ := c.Finish(nil, false)
@@ -166,17 +166,17 @@ func TestOnlineForgetsAsTheHistoryGrows(t *testing.T) {
 		}
 		feed(at+3*time.Millisecond, trace.KindProcStop, proc, nil)
 	}
-	if k := len(c.puts.m["s0"].kept()); k > 10 {
+	if k := len(c.keys.lookup("s0").sp.kept()); k > 10 {
 		t.Errorf("%d records kept of %d", k, n)
 	}
-	if cap(c.puts.m["s0"].puts) > 1000 {
-		t.Errorf("the record log grew to %d entries", cap(c.puts.m["s0"].puts))
+	if cap(c.keys.lookup("s0").sp.puts) > 1000 {
+		t.Errorf("the record log grew to %d entries", cap(c.keys.lookup("s0").sp.puts))
 	}
-	if k := len(c.ten.keys["s0"].kept); k > 1 {
+	if k := len(c.keys.lookup("s0").kt.kept); k > 1 {
 		t.Errorf("%d tenures kept", k)
 	}
-	if len(c.s4.states) != 0 || len(c.s6.states) != 0 || len(c.ten.open) != 0 || len(c.ten.byProc) != 0 {
-		t.Errorf("state of stopped processes kept: S4 %d, S6 %d, open tenures %d", len(c.s4.states), len(c.s6.states), len(c.ten.open))
+	if s4, s6, g1, open := procState(c); s4 != 0 || s6 != 0 || g1 != 0 || open != 0 || len(c.ten.byProc) != 0 {
+		t.Errorf("state of stopped processes kept: S4 %d, S6 %d, G1 %d, open tenures %d", s4, s6, g1, open)
 	}
 	rep, f := c.Finish(nil, false)
 	for _, v := range rep.Violations {
@@ -201,4 +201,26 @@ func TestOnlineMeasureFailoverOfAnOpenTenure(t *testing.T) {
 	if f.Handoffs != 1 || len(f.Failovers) != 1 || f.Failovers[0] != 4*time.Second || f.Redelivered != 2 {
 		t.Errorf("figures %+v; want 1 handoff, a 4s failover, 2 re-deliveries", f)
 	}
+}
+
+// procState counts the per-process states an Online keeps: S4's and S6's
+// readers, G1's checkpoints and the open tenures.
+func procState(c *Online) (s4, s6, g1, open int) {
+	for _, ks := range c.keys.all {
+		for _, sl := range ks.procs {
+			if sl.s4 != nil {
+				s4++
+			}
+			if sl.s6 != nil {
+				s6++
+			}
+			if sl.g1 != nil {
+				g1++
+			}
+			if sl.ten != nil {
+				open++
+			}
+		}
+	}
+	return s4, s6, g1, open
 }

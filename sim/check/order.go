@@ -6,31 +6,28 @@ import (
 
 // s5Checker reports a record of a child shard that reached a processor
 // before every parent was checkpointed at SHARD_END or had left the stream
-// (see CheckS5).
+// (see CheckS5). Its parents, ended and flagged marks are the keyState's.
 type s5Checker struct {
-	o       Options
-	parents map[string][2]string
-	ended   map[string]bool
-	flagged map[string]bool
-	out     []Violation
+	o   Options
+	out []Violation
 }
 
-func (c *s5Checker) delivered(r *trace.Record) {
-	if r.Count == 0 || c.flagged[r.Key] {
+// delivered is a delivery or receipt r on ks.
+func (c *s5Checker) delivered(r *trace.Record, ks *keyState) {
+	if r.Count == 0 || ks.flagged {
 		return
 	}
-	ps, ok := c.parents[r.Key]
-	if !ok {
+	if !ks.hasParents {
 		return
 	}
-	for _, p := range ps {
-		if p == "" || c.ended[p] {
+	for _, p := range ks.parents {
+		if p == nil || p.ended {
 			continue
 		}
-		c.flagged[r.Key] = true
+		ks.flagged = true
 		if len(c.out) < c.o.max() {
 			c.out = append(c.out, Violation{Invariant: S5, Key: r.Key, Workers: []string{who(r)}, From: r.T, To: r.T, Seqs: []uint64{r.Seq},
-				Detail: "record " + r.First + " of child " + r.Key + " delivered before parent " + p + " was checkpointed at SHARD_END"})
+				Detail: "record " + r.First + " of child " + r.Key + " delivered before parent " + p.name + " was checkpointed at SHARD_END"})
 		}
 		return
 	}
@@ -47,11 +44,10 @@ type orderState struct {
 }
 
 // s6Checker reports records that reach one processor out of sequence
-// order (see CheckS6).
+// order (see CheckS6). Its readers are procSlot.s6.
 type s6Checker struct {
-	o      Options
-	states map[pk]*orderState
-	out    []Violation
+	o   Options
+	out []Violation
 }
 
 func (c *s6Checker) add(r *trace.Record, d string) {
@@ -60,35 +56,26 @@ func (c *s6Checker) add(r *trace.Record, d string) {
 	}
 }
 
-func (c *s6Checker) dropProc(proc int32) {
-	for k := range c.states {
-		if k.proc == proc {
-			delete(c.states, k)
-		}
-	}
-}
-
-func (c *s6Checker) done(r *trace.Record) {
+func (c *s6Checker) done(r *trace.Record, ks *keyState) {
 	if r.Reason == "failed" && r.First != "" {
-		if st := c.states[pk{r.Proc, r.Key}]; st != nil && answers(r, st.batchF, st.batchL, st.batch) {
-			st.failedF = FirstOf(r)
+		if sl := ks.slot(r.Proc); sl != nil && sl.s6 != nil && answers(r, sl.s6.batchF, sl.s6.batchL, sl.s6.batch) {
+			sl.s6.failedF = FirstOf(r)
 		}
 	}
 }
 
-func (c *s6Checker) received(r *trace.Record, first, last Seq) {
+func (c *s6Checker) received(r *trace.Record, ks *keyState, first, last Seq) {
 	if r.Count == 0 {
 		return
 	}
 	if r.Reason == "unsorted" || first.Compare(last) > 0 {
 		c.add(r, "a batch "+seqName(r.First, int64(r.FirstSub))+".."+seqName(r.Last, int64(r.LastSub))+" is not in sequence order")
 	}
-	k := pk{r.Proc, r.Key}
-	st := c.states[k]
-	if st == nil {
-		st = &orderState{}
-		c.states[k] = st
+	sl := ks.slotNew(r.Proc)
+	if sl.s6 == nil {
+		sl.s6 = &orderState{}
 	}
+	st := sl.s6
 	if st.lastLast != "" && first.Compare(st.lastLastSeq) <= 0 {
 		if st.failedF.IsZero() || first.Compare(st.failedF) < 0 {
 			c.add(r, "batch "+seqName(r.First, int64(r.FirstSub))+".."+seqName(r.Last, int64(r.LastSub))+" after "+st.lastLast+" was already delivered")

@@ -24,8 +24,8 @@ type put struct {
 // received and is covered by an applied checkpoint, or was trimmed, and
 // the ordinals of what it keeps stay those of the whole history.
 type shardPuts struct {
-	key   string
-	puts  []put // puts[head:] are kept; puts[head] has ordinal base
+	ks    *keyState // its key
+	puts  []put     // puts[head:] are kept; puts[head] has ordinal base
 	head  int
 	base  int
 	cover Pos // the highest checkpoint ever applied to the shard's row
@@ -63,30 +63,40 @@ func (p *shardPuts) after(s Seq) int {
 // figures that follows records rather than processes.
 type putLogs struct {
 	o    Options
-	m    map[string]*shardPuts
-	lost int // trimmed before anyone received them
+	keys *keyTable // each key's records (keyState.sp)
+	lost int       // trimmed before anyone received them
 
 	s4 *s4Checker
 	l1 *l1Checker
 }
 
-func newPutLogs(o Options) *putLogs {
-	return &putLogs{o: o, m: map[string]*shardPuts{}}
+func newPutLogs(o Options, keys *keyTable) *putLogs {
+	return &putLogs{o: o, keys: keys}
 }
 
-func (pl *putLogs) shard(key string) *shardPuts {
-	p := pl.m[key]
+func (pl *putLogs) shard(ks *keyState) *shardPuts {
+	p := ks.sp
 	if p == nil {
-		p = &shardPuts{key: key}
-		pl.m[key] = p
+		p = &shardPuts{ks: ks}
+		ks.sp = p
 	}
 	return p
 }
 
+// sorted returns the shards that have a record log, by key.
+func (pl *putLogs) sorted() []*shardPuts {
+	kss := pl.keys.sorted(func(ks *keyState) bool { return ks.sp != nil })
+	out := make([]*shardPuts, len(kss))
+	for i, ks := range kss {
+		out[i] = ks.sp
+	}
+	return out
+}
+
 // put adds a record put: its user records, sub-sequence numbers
 // 0..Count-1, if it is a KPL aggregate (Count > 1).
-func (pl *putLogs) put(r *trace.Record, seq Seq) {
-	p := pl.shard(r.Key)
+func (pl *putLogs) put(r *trace.Record, ks *keyState, seq Seq) {
+	p := pl.shard(ks)
 	for i := 0; i < max(r.Count, 1); i++ {
 		seq.sub = int64(i)
 		pl.put1(p, put{seq: seq, raw: r.First, t: r.T, trimmed: -1, received: -1, seqNo: r.Seq})
@@ -110,7 +120,8 @@ func (pl *putLogs) put1(p *shardPuts, x put) {
 	p.puts[i] = x
 }
 
-// received marks the records of a batch received; p is pl.m[r.Key].
+// received marks the records of a batch received; p is r.Key's (nil if
+// it has none).
 func (pl *putLogs) received(r *trace.Record, p *shardPuts, first, last Seq) {
 	if r.Count == 0 {
 		return
@@ -138,8 +149,8 @@ func (pl *putLogs) received(r *trace.Record, p *shardPuts, first, last Seq) {
 }
 
 // trim marks the records First..Last of a shard trimmed by retention.
-func (pl *putLogs) trim(r *trace.Record, first, last Seq) {
-	p := pl.m[r.Key]
+func (pl *putLogs) trim(r *trace.Record, ks *keyState, first, last Seq) {
+	p := ks.sp
 	if p == nil || p.end() == 0 {
 		return
 	}
@@ -157,8 +168,8 @@ func (pl *putLogs) trim(r *trace.Record, first, last Seq) {
 }
 
 // checkpointed notes an applied write's checkpoint.
-func (pl *putLogs) checkpointed(r *trace.Record, c Pos) {
-	p := pl.shard(r.Key)
+func (pl *putLogs) checkpointed(ks *keyState, c Pos) {
+	p := pl.shard(ks)
 	if c.Compare(p.cover) > 0 {
 		p.cover = c
 		pl.forget(p)
@@ -232,17 +243,24 @@ func answers(r *trace.Record, first, last string, batch uint64) bool {
 }
 
 // s4Checker checks at-least-once delivery (see CheckS4).
+// Its readers are procSlot.s4, its shardEndStored and expired flags are
+// the keyState's.
 type s4Checker struct {
-	o              Options
-	puts           *putLogs
-	states         map[pk]*readState
-	shardEndStored map[string]bool
-	expired        map[string]bool
-	out            []Violation
+	o    Options
+	puts *putLogs
+	out  []Violation
 }
 
 func newS4(o Options, pl *putLogs) *s4Checker {
-	return &s4Checker{o: o, puts: pl, states: map[pk]*readState{}, shardEndStored: map[string]bool{}, expired: map[string]bool{}}
+	return &s4Checker{o: o, puts: pl}
+}
+
+// reader returns proc's reader of ks, or nil.
+func reader(ks *keyState, proc int32) *readState {
+	if sl := ks.slot(proc); sl != nil {
+		return sl.s4
+	}
+	return nil
 }
 
 func (c *s4Checker) add(v Violation) {
@@ -252,19 +270,11 @@ func (c *s4Checker) add(v Violation) {
 	}
 }
 
-func (c *s4Checker) dropProc(proc int32) {
-	for k := range c.states {
-		if k.proc == proc {
-			delete(c.states, k)
-		}
-	}
-}
-
 // initialized is a processor told to start a shard at a checkpoint.
-func (c *s4Checker) initialized(r *trace.Record, cp Pos) {
+func (c *s4Checker) initialized(r *trace.Record, ks *keyState, cp Pos) {
 	st := &readState{next: -1}
-	c.states[pk{r.Proc, r.Key}] = st
-	p := c.puts.shard(r.Key)
+	ks.slotNew(r.Proc).s4 = st
+	p := c.puts.shard(ks)
 	switch {
 	case r.Checkpoint.Sequence == engine.TrimHorizon:
 		st.next = 0
@@ -277,12 +287,12 @@ func (c *s4Checker) initialized(r *trace.Record, cp Pos) {
 
 // done is a processor's answer to a batch: a failed batch is delivered
 // again from its first record.
-func (c *s4Checker) done(r *trace.Record, first Seq) {
+func (c *s4Checker) done(r *trace.Record, ks *keyState, first Seq) {
 	if r.Reason != "failed" || r.First == "" {
 		return
 	}
-	st := c.states[pk{r.Proc, r.Key}]
-	p := c.puts.m[r.Key]
+	st := reader(ks, r.Proc)
+	p := ks.sp
 	if st == nil || p == nil || p.end() == 0 || !st.isLastBatch(r) {
 		return
 	}
@@ -292,9 +302,9 @@ func (c *s4Checker) done(r *trace.Record, first Seq) {
 // skipped is the failure policy passing a failed batch over: it was
 // received, and reading goes on after its last user record (the engine's
 // record names the batch's last Kinesis record only).
-func (c *s4Checker) skipped(r *trace.Record) {
-	st := c.states[pk{r.Proc, r.Key}]
-	p := c.puts.m[r.Key]
+func (c *s4Checker) skipped(r *trace.Record, ks *keyState) {
+	st := reader(ks, r.Proc)
+	p := ks.sp
 	if st == nil || p == nil || p.end() == 0 || !st.isLastBatch(r) {
 		return
 	}
@@ -318,7 +328,7 @@ func (c *s4Checker) received(r *trace.Record, p *shardPuts, first Seq, lo, hi in
 		c.add(Violation{Key: r.Key, Workers: []string{who(r)}, From: r.T, To: r.T, Seqs: []uint64{r.Seq},
 			Detail: "a batch of " + itoa(r.Count) + " records spans " + itoa(hi-lo) + " records put between " + r.First + " and " + r.Last})
 	}
-	st := c.states[pk{r.Proc, r.Key}]
+	st := reader(p.ks, r.Proc)
 	if st == nil {
 		return
 	}
@@ -337,8 +347,8 @@ func (c *s4Checker) received(r *trace.Record, p *shardPuts, first Seq, lo, hi in
 }
 
 // advance moves the reader past a batch that ended before ordinal hi.
-func (c *s4Checker) advance(r *trace.Record, _ *shardPuts, hi int) {
-	if st := c.states[pk{r.Proc, r.Key}]; st != nil && hi > st.next {
+func (c *s4Checker) advance(r *trace.Record, p *shardPuts, hi int) {
+	if st := reader(p.ks, r.Proc); st != nil && hi > st.next {
 		st.next = hi
 	}
 }
@@ -355,8 +365,8 @@ func (c *s4Checker) finish(final []engine.Lease, finalKnown bool) []Violation {
 	for _, l := range final {
 		fin[l.Key] = l
 	}
-	for _, key := range sortedKeys(c.puts.m) {
-		p := c.puts.m[key]
+	for _, p := range c.puts.sorted() {
+		key := p.ks.name
 		if p.end() == 0 {
 			continue // a shard with checkpoints but no records
 		}
@@ -396,7 +406,7 @@ func (c *s4Checker) finish(final []engine.Lease, finalKnown bool) []Violation {
 		l, ok := fin[key]
 		switch {
 		case !ok:
-			if !c.shardEndStored[key] && !c.expired[key] {
+			if !p.ks.shardEndStored && !p.ks.expired {
 				c.add(Violation{Key: key, From: lastReq.t, To: c.o.End, Seqs: []uint64{lastReq.seqNo},
 					Detail: "no row left for the shard although it never reached SHARD_END; records up to " + lastReq.name() + " are not covered by a checkpoint"})
 			}

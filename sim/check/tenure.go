@@ -66,7 +66,7 @@ type tenure struct {
 	Tenure
 	idx int         // creation index among the key's tenures (= start order)
 	id  uint64      // creation index among all tenures
-	kt  *keyTenures // its key's (tenures.keys[Key], which is never dropped)
+	kt  *keyTenures // its key's (keyState.kt, which is never dropped)
 	// next is the tenure created after this one on its key, while this one
 	// is open (Measure's failover waits for this one's end).
 	next *tenure
@@ -74,6 +74,7 @@ type tenure struct {
 
 // keyTenures is what the tracker keeps of one key.
 type keyTenures struct {
+	ks   *keyState // its key
 	n    int       // tenures created
 	last *tenure   // the latest created
 	kept []*tenure // open tenures, and closed ones a later act may still overlap (S1)
@@ -86,34 +87,52 @@ type tenures struct {
 	pruned bool // records come in true-time order: drop tenures no act can overlap
 	now    time.Duration
 	ids    uint64
-	open   map[pk]*tenure
-	byProc map[int32][]string // keys of each process's open tenures, in creation order
-	keys   map[string]*keyTenures
-	all    []*tenure // every tenure, unless forgetting (Tenures, Measure)
+	keys   *keyTable             // each key's open tenures (procSlot.ten) and keyTenures
+	byProc map[int32][]*keyState // keys of each process's open tenures, in creation order
+	all    []*tenure             // every tenure, unless forgetting (Tenures, Measure)
 
 	s1 *s1Checker
 	l1 *l1Checker
 	ms *measurer
 }
 
-func newTenures(forget bool) *tenures {
-	return &tenures{forget: forget, pruned: forget, open: map[pk]*tenure{}, byProc: map[int32][]string{}, keys: map[string]*keyTenures{}}
+func newTenures(forget bool, keys *keyTable) *tenures {
+	return &tenures{forget: forget, pruned: forget, keys: keys, byProc: map[int32][]*keyState{}}
 }
 
-func (ts *tenures) key(k string) *keyTenures {
-	kt := ts.keys[k]
+func (ts *tenures) key(ks *keyState) *keyTenures {
+	kt := ks.kt
 	if kt == nil {
-		kt = &keyTenures{}
-		ts.keys[k] = kt
+		kt = &keyTenures{ks: ks}
+		ks.kt = kt
 	}
 	return kt
 }
 
-// act is an act of r.Proc on r.Key at r.T.
-func (ts *tenures) act(r *trace.Record) {
+// openOf returns the open tenure of proc on ks (nil if none).
+func openOf(ks *keyState, proc int32) *tenure {
+	if s := ks.slot(proc); s != nil {
+		return s.ten
+	}
+	return nil
+}
+
+// eachOpen calls f with every open tenure, key by key in the order the
+// keys were first seen.
+func (ts *tenures) eachOpen(f func(t *tenure)) {
+	for _, ks := range ts.keys.all {
+		for _, s := range ks.procs {
+			if s.ten != nil {
+				f(s.ten)
+			}
+		}
+	}
+}
+
+// act is an act of r.Proc on r.Key (ks) at r.T.
+func (ts *tenures) act(r *trace.Record, ks *keyState) {
 	ts.now = r.T
-	k := pk{r.Proc, r.Key}
-	if t := ts.open[k]; t != nil {
+	if t := openOf(ks, r.Proc); t != nil {
 		t.End = r.T
 		t.LastSeq = r.Seq
 		if ts.s1 != nil {
@@ -121,15 +140,15 @@ func (ts *tenures) act(r *trace.Record) {
 		}
 		return
 	}
-	kt := ts.key(r.Key)
+	kt := ts.key(ks)
 	t := &tenure{Tenure: Tenure{Key: r.Key, Proc: r.Proc, Owner: r.Owner, Start: r.T, End: r.T, FirstSeq: r.Seq, LastSeq: r.Seq, Open: true},
 		idx: kt.n, id: ts.ids, kt: kt}
 	kt.n++
 	ts.ids++
 	prev := kt.last
 	kt.last = t
-	ts.open[k] = t
-	ts.byProc[r.Proc] = append(ts.byProc[r.Proc], r.Key)
+	ks.slotNew(r.Proc).ten = t
+	ts.byProc[r.Proc] = append(ts.byProc[r.Proc], ks)
 	if !ts.forget {
 		ts.all = append(ts.all, t)
 	}
@@ -147,31 +166,32 @@ func (ts *tenures) act(r *trace.Record) {
 }
 
 // renewed is an applied renewal or checkpoint of r.Proc's lease on r.Key.
-func (ts *tenures) renewed(r *trace.Record) {
-	if t := ts.open[pk{r.Proc, r.Key}]; t != nil {
+func (ts *tenures) renewed(r *trace.Record, ks *keyState) {
+	if t := openOf(ks, r.Proc); t != nil {
 		t.Renewed = r.T
 	}
 }
 
 // releasing is r.Proc sending the release of its lease on r.Key.
-func (ts *tenures) releasing(r *trace.Record) {
-	if t := ts.open[pk{r.Proc, r.Key}]; t != nil {
+func (ts *tenures) releasing(r *trace.Record, ks *keyState) {
+	if t := openOf(ks, r.Proc); t != nil {
 		t.Released = r.T
 	}
 }
 
-// close ends the open tenure k (if any) with record r.
-func (ts *tenures) close(k pk, r *trace.Record) {
+// close ends the open tenure of r.Proc on ks (if any) with record r.
+func (ts *tenures) close(ks *keyState, r *trace.Record) {
 	ts.now = r.T
-	t := ts.open[k]
-	if t == nil {
+	s := ks.slot(r.Proc)
+	if s == nil || s.ten == nil {
 		return
 	}
-	delete(ts.open, k)
-	keys := ts.byProc[k.proc]
+	t := s.ten
+	s.ten = nil
+	keys := ts.byProc[r.Proc]
 	for i, key := range keys {
-		if key == k.key {
-			ts.byProc[k.proc] = append(keys[:i], keys[i+1:]...)
+		if key == ks {
+			ts.byProc[r.Proc] = append(keys[:i], keys[i+1:]...)
 			break
 		}
 	}
@@ -201,10 +221,10 @@ func (ts *tenures) procStop(r *trace.Record) {
 	ts.now = r.T
 	keys := ts.byProc[r.Proc]
 	delete(ts.byProc, r.Proc)
-	for _, key := range keys {
-		k := pk{r.Proc, key}
-		if t := ts.open[k]; t != nil {
-			delete(ts.open, k)
+	for _, ks := range keys {
+		if s := ks.slot(r.Proc); s != nil && s.ten != nil {
+			t := s.ten
+			s.ten = nil
 			ts.ended(t, r)
 		}
 	}

@@ -8,8 +8,9 @@ import (
 	"github.com/shardlease/shardlease/sim/trace"
 )
 
-// rows is the checkers' replay of the lease table from the applied writes.
-type rows struct{ m map[string]*row }
+// rows is the checkers' replay of the lease table from the applied writes
+// (each key's keyState.row).
+type rows struct{ keys *keyTable }
 
 // row is the replay of one lease row.
 type row struct {
@@ -28,11 +29,11 @@ type row struct {
 	lastBy  string
 }
 
-func (rs *rows) get(key string) *row {
-	w := rs.m[key]
+func (rs *rows) get(ks *keyState) *row {
+	w := ks.row
 	if w == nil {
 		w = &row{}
-		rs.m[key] = w
+		ks.row = w
 	}
 	return w
 }
@@ -157,11 +158,11 @@ func (c *s3Checker) applied(r *trace.Record, w *row, cp Pos) {
 }
 
 // acked checks a checkpoint acknowledged to the processor.
-func (c *s3Checker) acked(r *trace.Record, cp Pos) {
+func (c *s3Checker) acked(r *trace.Record, ks *keyState, cp Pos) {
 	if r.Outcome != trace.OutcomeOK {
 		return
 	}
-	w := c.rows.m[r.Key]
+	w := ks.row
 	if w == nil || !w.hasHigh || w.highPos.Compare(cp) < 0 {
 		stored := "nothing"
 		if w != nil && w.hasHigh {
@@ -175,8 +176,8 @@ func (c *s3Checker) acked(r *trace.Record, cp Pos) {
 // acting checks the engine's own start on a key: it read the row it took,
 // and no one else may write it until it stops (the processor may be told
 // later, so its start is not compared here).
-func (c *s3Checker) acting(r *trace.Record, cp Pos) {
-	w := c.rows.m[r.Key]
+func (c *s3Checker) acting(r *trace.Record, ks *keyState, cp Pos) {
+	w := ks.row
 	if w == nil || !w.exists || !w.hasHigh || r.Checkpoint.Sequence == "" {
 		return
 	}
@@ -194,8 +195,8 @@ func (c *s3Checker) finish(final []engine.Lease, finalKnown bool) []Violation {
 		for _, l := range final {
 			fin[l.Key] = l
 		}
-		for _, key := range sortedKeys(c.rows.m) {
-			w := c.rows.m[key]
+		for _, ks := range c.rows.keys.sorted(func(ks *keyState) bool { return ks.row != nil }) {
+			key, w := ks.name, ks.row
 			l, ok := fin[key]
 			switch {
 			case w.exists && !ok:
