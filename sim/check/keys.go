@@ -7,31 +7,82 @@ import (
 )
 
 // keyTable interns the lease keys of a history: an Online looks a
-// record's key up once (one map probe) and hands the checkers its
-// keyState, which holds what each of them keeps of the key and of each
+// record's key up once (the key of the record before, a shard id's
+// number, or one map probe) and hands the checkers its keyState, which holds what each of them keeps of the key and of each
 // process on it. Keys are never dropped (each checker kept its per-key
 // state for the whole run already), so the table is proportional to the
 // shards and other rows of the world.
 type keyTable struct {
 	m   map[string]*keyState
 	all []*keyState // in the order the keys were first seen
+	// byNum holds the keys that are shard ids in Kinesis's canonical form
+	// ("shardId-" and 12 digits), by number, without hashing them: each
+	// number names one such key
+	byNum []*keyState
+	last  *keyState // the key looked up last: records of one key come in runs
+}
+
+// shardPrefix begins a canonical shard id.
+const shardPrefix = "shardId-"
+
+// shardNum returns the number of k if it is a canonical shard id small
+// enough to index byNum (ok false otherwise).
+func (kt *keyTable) shardNum(k string) (n int, ok bool) {
+	if len(k) != len(shardPrefix)+12 || k[:len(shardPrefix)] != shardPrefix {
+		return 0, false
+	}
+	for i := len(shardPrefix); i < len(k); i++ {
+		d := k[i] - '0'
+		if d > 9 {
+			return 0, false
+		}
+		n = n*10 + int(d)
+	}
+	// keep byNum proportional to the keys seen
+	return n, n < 4*len(kt.all)+1024
 }
 
 func newKeyTable() *keyTable { return &keyTable{m: map[string]*keyState{}} }
 
 // get returns the state of key k, created if new.
 func (kt *keyTable) get(k string) *keyState {
-	ks := kt.m[k]
+	if ks := kt.last; ks != nil && ks.name == k {
+		return ks
+	}
+	n, num := kt.shardNum(k)
+	var ks *keyState
+	if num && n < len(kt.byNum) {
+		ks = kt.byNum[n]
+	}
+	if ks == nil {
+		// a key is in byNum or m, never both: a shard id first seen while
+		// its number was too large for byNum stays in m
+		ks = kt.m[k]
+	}
 	if ks == nil {
 		ks = &keyState{name: k}
-		kt.m[k] = ks
+		ks.procs = ks.ptrs[:0]
+		if num {
+			if n >= len(kt.byNum) {
+				kt.byNum = append(kt.byNum, make([]*keyState, n+1-len(kt.byNum))...)
+			}
+			kt.byNum[n] = ks
+		} else {
+			kt.m[k] = ks
+		}
 		kt.all = append(kt.all, ks)
 	}
+	kt.last = ks
 	return ks
 }
 
 // lookup returns the state of key k, or nil if it was never seen.
-func (kt *keyTable) lookup(k string) *keyState { return kt.m[k] }
+func (kt *keyTable) lookup(k string) *keyState {
+	if n, num := kt.shardNum(k); num && n < len(kt.byNum) && kt.byNum[n] != nil {
+		return kt.byNum[n]
+	}
+	return kt.m[k]
+}
 
 // sorted returns the keys for which has is true, ordered by name (as
 // sorting the keys of the map each checker used to keep did).
@@ -68,12 +119,24 @@ func (kt *keyTable) dropProc(proc int32, s4, s6, g1 bool) {
 // keyState is everything the checkers keep of one key. A nil pointer or
 // a false has-flag is an absent entry of the map the checker used to
 // keep.
+//
+// The fields most records read come first, and the first slots and the
+// state of the tenures, the row and the records put are stored inside
+// it: one allocation, read in a few cache lines.
 type keyState struct {
-	name string
+	// procs holds the per-process state on the key, one slot per process
+	// (a few: the owners the key had); the first ones are ptrs and inline
+	procs []*procSlot
+	ptrs  [2]*procSlot
 
-	kt  *keyTenures // tenures (S1, L1, Measure)
-	row *row        // the replayed row (S2, S3)
-	sp  *shardPuts  // the records put (S4, L1, Measure)
+	kt   *keyTenures  // tenures (S1, L1, Measure)
+	row  *row         // the replayed row (S2, S3)
+	sp   *shardPuts   // the records put (S4, L1, Measure)
+	move *plannedMove // G1: a planned release waiting for the key's next owner
+
+	inline [2]procSlot
+
+	name string
 
 	// S4
 	shardEndStored, expired bool
@@ -82,8 +145,6 @@ type keyState struct {
 	hasParents bool
 	ended      bool
 	flagged    bool
-	// G1: a planned release waiting for the key's next owner
-	move *plannedMove
 	// Measure: when the shard was created (while open)
 	created    time.Duration
 	hasCreated bool
@@ -93,9 +154,10 @@ type keyState struct {
 	late    lateRecord
 	hasLate bool
 
-	// procs holds the per-process state on the key, one slot per process
-	// (a few: the owners the key had)
-	procs []*procSlot
+	// where kt, row and sp point once set
+	ktv  keyTenures
+	rowv row
+	spv  shardPuts
 }
 
 // procSlot is what the checkers keep of one process on one key. A slot
@@ -140,7 +202,13 @@ func (ks *keyState) slotNew(proc int32) *procSlot {
 		free.proc = proc
 		return free
 	}
-	s := &procSlot{proc: proc}
+	var s *procSlot
+	if n := len(ks.procs); n < len(ks.inline) {
+		s = &ks.inline[n]
+	} else {
+		s = &procSlot{}
+	}
+	s.proc = proc
 	ks.procs = append(ks.procs, s)
 	return s
 }

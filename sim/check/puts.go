@@ -77,7 +77,8 @@ func newPutLogs(o Options, keys *keyTable) *putLogs {
 func (pl *putLogs) shard(ks *keyState) *shardPuts {
 	p := ks.sp
 	if p == nil {
-		p = &shardPuts{ks: ks}
+		ks.spv = shardPuts{ks: ks}
+		p = &ks.spv
 		ks.sp = p
 	}
 	return p

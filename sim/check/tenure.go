@@ -103,7 +103,8 @@ func newTenures(forget bool, keys *keyTable) *tenures {
 func (ts *tenures) key(ks *keyState) *keyTenures {
 	kt := ks.kt
 	if kt == nil {
-		kt = &keyTenures{ks: ks}
+		ks.ktv = keyTenures{ks: ks}
+		kt = &ks.ktv
 		ks.kt = kt
 	}
 	return kt

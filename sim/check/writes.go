@@ -32,7 +32,7 @@ type row struct {
 func (rs *rows) get(ks *keyState) *row {
 	w := ks.row
 	if w == nil {
-		w = &row{}
+		w = &ks.rowv
 		ks.row = w
 	}
 	return w
