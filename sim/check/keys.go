@@ -124,19 +124,17 @@ func (kt *keyTable) dropProc(proc int32, s4, s6, g1 bool) {
 // state of the tenures, the row and the records put are stored inside
 // it: one allocation, read in a few cache lines.
 type keyState struct {
-	// procs holds the per-process state on the key, one slot per process
-	// (a few: the owners the key had); the first ones are ptrs and inline
-	procs []*procSlot
-	ptrs  [2]*procSlot
-
+	name string       // read by every lookup (keyTable.last)
+	move *plannedMove // G1: a planned release waiting for the key's next owner
 	kt   *keyTenures  // tenures (S1, L1, Measure)
 	row  *row         // the replayed row (S2, S3)
 	sp   *shardPuts   // the records put (S4, L1, Measure)
-	move *plannedMove // G1: a planned release waiting for the key's next owner
 
+	// procs holds the per-process state on the key, one slot per process
+	// (a few: the owners the key had); the first ones are ptrs and inline
+	procs  []*procSlot
+	ptrs   [2]*procSlot
 	inline [2]procSlot
-
-	name string
 
 	// S4
 	shardEndStored, expired bool
