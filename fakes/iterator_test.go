@@ -359,3 +359,75 @@ func TestRetention(t *testing.T) {
 		t.Fatalf("trimmed %d", n)
 	}
 }
+
+// TestFreeTrimmed reads a stream whose trimmed records were freed from
+// every kind of position and gets what a stream that keeps them returns.
+func TestFreeTrimmed(t *testing.T) {
+	const retention = 5 * time.Minute
+	keep, kc := newKinesis(t, KinesisOptions{Seed: 3, Retention: retention, IteratorTTL: 2 * time.Hour})
+	free, fc := newKinesis(t, KinesisOptions{Seed: 3, Retention: retention, IteratorTTL: 2 * time.Hour, FreeTrimmed: true})
+	for _, k := range []*Kinesis{keep, free} {
+		must(t, k.CreateStream("s", 1))
+	}
+	for i := range 1000 {
+		for j, k := range []*Kinesis{keep, free} {
+			[]*ManualClock{kc, fc}[j].Advance(time.Second + time.Duration(i%7)*time.Millisecond)
+			_, _, err := k.PutRecord("s", "pk", nil)
+			must(t, err)
+		}
+	}
+	all, _ := keep.Records("s", shard0)
+	trimmed, _ := free.Trimmed("s", shard0)
+	held, _ := free.Records("s", shard0)
+	_, sh, err := free.lookup(0, "s", shard0)
+	must(t, err)
+	if len(all) != 1000 || trimmed < 600 || sh.log.base != trimmed/chunkRecords || len(held) != 1000-sh.log.base*chunkRecords || len(sh.log.chunks) != (len(held)+chunkRecords-1)/chunkRecords {
+		t.Fatalf("%d records, %d trimmed, %d chunks freed, %d held, %d chunks left", len(all), trimmed, sh.log.base, len(held), len(sh.log.chunks))
+	}
+	if ret, _ := free.Retained("s", shard0); !slices.Equal(seqs(ret), seqs(all[trimmed:])) {
+		t.Fatalf("Retained: %d records, want %d", len(ret), 1000-trimmed)
+	}
+	positions := []engine.Position{{Type: engine.IterTrimHorizon}, {Type: engine.IterLatest}}
+	for i := 0; i < len(all); i += 13 {
+		positions = append(positions,
+			engine.Position{Type: engine.IterAtSequenceNumber, Sequence: all[i].Sequence},
+			engine.Position{Type: engine.IterAfterSequenceNumber, Sequence: all[i].Sequence},
+			engine.Position{Type: engine.IterAtTimestamp, Timestamp: all[i].Arrival})
+	}
+	// RecordAfter answers alike for retained records
+	for i := trimmed; i < len(all); i += 5 {
+		a, okA, _ := keep.RecordAfter("s", shard0, all[i].Sequence)
+		b, okB, _ := free.RecordAfter("s", shard0, all[i].Sequence)
+		if okA != okB || a.Sequence != b.Sequence {
+			t.Fatalf("RecordAfter(%s): %s %v, freeing %s %v", all[i].Sequence, a.Sequence, okA, b.Sequence, okB)
+		}
+	}
+	// at every trim horizon (some on a chunk boundary), positions about it
+	// read alike
+	same := func(pos engine.Position) {
+		t.Helper()
+		var got [2][]string
+		for j, k := range []*Kinesis{keep, free} {
+			it, err := k.GetShardIterator(ctx, "s", shard0, pos)
+			must(t, err)
+			recs, _ := readAll(t, k, it, 1000)
+			got[j] = seqs(recs)
+		}
+		if !slices.Equal(got[0], got[1]) {
+			t.Fatalf("%+v: read %d records from a freeing stream, %d from a keeping one", pos, len(got[1]), len(got[0]))
+		}
+	}
+	for _, pos := range positions {
+		same(pos)
+	}
+	for step := 0; step < 400; step++ {
+		kc.Advance(time.Second)
+		fc.Advance(time.Second)
+		n, _ := free.Trimmed("s", shard0)
+		for i := max(n-3, 0); i < min(n+3, len(all)); i++ {
+			same(engine.Position{Type: engine.IterAtSequenceNumber, Sequence: all[i].Sequence})
+			same(engine.Position{Type: engine.IterAfterSequenceNumber, Sequence: all[i].Sequence})
+			same(engine.Position{Type: engine.IterAtTimestamp, Timestamp: all[i].Arrival})
+		}
+	}
+}

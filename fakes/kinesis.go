@@ -51,6 +51,12 @@ type KinesisOptions struct {
 	// caller sees every trim no later than any reader could observe it. It
 	// must not call back into the fake.
 	OnTrim func(stream, shard string, trimmed []engine.Record)
+	// FreeTrimmed frees records past retention (in chunks of 64): a stream
+	// then holds what retention keeps, not everything ever put, and
+	// Records returns the records still held. Readers see no difference: a read never returns trimmed
+	// records, and an iterator positioned among freed records reads from
+	// the oldest retained one, as one among trimmed records does.
+	FreeTrimmed bool
 }
 
 // Kinesis is an in-memory Kinesis Data Streams that implements
@@ -353,6 +359,9 @@ func (k *Kinesis) trim(sh *kshard, now time.Time) int {
 	if k.opts.OnTrim != nil && sh.trimmed > from {
 		k.opts.OnTrim(sh.stream.name, sh.info.ID, k.records(sh.stream, sh, from, sh.trimmed))
 	}
+	if k.opts.FreeTrimmed {
+		sh.log.freeBefore(sh.trimmed)
+	}
 	// until the horizon passes the oldest retained record, nothing changes
 	sh.trimmedBefore = math.MaxInt64
 	if sh.trimmed < n {
@@ -445,15 +454,25 @@ func (k *Kinesis) Shards(stream string) ([]ShardInfo, error) {
 }
 
 // Records returns every record ever put to the shard, including those
-// trimmed by retention, in sequence order. The slice belongs to the
-// caller; the records' Data is shared with the fake and must not be
-// modified.
+// trimmed by retention (with FreeTrimmed, from the oldest one still held),
+// in sequence order. The slice belongs to the caller; the records' Data is
+// shared with the fake and must not be modified.
 func (k *Kinesis) Records(stream, shard string) ([]engine.Record, error) {
 	s, sh, err := k.lookup(0, stream, shard)
 	if err != nil {
 		return nil, err
 	}
-	return k.records(s, sh, 0, sh.log.len()), nil
+	return k.records(s, sh, sh.log.held(), sh.log.len()), nil
+}
+
+// Retained returns the records of the shard that retention still keeps,
+// in sequence order (the slice belongs to the caller, as with Records).
+func (k *Kinesis) Retained(stream, shard string) ([]engine.Record, error) {
+	s, sh, err := k.lookup(0, stream, shard)
+	if err != nil {
+		return nil, err
+	}
+	return k.records(s, sh, k.trim(sh, k.clock.Now()), sh.log.len()), nil
 }
 
 // Trimmed returns how many records of the shard are past retention now

@@ -25,7 +25,10 @@ type krec struct {
 // before (counters and arrivals only grow within a shard). Reading record
 // i decodes its chunk from the start.
 type recordLog struct {
+	// chunks[j] holds the records from (base+j)·chunkRecords on: the base
+	// chunks before them were freed (see freeBefore)
 	chunks []recChunk
+	base   int
 	n      int
 	last   krec
 	// hint is a cursor where a read last stopped: a consumer reads on
@@ -41,6 +44,23 @@ type recChunk struct {
 const chunkRecords = 64
 
 func (l *recordLog) len() int { return l.n }
+
+// held returns the index of the oldest record still held (not freed).
+func (l *recordLog) held() int { return min(l.base*chunkRecords, l.n) }
+
+// freeBefore frees the chunks all of whose records are below index i.
+// Nothing reads a freed record again; search answers held() for a record
+// among them (see search).
+func (l *recordLog) freeBefore(i int) {
+	k := i/chunkRecords - l.base // the chunks wholly below i (all full)
+	if k <= 0 {
+		return
+	}
+	clear(l.chunks[:k])
+	l.chunks = l.chunks[k:] // the next append that grows it lets go of the rest
+	l.base += k
+	l.hint = cursor{}
+}
 
 // append adds r, whose counter and arrival are at least the last record's.
 func (l *recordLog) append(r krec) {
@@ -75,10 +95,10 @@ type cursor struct {
 // at returns a cursor on record i (< l.len()).
 func (l *recordLog) at(i int) cursor {
 	var c cursor
-	if h := l.hint; h.l == l && h.chunk == i/chunkRecords && h.i <= i {
+	if h := l.hint; h.l == l && h.chunk == i/chunkRecords-l.base && h.i <= i {
 		c = h // on from the last read
 	} else {
-		c = cursor{l: l, chunk: i / chunkRecords, i: i / chunkRecords * chunkRecords}
+		c = cursor{l: l, chunk: i/chunkRecords - l.base, i: i / chunkRecords * chunkRecords}
 		c.cur = l.chunks[c.chunk].first
 	}
 	for c.i < i {
@@ -128,16 +148,18 @@ func (l *recordLog) get(i int) krec {
 }
 
 // search returns the smallest index whose record satisfies ok (which must
-// hold for every record after one that does), or l.len().
+// hold for every record after one that does), or l.len(). An answer among
+// freed records is not known: search then returns held(), which its
+// callers treat alike, as both are trimmed.
 func (l *recordLog) search(ok func(*krec) bool) int {
 	// the first chunk whose first record is ok; the answer is in the one
 	// before it, or is its first record
 	c := sort.Search(len(l.chunks), func(j int) bool { return ok(&l.chunks[j].first) })
 	if c == 0 {
-		return 0
+		return l.held()
 	}
-	cur := l.at((c - 1) * chunkRecords)
-	end := min(c*chunkRecords, l.n)
+	cur := l.at((l.base + c - 1) * chunkRecords)
+	end := min((l.base+c)*chunkRecords, l.n)
 	for cur.i < end && !ok(&cur.cur) {
 		cur.next()
 	}

@@ -68,9 +68,7 @@ func (s *simulator) recreateStream(a Action) {
 		if !sh.Closed() {
 			open++
 		}
-		recs, _ := s.st.Records(streamName, sh.ID)
-		trimmed, _ := s.st.Trimmed(streamName, sh.ID)
-		if rest := recs[trimmed:]; len(rest) > 0 {
+		if rest, _ := s.st.Retained(streamName, sh.ID); len(rest) > 0 {
 			s.emit(&trace.Record{Kind: trace.KindTrim, Worker: -1, Proc: -1, Key: sh.ID, Reason: "the stream was deleted",
 				First: rest[0].Sequence, Last: rest[len(rest)-1].Sequence, Count: len(rest)})
 		}

@@ -19,6 +19,11 @@ type Options struct {
 	Seed uint64
 	// Workers and Shards are the initial cluster and stream sizes.
 	Workers, Shards int
+	// Retention pins how long the stream keeps records (0: a day, or, with
+	// the fault class retention, drawn from 30 s to 5 minutes). Records
+	// past it are freed: with a retention shorter than the run, the
+	// stream's memory stops growing.
+	Retention time.Duration
 	// Chaos is the length of the chaos phase; Quiet of the healing phase
 	// that follows (0: derived from the liveness bound).
 	Chaos, Quiet time.Duration
@@ -423,6 +428,9 @@ func ReplayCommand(o Options) string {
 	}
 	if o.Chaos != 0 {
 		s += " -chaos " + o.Chaos.String()
+	}
+	if o.Retention != 0 {
+		s += " -retention " + o.Retention.String()
 	}
 	if o.Quiet != 0 {
 		s += " -quiet " + o.Quiet.String()

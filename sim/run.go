@@ -101,7 +101,7 @@ func run(o Options) (*Result, error) {
 	// The world: the fakes, on the run's true virtual time.
 	clk := fakes.ClockFunc(func() time.Time { return epoch.Add(s.now) })
 	s.tbl = fakes.NewLeaseTable(fakes.LeaseTableOptions{Clock: clk, Seed: o.Seed, StaleLag: s.tableLag(), IndexLag: w.Assignment.IndexLag})
-	s.st = fakes.NewKinesis(fakes.KinesisOptions{Clock: clk, Seed: o.Seed, Retention: w.Retention, OnTrim: s.onTrim})
+	s.st = fakes.NewKinesis(fakes.KinesisOptions{Clock: clk, Seed: o.Seed, Retention: w.Retention, OnTrim: s.onTrim, FreeTrimmed: true})
 	if err := s.st.CreateStream(streamName, w.Shards); err != nil {
 		return nil, err
 	}

@@ -284,6 +284,9 @@ func drawWorld(o Options) (World, error) {
 	if w.has("retention") {
 		w.Retention = r.between(30*time.Second, 5*time.Minute).Round(time.Second)
 	}
+	if o.Retention > 0 {
+		w.Retention = o.Retention // after the draw: the rest of the world is the same
+	}
 	w.PutRate = putRate
 	// the consumers must be able to drain a burst's backlog: small pages
 	// only with a light load

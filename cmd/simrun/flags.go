@@ -92,6 +92,7 @@ func parseArgs(args []string, stderr io.Writer) (*config, error) {
 		shards     = fs.Int("shards", 0, "initial shards (0: the scenario's, or drawn from the seed)")
 		duration   = fs.Duration("duration", 0, "virtual length of the chaos phase, in which the faults are in force (0: the scenario's, or drawn); a healing phase follows")
 		chaos      = fs.Duration("chaos", 0, "the same as -duration (the replay commands use it)")
+		retention  = fs.Duration("retention", 0, "how long the stream keeps records (0: a day, or drawn from 30s to 5m where the fault class retention is drawn)")
 		quiet      = fs.Duration("quiet", 0, "virtual length of the healing phase after the chaos (0: derived from the liveness bound)")
 		faults     = fs.String("faults", "", "fault classes: swarm (each seed draws its mix), none, all, or a comma-separated list (see -list); default: the scenario's")
 		mutation   = fs.String("mutation", "", "plant a bug (see -list) to show the checkers catch it")
@@ -198,6 +199,10 @@ func parseArgs(args []string, stderr io.Writer) (*config, error) {
 	if set["quiet"] {
 		o.Quiet = *quiet
 	}
+	if *retention < 0 || set["retention"] && *retention == 0 {
+		return nil, usagef("-retention %v: need a positive duration", *retention)
+	}
+	o.Retention = *retention
 	if set["faults"] {
 		f, err := checkFaults(*faults)
 		if err != nil {
@@ -296,6 +301,9 @@ func parseArgs(args []string, stderr io.Writer) (*config, error) {
 	}
 	if o.Chaos != 0 {
 		c.options["chaos"] = o.Chaos.String()
+	}
+	if o.Retention != 0 {
+		c.options["retention"] = o.Retention.String()
 	}
 	if o.Quiet != 0 {
 		c.options["quiet"] = o.Quiet.String()
