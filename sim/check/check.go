@@ -237,12 +237,6 @@ func (o Options) max() int {
 
 func who(r *trace.Record) string { return r.Owner + "#" + strconv.Itoa(int(r.Proc)) }
 
-// pk is a (process, key) pair.
-type pk struct {
-	proc int32
-	key  string
-}
-
 // ExcerptFilter tells which records may be shown in a violation's
 // excerpt (Excerpt with the same pad): those of its key or its workers
 // within the window, widened by pad, and those it names. A history that
