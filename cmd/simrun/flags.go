@@ -260,6 +260,9 @@ func parseArgs(args []string, stderr io.Writer) (*config, error) {
 	if (set["state"] || set["findings"]) && !c.soak {
 		return nil, usagef("-state and -findings are the soak's: use them with -soak")
 	}
+	if c.heapProf != "" && (c.first != c.last || c.soak) {
+		return nil, usagef("-heapprofile profiles one run: use it with -seed N")
+	}
 	if c.soak {
 		if c.json || c.trace != "" || set["out"] {
 			return nil, usagef("-soak prints totals and writes findings: it takes neither -json, -trace nor -out")

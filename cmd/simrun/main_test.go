@@ -52,6 +52,10 @@ func TestBadUsageExits2(t *testing.T) {
 		{[]string{"-duration", "10s", "-chaos", "20s"}, "disagree"},
 		{[]string{"-seeds", "1-2", "-trace", "x.jsonl"}, "one run"},
 		{[]string{"-duration", "soon"}, "invalid value"},
+		{[]string{"-retention", "0s"}, "positive"},
+		{[]string{"-retention", "-5m"}, "positive"},
+		{[]string{"-seeds", "1-2", "-heapprofile", "h.prof"}, "one run"},
+		{[]string{"-seed", "1", "-heapprofile", filepath.Join(t.TempDir(), "no", "such", "dir", "h.prof")}, "-heapprofile"},
 	}
 	for _, c := range cases {
 		code, out, errs := runArgs(t, c.args...)

@@ -17,17 +17,18 @@ func printLiveHeap(w io.Writer, seed uint64) {
 	fmt.Fprintf(w, "{\"memstats\":{\"seed\":%d,\"live_heap_bytes\":%d,\"heap_sys_bytes\":%d}}\n", seed, m.HeapAlloc, m.HeapSys)
 }
 
-// writeHeapProfile writes a heap profile of what is live now (after a GC)
-// to path.
-func writeHeapProfile(path string) error {
+// writeProfile writes the runtime profile name ("heap": what is live now;
+// "allocs": every allocation so far), after a GC, to path; flag names the
+// flag that asked for it in errors.
+func writeProfile(name, path, flag string) error {
 	f, err := os.Create(path)
 	if err != nil {
-		return fmt.Errorf("-heapprofile: %w", err)
+		return fmt.Errorf("%s: %w", flag, err)
 	}
 	runtime.GC()
-	if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
+	if err := pprof.Lookup(name).WriteTo(f, 0); err != nil {
 		f.Close()
-		return fmt.Errorf("-heapprofile: %w", err)
+		return fmt.Errorf("%s: %w", flag, err)
 	}
 	return f.Close()
 }
@@ -55,15 +56,6 @@ func startProfiles(cpu, mem string) (stop func() error, err error) {
 		if mem == "" {
 			return nil
 		}
-		m, err := os.Create(mem)
-		if err != nil {
-			return fmt.Errorf("-memprofile: %w", err)
-		}
-		runtime.GC()
-		if err := pprof.Lookup("allocs").WriteTo(m, 0); err != nil {
-			m.Close()
-			return fmt.Errorf("-memprofile: %w", err)
-		}
-		return m.Close()
+		return writeProfile("allocs", mem, "-memprofile")
 	}, nil
 }

@@ -63,6 +63,16 @@ func runWith(args []string, stdout, stderr io.Writer, intr interrupts) int {
 	if c.bench != "" {
 		return runBench(c.bench, c.benchBin, c.benchCases, c.benchRuns, stdout, stderr)
 	}
+	if c.heapProf != "" {
+		// written when the run's events are done: a path that cannot be
+		// written is refused now, not after the run
+		f, err := os.Create(c.heapProf)
+		if err != nil {
+			fmt.Fprintf(stderr, "simrun: -heapprofile: %v\n", err)
+			return exitUsage
+		}
+		f.Close()
+	}
 	if c.cpuProf != "" || c.memProf != "" {
 		stop, err := startProfiles(c.cpuProf, c.memProf)
 		if err != nil {
@@ -134,7 +144,7 @@ func runWith(args []string, stdout, stderr io.Writer, intr interrupts) int {
 				switch {
 				case c.heapProf != "" && single:
 					o.AtEnd = func() {
-						if err := writeHeapProfile(c.heapProf); err != nil {
+						if err := writeProfile("heap", c.heapProf, "-heapprofile"); err != nil {
 							fmt.Fprintf(stderr, "simrun: %v\n", err)
 						}
 						if c.memStats {
