@@ -5,10 +5,10 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/shardlease/shardlease/internal/mutants"
 	"github.com/shardlease/shardlease/internal/planted"
+	"github.com/shardlease/shardlease/sim/check"
 )
 
 var flagMutantsJSON = flag.String("sim.mutants.json", "", "TestMutantsSwarm: write its rows (internal/mutants) to this file (make mutants)")
@@ -36,29 +36,14 @@ func TestMutantsSwarm(t *testing.T) {
 	slices.Sort(names)
 	var rows []mutants.Row
 	for _, m := range names {
-		row := mutants.Row{Name: m, Class: mutants.Classes[m], Runner: "sim"}
-		start := time.Now()
-		for seed := uint64(1); seed <= mutants.Seeds && !row.Caught; seed++ {
+		row := mutants.Hunt(m, "sim", func(seed uint64) []check.Violation {
 			res, err := Run(Options{Seed: seed, Faults: "swarm", Mutation: m, NoExcerpts: true})
 			if err != nil {
 				t.Fatal(err)
 			}
-			row.Tried = seed
-			if len(res.Violations) > 0 {
-				var inv []string
-				for _, v := range res.Violations {
-					if !slices.Contains(inv, v.Invariant) {
-						inv = append(inv, v.Invariant)
-					}
-				}
-				slices.Sort(inv)
-				row.Caught, row.Seed, row.Invariant = true, seed, strings.Join(inv, " ")
-				row.Seconds = time.Since(start).Seconds()
-				t.Logf("%s: caught at seed %d after %.1fs: %s", m, seed, row.Seconds, res.Violations[0].String())
-			}
-		}
+			return res.Violations
+		}, t.Logf)
 		if !row.Caught {
-			row.Seconds = time.Since(start).Seconds()
 			t.Errorf("%s: not caught within %d seeds of the default swarm (%.0fs)", m, mutants.Seeds, row.Seconds)
 		}
 		rows = append(rows, row)

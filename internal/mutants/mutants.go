@@ -12,6 +12,9 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"time"
+
+	"github.com/shardlease/shardlease/sim/check"
 )
 
 // Seeds is how many seeds of its default mix each planted bug gets: the
@@ -35,6 +38,34 @@ type Row struct {
 	// Runner is what ran it: "sim" (simrun's default swarm) or
 	// "driversim" (the production driver in virtual time).
 	Runner string `json:"runner"`
+}
+
+// Hunt runs seeds 1 to Seeds of the planted bug name one at a time until a
+// seed breaks an invariant, and returns its Row (Caught false if none did;
+// Seconds the wall time to the catch, or of all the seeds). run runs one
+// seed and returns the violations it found; logf, if set, is told of the
+// catch.
+func Hunt(name, runner string, run func(seed uint64) []check.Violation, logf func(format string, args ...any)) Row {
+	row := Row{Name: name, Class: Classes[name], Runner: runner}
+	start := time.Now()
+	for seed := uint64(1); seed <= Seeds && !row.Caught; seed++ {
+		vs := run(seed)
+		row.Tried = seed
+		if len(vs) == 0 {
+			continue
+		}
+		var inv []string
+		for _, v := range vs {
+			inv = append(inv, v.Invariant)
+		}
+		slices.Sort(inv)
+		row.Caught, row.Seed, row.Invariant = true, seed, strings.Join(slices.Compact(inv), " ")
+		if logf != nil {
+			logf("%s: caught at seed %d after %.1fs: %s", name, seed, time.Since(start).Seconds(), vs[0].String())
+		}
+	}
+	row.Seconds = time.Since(start).Seconds()
+	return row
 }
 
 // Classes gives each planted bug (as simrun -list names it) the class of

@@ -3,14 +3,13 @@ package driversim
 import (
 	"errors"
 	"flag"
-	"slices"
-	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/shardlease/shardlease/internal/mutants"
 	"github.com/shardlease/shardlease/internal/planted"
+	"github.com/shardlease/shardlease/sim/check"
 )
 
 // driverBugs are the planted bugs of the production driver, each with the
@@ -65,26 +64,10 @@ func TestDriverMutants(t *testing.T) {
 	var rows []mutants.Row
 	for _, b := range driverBugs {
 		name := "engine:" + b.name // as simrun -list shows it
-		row := mutants.Row{Name: name, Class: mutants.Classes[name], Runner: "driversim"}
-		start := time.Now()
-		for seed := uint64(1); seed <= mutants.Seeds && !row.Caught; seed++ {
-			res := runSeed(t, Options{Seed: seed, Mutation: b.name})
-			row.Tried = seed
-			if len(res.Violations) > 0 {
-				var inv []string
-				for _, v := range res.Violations {
-					if !slices.Contains(inv, v.Invariant) {
-						inv = append(inv, v.Invariant)
-					}
-				}
-				slices.Sort(inv)
-				row.Caught, row.Seed, row.Invariant = true, seed, strings.Join(inv, " ")
-				row.Seconds = time.Since(start).Seconds()
-				t.Logf("%s: caught at seed %d after %.1fs: %s", name, seed, row.Seconds, res.Violations[0].String())
-			}
-		}
+		row := mutants.Hunt(name, "driversim", func(seed uint64) []check.Violation {
+			return runSeed(t, Options{Seed: seed, Mutation: b.name}).Violations
+		}, t.Logf)
 		if !row.Caught {
-			row.Seconds = time.Since(start).Seconds()
 			t.Errorf("%s: not caught within %d seeds (%.0fs)", name, mutants.Seeds, row.Seconds)
 		}
 		rows = append(rows, row)
