@@ -46,10 +46,13 @@ func benchCases() []benchCase {
 	// retention of 5 minutes it holds as many, and what is left to grow
 	// is the simulator's own.
 	for _, w := range [][2]int{{10, 100}, {100, 2000}} {
-		for _, l := range []time.Duration{h, m} {
-			cs = append(cs, benchCase{Name: fmt.Sprintf("%dx%d-%s-ret5m", w[0], w[1], map[time.Duration]string{h: "1h", m: "10m"}[l]),
+		for _, l := range []struct {
+			d    time.Duration
+			name string
+		}{{h, "1h"}, {m, "10m"}} {
+			cs = append(cs, benchCase{Name: fmt.Sprintf("%dx%d-%s-ret5m", w[0], w[1], l.name),
 				What: "the same world with 5 minutes of retention (memory flat in run length, retained records aside)",
-				Args: append(world(w[0], w[1], l), "-retention", "5m")})
+				Args: append(world(w[0], w[1], l.d), "-retention", "5m")})
 		}
 	}
 	for _, ws := range [][2]int{{1, 100}, {10, 10}, {100, 100}, {10, 1000}} {
