@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"pgregory.net/rapid"
 
@@ -95,4 +96,42 @@ func TestProperty(t *testing.T) {
 func TestPropertyOutside(t *testing.T) {
 	t.Parallel()
 	rapid.Check(t, property("TestPropertyOutside", outsideSize, "", nil))
+}
+
+// TestPropertyOutsideDupOwnerG1 is a case TestPropertyOutside drew (rapid,
+// 2026-12-01): a second live process with w2's owner id resumes a lease
+// that the first w2 process has just handed over, from the row as it read
+// it (a restart under the same id resumes its own leases without
+// waiting), and delivers what the first one checkpointed again: G1 between
+// two processes of one owner id, which only the duplicate id (outside the
+// assumptions) allows. The run must tolerate it, as it tolerates S1 there,
+// and break on nothing else.
+func TestPropertyOutsideDupOwnerG1(t *testing.T) {
+	t.Parallel()
+	d := drawn{
+		Seed: 177324, Workers: 5, Shards: 9, Chaos: 62 * time.Second,
+		Knobs: knobs{LeaseDuration: 4300 * time.Millisecond, RenewInterval: 1070 * time.Millisecond,
+			SafetyMargin: 1130 * time.Millisecond, MaxClockDrift: 0.001, MaxLeasesToStealAtOnce: 5},
+		Classes:    []string{"dup"},
+		Actions:    []sim.Action{{At: 1047 * time.Millisecond, Kind: sim.ActDupOwner, Worker: 2}},
+		Assignment: sim.AssignmentMixed,
+	}
+	d.Knobs.ConsistentTakeScans = true
+	res, err := sim.Run(d.Options())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Inside {
+		t.Fatalf("the case ran inside the assumptions: %s", d)
+	}
+	var g1 bool
+	for _, v := range res.Tolerated {
+		g1 = g1 || v.Invariant == check.G1
+	}
+	if !g1 {
+		t.Errorf("the case no longer shows G1 between two processes of w2 (tolerated %v): the test no longer exercises the tolerance", res.Tolerated)
+	}
+	if vs := broken(res, outsideSize); len(vs) > 0 {
+		t.Fatal(failureReport("TestPropertyOutsideDupOwnerG1", d, res, vs))
+	}
 }
