@@ -80,6 +80,8 @@ type assignState struct {
 	depOwner  string
 	depIs     bool
 	nextHello time.Duration
+	// watch is the watch of this worker's pending rows (Config.WatchPending)
+	watch pendingWatch
 
 	as *assigner // non-nil while this worker holds the assigner row
 }
@@ -163,11 +165,13 @@ func (w *Worker) advanceAssigned() {
 		// the leases its predecessor held.
 		w.startScan()
 	}
-	if !a.pollInFlight && now >= a.nextPoll {
+	if !a.pollInFlight && now >= a.nextPoll && a.watch.polls() {
 		a.pollInFlight = true
+		a.watch.owed = false
 		a.nextPoll = now + w.jitter(w.cfg.PendingPollInterval)
 		w.call(Call{Op: OpListPending, Key: w.cfg.Owner}, pendingCall{purpose: forPoll})
 	}
+	w.readNotified()
 	if !a.indexOK {
 		return // nothing else until the index answered (or is found missing)
 	}
@@ -199,9 +203,10 @@ func (w *Worker) advanceAssigned() {
 // worker.
 func (w *Worker) wakeAssigned(min func(time.Duration)) {
 	a := &w.asg
-	if !a.pollInFlight {
+	if !a.pollInFlight && a.watch.polls() {
 		min(a.nextPoll)
 	}
+	w.wakeWatches(min)
 	if !a.indexOK {
 		return
 	}
@@ -249,7 +254,9 @@ func (w *Worker) onPoll(r *Result) {
 		return
 	}
 	if r.Err != nil {
-		return // the next poll comes soon
+		// the next poll comes soon; with a watch up, the one it owes
+		w.asg.watch.owed = w.asg.watch.up
+		return
 	}
 	w.asg.indexOK = true
 	for _, row := range r.Listing.Leases {
@@ -277,6 +284,10 @@ func (w *Worker) confirm(key string) {
 // strongly consistent read shows it.
 func (w *Worker) onConfirm(key string, r *Result) {
 	delete(w.asg.confirming, key)
+	if r.Err != nil && w.asg.watch.up {
+		// no poll will show the row again: read it again later
+		w.asg.watch.note([]PendingChange{{Key: key}}, w.now.Mono+w.cfg.PendingPollInterval)
+	}
 	if r.Err != nil || w.shutdown {
 		return
 	}

@@ -21,6 +21,9 @@ type assigner struct {
 	pollInFlight bool
 	nextPoll     time.Duration
 	confirming   map[string]bool
+	// watch is the watch of the rows that wait for the assigner
+	// (Config.WatchPending)
+	watch pendingWatch
 
 	live    map[string]time.Duration // member -> when last seen renewing (or taking, or inherited)
 	hellos  map[string]time.Duration // member -> when its hello was last read
@@ -165,11 +168,13 @@ func (w *Worker) advanceAssigner() {
 		w.nextScan = now + w.jitter(w.cfg.AssignerScanInterval)
 		w.call(Call{Op: OpListLeases, Consistent: true}, pendingCall{purpose: forScan})
 	}
-	if !a.pollInFlight && now >= a.nextPoll {
+	if !a.pollInFlight && now >= a.nextPoll && a.watch.polls() {
 		a.pollInFlight = true
+		a.watch.owed = false
 		a.nextPoll = now + w.jitter(w.cfg.PendingPollInterval)
 		w.call(Call{Op: OpListPending, Key: AssignerPending}, pendingCall{purpose: forAssignerPoll})
 	}
+	w.readAssignerNotified()
 	if a.expiry > 0 && now >= a.expiry {
 		// A lease expires now in this worker's view: assign it at once,
 		// from what the last scan showed (the write is conditioned on that
@@ -223,7 +228,7 @@ func (w *Worker) wakeAssigner(min func(time.Duration)) {
 	if !w.sync.inFlight() {
 		min(w.sync.next)
 	}
-	if !w.asg.as.pollInFlight {
+	if !w.asg.as.pollInFlight && w.asg.as.watch.polls() {
 		min(w.asg.as.nextPoll)
 	}
 	if h := w.heldAssignerRow(); h != nil {
@@ -242,6 +247,7 @@ func (w *Worker) onAssignerPoll(r *Result) {
 	}
 	a.pollInFlight = false
 	if r.Err != nil {
+		a.watch.owed = a.watch.up
 		return
 	}
 	for _, row := range r.Listing.Leases {
@@ -260,6 +266,9 @@ func (w *Worker) onAssignerConfirm(key string, r *Result) {
 		return
 	}
 	delete(a.confirming, key)
+	if r.Err != nil && a.watch.up {
+		a.watch.note([]PendingChange{{Key: key}}, w.now.Mono+w.cfg.PendingPollInterval)
+	}
 	if r.Err != nil || !w.isAssigner() || r.Lease.Pending != AssignerPending {
 		return
 	}

@@ -43,6 +43,11 @@ type LeaseTableOptions struct {
 	// NoIndex makes the table one without a pending index: ListPending
 	// fails with engine.ErrNoIndex.
 	NoIndex bool
+	// Watch makes the table keep, per Pending value, the log of writes a
+	// watch of its pending index reports (PendingChanges), as etcd keeps
+	// its revisions until a compaction (Compact): the table of an etcd
+	// store (package etcdstore). See watch.go.
+	Watch bool
 }
 
 // LeaseTable is an in-memory DynamoDB lease table that implements
@@ -71,6 +76,11 @@ type LeaseTable struct {
 
 	index   *pendingIndex
 	noIndex bool
+	// rev counts the writes applied (the store's revision); watch is the
+	// log of the writes that leave a row waiting (Options.Watch), nil
+	// without it
+	rev   int64
+	watch *watchLog
 }
 
 var _ engine.LeaseStore = (*LeaseTable)(nil)
@@ -89,6 +99,7 @@ func NewLeaseTable(opts LeaseTableOptions) *LeaseTable {
 		index: newPendingIndex(opts.IndexLag),
 
 		noIndex: opts.NoIndex,
+		watch:   newWatchLog(opts.Watch),
 	}
 }
 
@@ -324,6 +335,10 @@ func (t *LeaseTable) write(key string, v version, now time.Time) {
 // writeRow is write with h the key's history (t.rows[key], nil if none).
 func (t *LeaseTable) writeRow(h *history, key string, v version, now time.Time) {
 	t.index.update(key, v.lease.Pending, now) // "" for a row gone or malformed
+	t.rev++
+	if t.watch != nil && v.state == rowPresent && v.lease.Pending != "" {
+		t.watch.add(v.lease.Pending, key, t.rev)
+	}
 	if h == nil {
 		if v.state == rowAbsent {
 			return
