@@ -18,7 +18,7 @@ type pushHub struct {
 	// cluster's time reaches it.
 	startAfter func(who string) time.Duration
 	now        func() time.Duration
-	watching map[*tWorker]map[string]bool
+	watching   map[*tWorker]map[string]bool
 	// drop, if set, loses the change (and the watch: reported Lost) of
 	// key for who instead of reporting it.
 	drop func(who, key string) bool
