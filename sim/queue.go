@@ -21,6 +21,14 @@ const (
 	evKill                              // a graceful shutdown took too long
 	evSubWake                           // a parked NextEvent is answered (a = call slot<<32 | wake generation; see fanout.go)
 	evHeldApply                         // a call held back by boundary seeking reaches the table (a = call slot<<32 | hold generation; see boundary.go)
+	// etcd worlds (etcd.go, watch.go): a = watch slot<<32 | generation
+	evWatchOpen    // a watch's request reaches the store
+	evWatchStarted // its confirmation reaches its process
+	evWatchReport  // it reports what the store's log holds
+	evWatchResume  // a cut stream reconnects
+	evWatchCut     // a random cut of its stream
+	evWatchRetry   // the next attempt to open it
+	evCompact      // the store compacts its old revisions
 )
 
 // event is one entry of the queue, a plain value.

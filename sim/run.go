@@ -39,16 +39,17 @@ type simulator struct {
 	tbl *fakes.LeaseTable
 	st  *fakes.Kinesis
 
-	rec recorder
-	fo  fanOutSim // enhanced fan-out (fanout.go)
-	net network
-	svc services
-	cl  cluster
-	pm  processorModel
-	wl  workload
-	kpl kplState
-	fs  faultState
-	bd  boundaryState // boundary seeking (boundary.go)
+	rec  recorder
+	fo   fanOutSim // enhanced fan-out (fanout.go)
+	net  network
+	svc  services
+	cl   cluster
+	pm   processorModel
+	wl   workload
+	kpl  kplState
+	fs   faultState
+	bd   boundaryState // boundary seeking (boundary.go)
+	etcd etcdState     // an etcd world's store (etcd.go, watch.go)
 }
 
 // Run runs one simulation. The checkers run as it goes; the trace is kept
@@ -100,7 +101,8 @@ func run(o Options) (*Result, error) {
 	s.full, _ = w.engineConfig("probe", 1).Validate()
 	// The world: the fakes, on the run's true virtual time.
 	clk := fakes.ClockFunc(func() time.Time { return epoch.Add(s.now) })
-	s.tbl = fakes.NewLeaseTable(fakes.LeaseTableOptions{Clock: clk, Seed: o.Seed, StaleLag: s.tableLag(), IndexLag: w.Assignment.IndexLag})
+	s.tbl = fakes.NewLeaseTable(fakes.LeaseTableOptions{Clock: clk, Seed: o.Seed, StaleLag: max(s.tableLag(), w.Etcd.SerializableLag),
+		IndexLag: w.Assignment.IndexLag, Watch: w.Etcd.On})
 	s.st = fakes.NewKinesis(fakes.KinesisOptions{Clock: clk, Seed: o.Seed, Retention: w.Retention, OnTrim: s.onTrim, FreeTrimmed: true})
 	if err := s.st.CreateStream(streamName, w.Shards); err != nil {
 		return nil, err
@@ -129,6 +131,7 @@ func (s *simulator) setup() {
 	}
 	s.fs.schedule = s.drawSchedule()
 	s.fs.schedule = append(s.fs.schedule, s.boundarySchedule()...)
+	s.fs.schedule = append(s.fs.schedule, s.setupEtcd()...)
 	s.fs.schedule = append(s.fs.schedule, s.o.Actions...)
 	sort.SliceStable(s.fs.schedule, func(i, j int) bool { return s.fs.schedule[i].At < s.fs.schedule[j].At })
 	for i, a := range s.fs.schedule {

@@ -40,6 +40,8 @@ type World struct {
 	KPL        KPLWorld // KPL-aggregated records (see kpl.go)
 	// Boundary is the world's boundary seeking (see boundary.go).
 	Boundary BoundaryWorld
+	// Etcd is the world's etcd store, if its lease table is one (etcd.go).
+	Etcd EtcdWorld
 }
 
 // EngineParams are the drawn engine settings (zero: the engine default).
@@ -85,7 +87,7 @@ func (w World) String() string {
 		w.Workers, w.Shards, w.Chaos, w.Quiet, strings.Join(w.Faults, ","), e.LeaseDuration, e.RenewInterval, e.SafetyMargin, e.MaxClockDrift,
 		e.TakeInterval, e.ShardSyncInterval, e.MaxLeasesForWorker, e.MaxLeasesToStealAtOnce, e.GetRecordsLimit, e.IdleTimeBetweenReads, e.ConsistentTakeScans,
 		w.Rates, w.TableLatency.Base, w.TableLatency.Tail, w.StreamLatency.Base, w.StreamLatency.Tail, w.CallTimeout, w.Retention, w.PutRate, w.DriftBound, w.CheckpointPace, w.Bound, w.Balance, w.FanOut) +
-		w.policyString() + w.Assignment.String() + w.KPL.String() + w.Boundary.String()
+		w.policyString() + w.Assignment.String() + w.KPL.String() + w.Boundary.String() + w.Etcd.String()
 }
 
 func (w World) policyString() string {
@@ -126,6 +128,7 @@ func (w World) engineConfig(owner string, seed uint64) engine.Config {
 	if w.FanOut.On {
 		c.Consumer, c.ConsumerName = engine.FanOut, consumerName
 	}
+	c.WatchPending = w.Etcd.On
 	return c
 }
 
@@ -216,7 +219,7 @@ func drawWorld(o Options) (World, error) {
 		w.Faults = append([]string(nil), FaultClasses...)
 	default:
 		known := map[string]bool{}
-		for _, c := range append(append(append([]string(nil), FaultClasses...), OutsideClasses...), FanOutClasses...) {
+		for _, c := range append(append(append(append([]string(nil), FaultClasses...), OutsideClasses...), FanOutClasses...), EtcdClasses...) {
 			known[c] = true
 		}
 		for _, c := range strings.Split(f, ",") {
@@ -306,6 +309,9 @@ func drawWorld(o Options) (World, error) {
 		return w, err
 	}
 	w.drawKPL(o, f == "" || f == "swarm")
+	if err := w.drawEtcd(o, f == "" || f == "swarm"); err != nil {
+		return w, err
+	}
 	if err := w.drawBoundary(o, f == "" || f == "swarm", full.LeaseDuration); err != nil {
 		return w, err
 	}

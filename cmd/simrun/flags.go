@@ -98,6 +98,7 @@ func parseArgs(args []string, stderr io.Writer) (*config, error) {
 		mutation   = fs.String("mutation", "", "plant a bug (see -list) to show the checkers catch it")
 		assignment = fs.String("assignment", "", "how leases reach the workers: assigner, scan, mixed (each worker slot draws), or empty: the assigner (the swarm draws)")
 		consumer   = fs.String("consumer", "", "how the workers read: polling, fan-out (enhanced fan-out), or empty: the swarm draws fan-out for 3 worlds in 10; default: the scenario's")
+		store      = fs.String("store", "", "the lease table: dynamodb, etcd (an etcd store, with pushed assignments), or empty: the swarm draws etcd for a quarter of its worlds")
 		lifetime   = fs.Duration("subscription-lifetime", 0, "fan-out: how long a subscription lasts (0: the scenario's, or drawn from 15s to 5m)")
 		boundary   = fs.String("boundary", "", "boundary seeking (timings at the edges of the assumptions): on, off, or empty: the swarm draws it for half its worlds")
 		parallel   = fs.Int("parallel", runtime.NumCPU(), "seeds run at a time (each seed is single-threaded and deterministic)")
@@ -221,6 +222,14 @@ func parseArgs(args []string, stderr io.Writer) (*config, error) {
 		}
 		o.Consumer = *consumer
 	}
+	if set["store"] {
+		switch *store {
+		case "", "dynamodb", "etcd":
+		default:
+			return nil, usagef("-store %q: want dynamodb or etcd (or empty: drawn)", *store)
+		}
+		o.Store = *store
+	}
 	if set["subscription-lifetime"] {
 		if *lifetime < 0 {
 			return nil, usagef("-subscription-lifetime must not be negative")
@@ -321,6 +330,9 @@ func parseArgs(args []string, stderr io.Writer) (*config, error) {
 	}
 	if o.Consumer != "" {
 		c.options["consumer"] = o.Consumer
+	}
+	if o.Store != "" {
+		c.options["store"] = o.Store
 	}
 	if o.Assignment != "" {
 		c.options["assignment"] = o.Assignment
@@ -444,8 +456,8 @@ func listing(w io.Writer) {
 			fmt.Fprintf(w, "      %s\n", l)
 		}
 	}
-	fmt.Fprintf(w, "\nfault classes (-faults swarm|none|all|A,B,...):\n  inside the assumptions: %s\n  outside (S1 tolerated): %s\n  enhanced fan-out worlds only (-consumer fan-out; a swarm draws them there): %s\n",
-		strings.Join(sim.FaultClasses, ", "), strings.Join(sim.OutsideClasses, ", "), strings.Join(sim.FanOutClasses, ", "))
+	fmt.Fprintf(w, "\nfault classes (-faults swarm|none|all|A,B,...):\n  inside the assumptions: %s\n  outside (S1 tolerated): %s\n  enhanced fan-out worlds only (-consumer fan-out; a swarm draws them there): %s\n  etcd worlds only (-store etcd; a swarm draws them there): %s\n",
+		strings.Join(sim.FaultClasses, ", "), strings.Join(sim.OutsideClasses, ", "), strings.Join(sim.FanOutClasses, ", "), strings.Join(sim.EtcdClasses, ", "))
 	fmt.Fprintln(w, "\nmutations (-mutation NAME), planted bugs the checkers must catch:")
 	for _, m := range mutationNames() {
 		fmt.Fprintf(w, "  %-22s %s\n", m, sim.Mutations[m])

@@ -95,6 +95,8 @@ var Classes = map[string]string{
 	"engine:assigner-takes-over-at-once":     "assignment",
 	"engine:handoff-before-release":          "assignment",
 	"engine:assigner-early-expiry":           "assignment",
+	"etcd-owner-only-compare":                "etcd store",
+	"etcd-watch-resume-at-current":           "etcd store",
 }
 
 // Write writes rows to path as JSON.

@@ -23,8 +23,9 @@ const (
 	checkTenures // only the tenures (Tenures)
 	checkG1
 	checkW1
+	checkW2
 
-	checkAll = checkS1 | checkS2 | checkS3 | checkS4 | checkS5 | checkS6 | checkL1 | checkMeasure | checkG1 | checkW1
+	checkAll = checkS1 | checkS2 | checkS3 | checkS4 | checkS5 | checkS6 | checkL1 | checkMeasure | checkG1 | checkW1 | checkW2
 )
 
 // Online runs every checker (S1-S6, L1) and the figures (Measure) over a
@@ -51,6 +52,7 @@ type Online struct {
 	l1 *l1Checker
 	g1 *g1Checker
 	w1 *w1Checker
+	w2 *w2Checker // watch.go
 	ms *measurer
 
 	prefed bool // the records put were taken before the history (feed)
@@ -102,6 +104,9 @@ func newOnline(o Options, w which) *Online {
 	if w&checkW1 != 0 {
 		c.w1 = newW1(o)
 	}
+	if w&checkW2 != 0 {
+		c.w2 = newW2(o)
+	}
 	if w&checkMeasure != 0 {
 		c.ms = newMeasurer(o, c.ten, c.puts, c.keys)
 		c.ten.ms = c.ms
@@ -136,6 +141,9 @@ func (c *Online) feed(recs []trace.Record) {
 func (c *Online) Observe(r *trace.Record) {
 	if c.w1 != nil {
 		c.w1.observe(r)
+	}
+	if c.w2 != nil && (r.Kind == trace.KindWatch || r.Kind == trace.KindIndex || r.Kind == trace.KindProcStop) {
+		c.w2.observe(r)
 	}
 	var ks *keyState // r.Key's, if a checker reads it
 	if keyed(r) {
@@ -353,6 +361,9 @@ func (c *Online) Finish(final []engine.Lease, finalKnown bool) (Report, Figures)
 	}
 	if c.w1 != nil {
 		rep.Violations = append(rep.Violations, c.w1.out...)
+	}
+	if c.w2 != nil {
+		rep.Violations = append(rep.Violations, c.w2.finish()...)
 	}
 	var f Figures
 	if c.ms != nil {
