@@ -193,7 +193,9 @@ func (s *simulator) setupEtcd() []Action {
 }
 
 // compactEvery is the time between compaction passes.
-func (s *simulator) compactEvery() time.Duration { return max(s.w.Etcd.History/4, 250*time.Millisecond) }
+func (s *simulator) compactEvery() time.Duration {
+	return max(s.w.Etcd.History/4, 250*time.Millisecond)
+}
 
 // onCompact compacts the revisions older than the world's history.
 func (s *simulator) onCompact() {
