@@ -79,17 +79,23 @@ func TestLiveChaos(t *testing.T) {
 	kin := localaws.Kinesis(t)
 	toxi := startToxiproxy(t)
 	bin := buildLive(t)
+	etcdBin := buildEtcdMember(t) // chaos_etcd_test.go
 	for _, tc := range []struct {
 		name, pos string
 		fanOut    bool
+		etcd      bool // the lease table on a 3-member etcd cluster
 	}{
-		{engine.Latest, engine.Latest, false},
-		{engine.TrimHorizon, engine.TrimHorizon, false},
-		{"FAN_OUT_" + engine.Latest, engine.Latest, true},
+		{engine.Latest, engine.Latest, false, false},
+		{engine.TrimHorizon, engine.TrimHorizon, false, false},
+		{"FAN_OUT_" + engine.Latest, engine.Latest, true, false},
+		{"ETCD_" + engine.TrimHorizon, engine.TrimHorizon, false, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			r := newChaosRun(t, mode, tc.pos, bin, ddb, kin, toxi, tc.fanOut)
+			if tc.etcd {
+				r.setupEtcd(etcdBin)
+			}
 			r.run()
 		})
 	}
@@ -237,7 +243,8 @@ type chaosRun struct {
 	harness  *history.Recorder
 	kin      *kinesis.Client
 	ks       *kinesisstream.Stream
-	store    *dynamostore.Store
+	store    engine.LeaseStore // the harness's own view of the table
+	etcd     *etcdChaos        // etcd runs: the cluster (chaos_etcd_test.go)
 	efo      *efoserver.Server // fan-out runs: the workers' Kinesis endpoint
 	kinURL   string            // the workers' Kinesis endpoint
 	slots    []*workerProc
@@ -292,10 +299,7 @@ func newChaosRun(t *testing.T, mode, pos, bin string, ddb, kin localaws.Target, 
 	}
 
 	// one worker's link to the table goes through toxiproxy
-	r.toxiName = "table-" + strings.ToLower(pos)
-	if fanOut {
-		r.toxiName += "-fan-out"
-	}
+	r.toxiName = "table-" + r.table // unique: the runs share the toxiproxy
 	upstream := strings.TrimPrefix(r.ddbProxy.URL, "http://")
 	p, err := toxi.call("POST", "/proxies", map[string]any{"name": r.toxiName, "listen": "127.0.0.1:0", "upstream": upstream, "enabled": true})
 	if err != nil {
@@ -349,11 +353,14 @@ func (r *chaosRun) startWorker(slot int, owner string) *workerProc {
 		endpoint = "http://" + r.toxiAddr
 	}
 	args := []string{"run", "-stream", r.stream, "-table", r.table, "-owner", owner, "-worker", strconv.Itoa(slot),
+		"-store", r.storeKind()}
+	args = append(args, r.tableArgs(slot, endpoint)...)
+	args = append(args,
 		"-record", r.dir, "-metrics-addr", "127.0.0.1:0", "-initial-position", r.pos,
 		"-lease-duration", chaosLease.String(), "-renew-interval", chaosRenew.String(),
 		"-shard-sync-interval", "2s", "-idle-time-between-reads", "250ms",
 		"-checkpoint-every", "40", "-checkpoint-interval", "1s", "-fail-every", "23", "-shutdown-timeout", "15s",
-		"-dynamodb-endpoint", endpoint, "-kinesis-endpoint", r.kinURL}
+		"-kinesis-endpoint", r.kinURL)
 	if r.efo != nil {
 		args = append(args, "-consumer", "fan-out", "-consumer-name", "chaos-app")
 	}
@@ -737,7 +744,7 @@ func (r *chaosRun) scrapeMetrics(p *workerProc) {
 
 func (r *chaosRun) run() {
 	t := r.t
-	out, err := r.exec("create", "-table", r.table, "-stream", r.stream, "-shards", "4")
+	out, err := r.exec(append([]string{"create", "-table", r.table, "-stream", r.stream, "-shards", "4", "-store", r.storeKind()}, r.harnessTableArgs()...)...)
 	if err != nil {
 		t.Fatalf("live create: %v\n%s", err, out)
 	}
@@ -901,6 +908,25 @@ func (r *chaosRun) cycle(c int) {
 		return len(missing) == 0, fmt.Sprintf("still holding %v", missing)
 	})
 
+	if r.etcd != nil {
+		r.etcdCycle() // 5 and 6 for the etcd cluster (chaos_etcd_test.go)
+	} else {
+		r.tableCycle()
+	}
+
+	// 7. merge two adjacent open shards while records flow
+	if a, b, ok := adjacentPair(r.openShards()); ok {
+		r.reshard("merge", a.ID, b.ID)
+	} else {
+		t.Fatalf("no two adjacent open shards to merge")
+	}
+	// let the children of this cycle be taken and read before the next
+	time.Sleep(2 * time.Second) // records flow meanwhile
+}
+
+// tableCycle injects the faults of the DynamoDB table's links.
+func (r *chaosRun) tableCycle() {
+	t := r.t
 	// 5. throttling and lost replies on every worker's link
 	r.fault(nil, livecheck.FaultBegin+" throttling")
 	// applied, reply lost: the SDK retry meets a failed condition
@@ -928,7 +954,7 @@ func (r *chaosRun) cycle(c int) {
 	r.fault(nil, livecheck.FaultEnd+" throttling")
 
 	// 6. slow, then cut, worker 1's link to the table (toxiproxy)
-	p = r.slots[1]
+	p := r.slots[1]
 	r.fault(p, livecheck.FaultBegin+" latency")
 	if _, err := r.toxi.call("POST", "/proxies/"+r.toxiName+"/toxics", map[string]any{"name": "slow", "type": "latency", "stream": "downstream",
 		"attributes": map[string]any{"latency": 600, "jitter": 500}}); err != nil {
@@ -941,7 +967,7 @@ func (r *chaosRun) cycle(c int) {
 	}
 	r.fault(p, livecheck.FaultEnd+" latency")
 	r.waitHolding(p)
-	keys, at = r.acting(p), r.harness.Now()
+	keys, at := r.acting(p), r.harness.Now()
 	r.fault(p, livecheck.FaultBegin+" cut")
 	if _, err := r.toxi.call("POST", "/proxies/"+r.toxiName+"/toxics", map[string]any{"name": "cut", "type": "timeout", "stream": "upstream",
 		"attributes": map[string]any{"timeout": 0}}); err != nil {
@@ -955,15 +981,6 @@ func (r *chaosRun) cycle(c int) {
 	}
 	r.fault(p, livecheck.FaultEnd+" cut")
 	r.logf("healed %s's link", p.owner)
-
-	// 7. merge two adjacent open shards while records flow
-	if a, b, ok := adjacentPair(r.openShards()); ok {
-		r.reshard("merge", a.ID, b.ID)
-	} else {
-		t.Fatalf("no two adjacent open shards to merge")
-	}
-	// let the children of this cycle be taken and read before the next
-	time.Sleep(2 * time.Second) // records flow meanwhile
 }
 
 // startFanOutServer puts the local enhanced fan-out endpoint
@@ -1010,7 +1027,7 @@ func (r *chaosRun) fanOutFigures() {
 func (r *chaosRun) verify() {
 	t := r.t
 	jsonPath := filepath.Join(r.dir, "report.json")
-	out, err := r.exec("check", "-table", r.table, "-stream", r.stream, "-json", jsonPath, r.dir)
+	out, err := r.exec(append(append([]string{"check", "-table", r.table, "-stream", r.stream, "-json", jsonPath, "-store", r.storeKind()}, r.harnessTableArgs()...), r.dir)...)
 	_ = os.WriteFile(filepath.Join(r.dir, "report.txt"), []byte(out), 0o644)
 	t.Logf("live check (%s):\n%s", r.pos, out)
 	var exitErr *exec.ExitError
@@ -1053,6 +1070,7 @@ func (r *chaosRun) verify() {
 		must(rep.Invariants[inv] == 0, "%s: %d violations", inv, rep.Invariants[inv])
 	}
 	t.Logf("Lin: %s", rep.Lin.Info)
+	r.logFigures(&rep)
 	must(rep.Lin.Ops > 0 && rep.Lin.Scans > 0, "Lin checked %d ops, %d consistent scans: the lease-table history was not recorded", rep.Lin.Ops, rep.Lin.Scans)
 	cycles := 1
 	if r.mode == "long" {

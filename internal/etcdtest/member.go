@@ -30,8 +30,10 @@ type MemberConfig struct {
 	// Dir is the member's data directory (created if missing).
 	Dir string
 	// ClientURL and PeerURL are the member's client and peer URLs
-	// (http://127.0.0.1:port).
-	ClientURL, PeerURL string
+	// (http://127.0.0.1:port). ListenPeerURL, if set, is where it listens
+	// for its peers, PeerURL then being the address they reach it at (a
+	// proxy in front of it, which a test can cut).
+	ClientURL, PeerURL, ListenPeerURL string
 	// InitialCluster is the "name=peerURL,..." list of every member.
 	InitialCluster string
 	// Token is the initial cluster token (the same for every member).
@@ -68,6 +70,13 @@ func StartMember(c MemberConfig, timeout time.Duration) (*embed.Etcd, error) {
 	}
 	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{*cu}, []url.URL{*cu}
 	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{*pu}, []url.URL{*pu}
+	if c.ListenPeerURL != "" {
+		lu, err := url.Parse(c.ListenPeerURL)
+		if err != nil {
+			return nil, fmt.Errorf("etcdtest: listen peer URL %q: %w", c.ListenPeerURL, err)
+		}
+		cfg.ListenPeerUrls = []url.URL{*lu}
+	}
 	cfg.InitialCluster = c.InitialCluster
 	cfg.InitialClusterToken = c.Token
 	if c.Token == "" {
