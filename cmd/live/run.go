@@ -356,7 +356,7 @@ func startupFailure(err error, f workerFlags, where, region, kinEP string) (int,
 	case errors.Is(err, engine.ErrAccessDenied) && f.store.kind == storeEtcd && strings.Contains(err.Error(), "etcdstore"):
 		return exitUsage, fmt.Sprintf("the etcd cluster refused the credentials or their permissions on the %s (-etcd-username, %s, -etcd-cert): %v", where, envEtcdPassword, err)
 	case errors.Is(err, engine.ErrAccessDenied):
-		return exitUsage, fmt.Sprintf("the credentials were rejected or lack a permission (region %s; see the README's IAM policy): %v", region, err)
+		return exitUsage, fmt.Sprintf("the credentials were rejected or lack a permission (region %s; the IAM policy is in docs/aws.md): %v", region, err)
 	}
 	return 0, ""
 }
