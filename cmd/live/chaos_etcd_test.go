@@ -242,7 +242,7 @@ func (r *chaosRun) etcdCycle() {
 	r.slotToxic(1, "slow", "", "", nil)
 	r.fault(p, livecheck.FaultEnd+" latency")
 	r.waitHolding(p)
-	keys, at := r.acting(p), r.harness.Now()
+	keys, at := r.actingNow(p), r.harness.Now()
 	r.fault(p, livecheck.FaultBegin+" cut")
 	r.slotToxic(1, "cut", "timeout", "upstream", map[string]any{"timeout": 0})
 	r.logf("cut %s from etcd", p.owner)

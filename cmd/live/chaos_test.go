@@ -994,7 +994,7 @@ func (r *chaosRun) tableCycle() {
 	}
 	r.fault(p, livecheck.FaultEnd+" latency")
 	r.waitHolding(p)
-	keys, at := r.acting(p), r.harness.Now()
+	keys, at := r.actingNow(p), r.harness.Now()
 	r.fault(p, livecheck.FaultBegin+" cut")
 	if _, err := r.toxi.call("POST", "/proxies/"+r.toxiName+"/toxics", map[string]any{"name": "cut", "type": "timeout", "stream": "upstream",
 		"attributes": map[string]any{"timeout": 0}}); err != nil {
