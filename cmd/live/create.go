@@ -107,7 +107,9 @@ func runCreate(ctx context.Context, args []string, stdout, stderr io.Writer) int
 
 // createEtcd checks the etcd prefix of table (nothing of another
 // application's under it) and writes its schema key if it has none: there is
-// nothing else to create.
+// nothing else to create. Nothing becomes ACTIVE either: a cluster that does
+// not answer within twice -etcd-dial-timeout is named as unreachable
+// rather than waited for until -timeout.
 func createEtcd(ctx context.Context, sf *storeFlags, table string, stdout, stderr io.Writer) int {
 	o, err := sf.open(table, nil)
 	if err != nil {
@@ -115,9 +117,14 @@ func createEtcd(ctx context.Context, sf *storeFlags, table string, stdout, stder
 		return exitUsage
 	}
 	defer o.Close()
+	ctx, cancel := context.WithTimeout(ctx, 2*sf.dialWait)
+	defer cancel()
 	wrote, err := o.etcd.EnsurePrefix(ctx)
 	switch {
-	case errors.Is(err, engine.ErrTableSchema), errors.Is(err, engine.ErrAccessDenied):
+	case errors.Is(err, engine.ErrAccessDenied):
+		fmt.Fprintf(stderr, "live create: the etcd cluster refused the credentials or their permissions on the %s (-etcd-username, %s, -etcd-cert): %v\n", o.where, envEtcdPassword, err)
+		return exitUsage
+	case errors.Is(err, engine.ErrTableSchema):
 		fmt.Fprintf(stderr, "live create: the %s cannot be this application's lease table: %v\n", o.where, err)
 		return exitUsage
 	case err != nil:

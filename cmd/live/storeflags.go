@@ -71,6 +71,9 @@ func (f *storeFlags) validate() error {
 		if strings.TrimSpace(f.endpoints) == "" {
 			return errors.New("-store etcd needs -etcd-endpoints (or LIVE_ETCD_ENDPOINTS)")
 		}
+		if f.dialWait <= 0 {
+			return fmt.Errorf("-etcd-dial-timeout %v: must be positive", f.dialWait)
+		}
 	default:
 		return fmt.Errorf("-store %q: want %s or %s", f.kind, storeDynamoDB, storeEtcd)
 	}

@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
-
 	"github.com/shardlease/shardlease/engine"
 	"github.com/shardlease/shardlease/engine/etcdstore"
 	"github.com/shardlease/shardlease/internal/etcdtest"
@@ -26,24 +24,9 @@ func TestAuth(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	admin := c.Client(t)
 	ctx := etcdtest.Context(t)
 	const rootPW, appPW, otherPW = "root-secret-1", "app-secret-2", "other-secret-3"
-	must := func(_ any, err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	must(admin.RoleAdd(ctx, "root"))
-	must(admin.UserAdd(ctx, "root", rootPW))
-	must(admin.UserGrantRole(ctx, "root", "root"))
-	must(admin.RoleAdd(ctx, "app"))
-	must(admin.RoleGrantPermission(ctx, "app", "/shardlease/app/", clientv3.GetPrefixRangeEnd("/shardlease/app/"), clientv3.PermissionType(clientv3.PermReadWrite)))
-	must(admin.UserAdd(ctx, "app", appPW))
-	must(admin.UserGrantRole(ctx, "app", "app"))
-	must(admin.UserAdd(ctx, "other", otherPW))
-	must(admin.AuthEnable(ctx))
+	c.EnableAuth(t, rootPW, etcdtest.User{Name: "app", Password: appPW, Prefix: "/shardlease/app/"}, etcdtest.User{Name: "other", Password: otherPW})
 
 	_, err = etcdstore.Dial(etcdstore.DialOptions{Endpoints: c.Endpoints(), Username: "app", Password: "wrong-password-9"})
 	if !errors.Is(err, engine.ErrAccessDenied) || strings.Contains(err.Error(), "wrong-password-9") {
