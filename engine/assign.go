@@ -166,6 +166,9 @@ func (w *Worker) advanceAssigned() {
 	if !a.pollInFlight && now >= a.nextPoll {
 		a.pollInFlight = true
 		a.nextPoll = now + w.jitter(w.cfg.PendingPollInterval)
+		if w.bug("poll-every-lease-duration") {
+			a.nextPoll = now + w.jitter(w.cfg.LeaseDuration)
+		}
 		w.call(Call{Op: OpListPending, Key: w.cfg.Owner}, pendingCall{purpose: forPoll})
 	}
 	if !a.indexOK {
@@ -297,7 +300,7 @@ func (w *Worker) onConfirm(key string, r *Result) {
 	switch {
 	case row.Owner == "":
 		actFrom := w.now.Mono
-		if row.HandoffFrom != "" {
+		if row.HandoffFrom != "" || w.bug("receiver-waits-out-holder") {
 			// released before its thief ever acted: its previous owner may
 			// still act until its own view expires
 			actFrom = o.seenAt + w.cfg.LeaseDuration
@@ -323,6 +326,9 @@ func (w *Worker) adoptable(h *holding, row Lease) bool {
 func (w *Worker) adopt(h *holding, row Lease) {
 	h.row = row.Clone()
 	h.suspect = false
+	if w.bug("adopt-renews-validity") {
+		h.validFrom = w.now.Mono
+	}
 	if row.HandoffTo != "" && row.Pending == w.cfg.Owner && !h.handing {
 		w.handOver(h, row.HandoffTo)
 	}
@@ -383,7 +389,7 @@ func (w *Worker) onMonitor(r *Result) {
 	a.members = slices.Clone(row.Children)
 	a.depKnown = false
 	_, a.isMember = slices.BinarySearch(a.members, w.cfg.Owner)
-	if w.deputy(row.Owner) {
+	if w.deputy(row.Owner) && !w.bug("deputies-read-slowly") {
 		next = now + w.jitter(w.cfg.PendingPollInterval)
 	}
 	switch {

@@ -163,6 +163,9 @@ func (w *Worker) advanceAssigner() {
 		w.scanInFlight = true
 		w.scanSentAt = now
 		w.nextScan = now + w.jitter(w.cfg.AssignerScanInterval)
+		if w.bug("assigner-scans-slowly") {
+			w.nextScan = now + w.jitter(w.cfg.TakeInterval)
+		}
 		w.call(Call{Op: OpListLeases, Consistent: true}, pendingCall{purpose: forScan})
 	}
 	if !a.pollInFlight && now >= a.nextPoll {
@@ -170,7 +173,7 @@ func (w *Worker) advanceAssigner() {
 		a.nextPoll = now + w.jitter(w.cfg.PendingPollInterval)
 		w.call(Call{Op: OpListPending, Key: AssignerPending}, pendingCall{purpose: forAssignerPoll})
 	}
-	if a.expiry > 0 && now >= a.expiry {
+	if a.expiry > 0 && now >= a.expiry && !w.bug("expiry-at-scans-only") {
 		// A lease expires now in this worker's view: assign it at once,
 		// from what the last scan showed (the write is conditioned on that
 		// version: if the holder renewed since, it fails).
@@ -329,7 +332,7 @@ func (w *Worker) assignFrom(rows []Lease) {
 			} else if now-o.seenAt >= d {
 				free, why = append(free, o), append(why, "not taken by "+row.Pending)
 			}
-		case row.Owner == a.previous && row.Writer == a.previousWriter && a.previousWriter != "" && o.seenAt <= a.firstScan:
+		case row.Owner == a.previous && (row.Writer == a.previousWriter || w.bug("previous-assigner-any-writer")) && a.previousWriter != "" && o.seenAt <= a.firstScan && !w.bug("previous-assigner-leases-wait"):
 			// The previous assigner's leases: dropped when its row expired.
 			free, why = append(free, o), append(why, "held by the previous assigner")
 		case now-o.seenAt >= w.expiredFor():
@@ -403,7 +406,7 @@ func (w *Worker) sendAssign(wr *write) {
 // died does not put its lease's expiry off by a lease duration.
 func (w *Worker) assignedApplied(wr *write) {
 	o := w.observeRow(wr.row)
-	if wr.keepsAge && o.row.Counter == wr.row.Counter && o.row.Owner == wr.row.Owner && wr.stillSince < o.seenAt {
+	if wr.keepsAge && o.row.Counter == wr.row.Counter && o.row.Owner == wr.row.Owner && wr.stillSince < o.seenAt && !w.bug("handoff-request-resets-age") {
 		o.seenAt = wr.stillSince
 	}
 	w.emit(TraceEvent{Kind: TraceAssigned, Key: wr.key, Shard: w.refOf(wr.key), Counter: wr.row.Counter, Previous: wr.previous, Reason: wr.reason})

@@ -15,7 +15,7 @@ func (w *Worker) loads() map[string]float64 {
 		switch {
 		case who == "":
 			who = o.row.Pending
-		case o.row.HandoffTo != "":
+		case o.row.HandoffTo != "" && !w.bug("handoff-counted-for-source"):
 			who = o.row.HandoffTo // being handed over: the receiver's already
 		}
 		if h := w.held[o.row.Key]; h != nil && h.handing {
@@ -205,7 +205,7 @@ func (w *Worker) pickMove(rows []Lease, from string, spread float64) *observatio
 		wt := w.weight(o.row)
 		switch {
 		case w.cfg.BalanceBy != BalanceThroughput:
-			if spread >= 2 {
+			if spread >= 2 || (spread >= 1 && w.bug("balance-spread-one")) {
 				return o // rows are sorted: the first such lease
 			}
 			return nil

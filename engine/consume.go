@@ -150,7 +150,7 @@ func (w *Worker) tickConsumer(h *holding) {
 func (w *Worker) stopConsuming(h *holding) {
 	c := &h.c
 	c.records = nil
-	if c.initialized {
+	if c.initialized && !w.bug("release-without-shutdown-notice") {
 		c.batch = w.batchID()
 		c.phase = cShutdownWait
 		w.notice(Notice{Kind: NoticeShutdownRequested, Key: h.key, Shard: h.ref, Batch: c.batch})
@@ -288,6 +288,9 @@ func (w *Worker) onRecords(pc pendingCall, r *Result) {
 	case errors.Is(r.Err, ErrExpiredIterator), errors.Is(r.Err, ErrNotFound):
 		// A new iterator after the last record delivered; if the shard is
 		// gone, getting it says so.
+		if w.bug("expired-iterator-restarts-at-checkpoint") {
+			c.position = h.row.Checkpoint
+		}
 		c.phase = cIter
 		c.nextAt = now
 		w.tickConsumer(h)
@@ -355,7 +358,7 @@ func (w *Worker) onDone(in Input) {
 			// if it had been processed (nothing is checkpointed for it).
 			w.emit(TraceEvent{Kind: TraceBatchSkipped, Key: h.key, Shard: h.ref, Counter: h.row.Counter,
 				First: first, Last: last, Count: c.failures + 1, Reason: in.Reason})
-		case in.Failed:
+		case in.Failed && !w.bug("failed-batch-advances"):
 			// Deliver the same records again, after a pause.
 			c.failures++
 			w.emit(TraceEvent{Kind: TraceBatchFailed, Key: h.key, Shard: h.ref, Counter: h.row.Counter,

@@ -75,7 +75,7 @@ func (w *Worker) actUntil(h *holding) time.Duration {
 	if w.bug("no-safety-margin") {
 		until = w.validUntil(h)
 	}
-	if c := w.heldAssignerRow(); c != nil && c != h && !c.gone {
+	if c := w.heldAssignerRow(); c != nil && c != h && !c.gone && !w.bug("assigner-leases-unbound") {
 		until = min(until, w.actUntil(c))
 	}
 	return until
@@ -195,7 +195,7 @@ func (w *Worker) nextWrite(h *holding) {
 		row.Counter++
 		row.HandoffTo, row.Pending = "", ""
 		switch {
-		case h.handing:
+		case h.handing && !w.bug("handoff-release-to-assigner"):
 			row.Pending = h.handoffTo // its receiver takes it at once
 		case w.asg.on && !h.control:
 			row.Pending = AssignerPending // the assigner hands it out at once
@@ -341,7 +341,7 @@ func (w *Worker) loseLease(h *holding, reason string) {
 		// deposed assigner acted on a take sent before it lost its row,
 		// which its successor had reassigned at once).
 		for _, wr := range w.writes {
-			if wr.kind == wTake && wr.row.Writer == old && !IsReserved(wr.key) {
+			if wr.kind == wTake && wr.row.Writer == old && !IsReserved(wr.key) && !w.bug("deposed-take-acted") {
 				wr.deposed = true
 			}
 		}
@@ -400,6 +400,8 @@ func (w *Worker) onCheckpointRequest(key string, cp Checkpoint, token uint64) {
 		// The lease is being given up: a checkpoint queued now could only
 		// be written after the release, and would never be answered.
 		reject(ErrLeaseLost, "the lease is being released")
+	case h.handing && w.bug("handoff-refuses-checkpoints"):
+		reject(ErrLeaseLost, "the lease is being handed over")
 	case !w.isActing(h):
 		reject(ErrLeaseLost, "not acting: the lease is near its own-view expiry or not yet safe to use")
 	case cp.Validate() != nil:

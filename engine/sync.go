@@ -174,7 +174,7 @@ func (w *Worker) finishSync() {
 	if !s.scanned || w.shutdown || w.stopped {
 		return
 	}
-	if age := w.now.Mono - s.sentAt; age > maxSyncAge(w.cfg) {
+	if age := w.now.Mono - s.sentAt; age > maxSyncAge(w.cfg) && !w.bug("sync-never-abandons") {
 		// The round's scan and listings are too old to decide from: the
 		// worker was paused (or its replies were held) after it sent
 		// them, and meanwhile a shard may have been created, finished and
@@ -238,7 +238,7 @@ func (w *Worker) syncStream(sc *StreamConfig) (deferred bool) {
 			return v
 		}
 		v := hasRow(id)
-		if !v && depth < 64 {
+		if !v && depth < 64 && !w.bug("descendant-check-dropped") {
 			for _, c := range children[id] {
 				if cover(c, depth+1) {
 					v = true
@@ -277,6 +277,9 @@ func (w *Worker) syncStream(sc *StreamConfig) (deferred bool) {
 		start := sc.InitialPosition
 		if parentHasRow {
 			start = TrimHorizon
+			if w.bug("child-at-latest") {
+				start = Latest
+			}
 		} else if sh.Closed() && sc.InitialPosition == Latest {
 			state[sh.ID] = settled
 			return settled
@@ -361,7 +364,7 @@ func (w *Worker) cleanup(sc *StreamConfig, children map[string][]string, listed 
 		started := true
 		for _, c := range kids {
 			child, ok := w.sync.rows[w.keys.Key(ShardRef{Stream: sc.Name, Shard: c})]
-			if !ok || (child.Owner == "" && child.Checkpoint.IsStart()) {
+			if (!ok && !w.bug("delete-before-children-started")) || (ok && child.Owner == "" && child.Checkpoint.IsStart()) {
 				started = false
 				break
 			}

@@ -70,6 +70,9 @@ func (w *Worker) observeRow(row Lease) *observation {
 		}
 	default:
 		o.row = row
+		if w.bug("observation-reset-on-reread") {
+			o.seenAt = w.now.Mono // KCL issue #1803
+		}
 	}
 	return o
 }
@@ -223,7 +226,7 @@ func (w *Worker) takeLeases(rows []Lease) {
 		// under the same id) may be acted on at once, unless a handoff is
 		// pending on it: then its previous owner may still be acting.
 		quiet := now
-		if row.HandoffFrom != "" {
+		if row.HandoffFrom != "" && !w.bug("take-ignores-handoff-from") {
 			quiet = o.seenAt + w.cfg.LeaseDuration
 		}
 		switch {
@@ -285,6 +288,9 @@ func (w *Worker) takeLeases(rows []Lease) {
 		}
 	}
 	n := min(target-have, w.cfg.MaxLeasesToStealAtOnce, (counts[victim]-have)/2)
+	if w.bug("steal-from-equal") {
+		n = min(target-have, w.cfg.MaxLeasesToStealAtOnce, counts[victim]-have)
+	}
 	if n <= 0 {
 		return
 	}
@@ -312,6 +318,9 @@ func (w *Worker) take(c candidate) {
 	}
 	if w.bug("steal-acts-at-once") {
 		c.actFrom = w.now.Mono
+	}
+	if c.reason == "resumed" && w.bug("resume-waits") {
+		c.actFrom = w.now.Mono + w.cfg.LeaseDuration
 	}
 	row := c.row.Clone()
 	prev, prevWriter := row.Owner, row.Writer

@@ -140,6 +140,10 @@ func (w *Worker) onWriteResult(key string, r *Result) {
 		w.writeNotApplied(wr, false)
 	default:
 		wr.condFailed = errors.Is(r.Err, ErrConditionFailed)
+		if h := w.held[key]; h != nil && wr.condFailed && w.bug("condition-failed-is-lost") {
+			w.writeSuperseded(wr) // KCL's hole: an SDK retry of an applied write read as a lost lease
+			return
+		}
 		if h := w.held[key]; h != nil && wr.condFailed {
 			h.suspect = true // stop acting at once until resolved
 		}
@@ -173,7 +177,7 @@ func (w *Worker) onResolveResult(key string, r *Result) {
 			// same row at the same version (see ghost): the validity it
 			// gives starts at the earliest such send.
 			for _, g := range w.ghosts[wr.key] {
-				if g.expect == wr.expect && g.row.Equal(r.Lease) && g.sentAt < wr.sentAt {
+				if g.expect == wr.expect && g.row.Equal(r.Lease) && g.sentAt < wr.sentAt && !w.bug("ghost-ignored") {
 					wr.sentAt = g.sentAt
 				}
 			}

@@ -123,7 +123,12 @@ func (s *simulator) act(a Action) {
 		if p == nil || p.paused {
 			return
 		}
+		// the fault names the paused worker's slot (the latency checkers
+		// tell a pause on a handoff's path from one elsewhere)
+		fw := s.fs.faultWorker
+		s.fs.faultWorker = int32(p.slot)
 		s.fault(desc, "")
+		s.fs.faultWorker = fw
 		if a.MidAct {
 			if a.Dur > s.midActSlack() {
 				s.fs.outside = append(s.fs.outside, fmt.Sprintf("at %v a pause of %v in the middle of acting, longer than the margin allows (%v)", s.now, a.Dur, s.midActSlack()))

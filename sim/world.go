@@ -40,6 +40,9 @@ type World struct {
 	KPL        KPLWorld // KPL-aggregated records (see kpl.go)
 	// Boundary is the world's boundary seeking (see boundary.go).
 	Boundary BoundaryWorld
+	// switchesMode: a scripted action switches workers between the ways
+	// of taking leases (ActSwitchMode), so the fleet may mix them.
+	switchesMode bool
 }
 
 // EngineParams are the drawn engine settings (zero: the engine default).
@@ -139,6 +142,9 @@ func drawWorld(o Options) (World, error) {
 		if !(d >= -1 && d <= 1) {
 			return w, fmt.Errorf("sim: Drifts[%d] = %v: a pinned drift is a fraction of the drift bound, in [-1, 1]", i, d)
 		}
+	}
+	for _, a := range o.Actions {
+		w.switchesMode = w.switchesMode || a.Kind == ActSwitchMode
 	}
 	w.Workers = o.Workers
 	if w.Workers <= 0 {
