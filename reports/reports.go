@@ -65,13 +65,19 @@ type Seed struct {
 	// graceful shutdown or a cooperative handoff; both are timed from the
 	// old owner's last act to the new owner's first. LeaseDurationMs is
 	// the world's lease duration, their unit.
-	LeaseDurationMs            float64 `json:"lease_duration_ms"`
-	Failovers                  int     `json:"failovers"`
-	FailoverP50Ms              float64 `json:"failover_p50_ms"`
-	FailoverP99Ms              float64 `json:"failover_p99_ms"`
-	FailoverMaxMs              float64 `json:"failover_max_ms"`
-	PlannedMoves               int     `json:"planned_moves"`
-	CheckpointedMoves          int     `json:"planned_moves_checkpointed"`
+	LeaseDurationMs   float64 `json:"lease_duration_ms"`
+	Failovers         int     `json:"failovers"`
+	FailoverP50Ms     float64 `json:"failover_p50_ms"`
+	FailoverP99Ms     float64 `json:"failover_p99_ms"`
+	FailoverMaxMs     float64 `json:"failover_max_ms"`
+	PlannedMoves      int     `json:"planned_moves"`
+	CheckpointedMoves int     `json:"planned_moves_checkpointed"`
+	// BoundedFailovers, BoundedMoves and BoundedTakeovers count the
+	// failovers, planned moves and assigner takeovers held to their
+	// derived bounds (T1, T2, T3).
+	BoundedFailovers           int     `json:"bounded_failovers"`
+	BoundedMoves               int     `json:"bounded_moves"`
+	BoundedTakeovers           int     `json:"bounded_takeovers"`
 	HandoffGapP50Ms            float64 `json:"handoff_gap_p50_ms"`
 	HandoffGapP99Ms            float64 `json:"handoff_gap_p99_ms"`
 	HandoffGapMaxMs            float64 `json:"handoff_gap_max_ms"`
@@ -111,6 +117,7 @@ func NewSeed(scenario string, o sim.Options, res *sim.Result, wall time.Duration
 	s.FailoverMaxMs = ms(f.FailoverMax)
 	s.PlannedMoves = f.PlannedMoves
 	s.CheckpointedMoves = f.CheckpointedMoves
+	s.BoundedFailovers, s.BoundedMoves, s.BoundedTakeovers = f.Bounded[0], f.Bounded[1], f.Bounded[2]
 	s.HandoffGapP50Ms = ms(f.HandoffGapP50)
 	s.HandoffGapP99Ms = ms(f.HandoffGapP99)
 	s.HandoffGapMaxMs = ms(f.HandoffGapMax)

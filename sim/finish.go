@@ -39,7 +39,7 @@ func (s *simulator) finish() (*Result, error) {
 	res.Figures = Figures{LeaseDuration: s.full.LeaseDuration,
 		Failovers: len(f.Failovers), FailoverP50: check.Percentile(f.Failovers, 50), FailoverP99: check.Percentile(f.Failovers, 99), FailoverMax: check.Percentile(f.Failovers, 100),
 		PlannedMoves: f.PlannedMoves, CheckpointedMoves: f.CheckpointedMoves, HandoffGapP50: check.Percentile(f.HandoffGaps, 50), HandoffGapP99: check.Percentile(f.HandoffGaps, 99), HandoffGapMax: check.Percentile(f.HandoffGaps, 100),
-		Handoffs: f.Handoffs, Puts: s.wl.puts, LostToRetention: rep.LostToRetention}
+		Handoffs: f.Handoffs, Puts: s.wl.puts, LostToRetention: rep.LostToRetention, Bounded: f.Bounded}
 	if f.PlannedMoves > 0 {
 		res.Figures.RedeliveriesPerPlannedMove = float64(f.PlannedRedelivered) / float64(f.PlannedMoves)
 	}

@@ -47,6 +47,11 @@ type Figures struct {
 	RowsRead int
 	// ShardHours is the time shards were open, summed, in hours.
 	ShardHours float64
+	// Bounded counts the failovers, planned moves and takeovers of the
+	// assigner row that the latency invariants T1, T2 and T3 held to a
+	// bound (those whose path the trace shows undisturbed; none without
+	// Options.Timing).
+	Bounded [3]int
 }
 
 // Percentile returns the p-th percentile (0..100) of ds.

@@ -407,5 +407,8 @@ func (c *Online) Finish(final []engine.Lease, finalKnown bool) (Report, Figures)
 	if c.g1 != nil {
 		f.CheckpointedMoves = c.g1.checkpointed
 	}
+	if c.tc != nil {
+		f.Bounded = c.tc.bounded
+	}
 	return rep, f
 }

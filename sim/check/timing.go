@@ -94,6 +94,10 @@ type tproc struct {
 	alive   bool
 	dist    [16]interval // its latest disturbances (a ring)
 	ndist   int
+	// asg: its latest disturbances of the calls on the assigner row, and
+	// its pauses (T3 asks only how its reads of that row went)
+	asg  [8]interval
+	nasg int
 	rtt     [rttBuckets]rttBucket
 	renewed time.Duration // its last applied write of the assigner row
 	// releasedRow: when its release of the assigner row applied
@@ -114,10 +118,22 @@ func (p *tproc) disturb(i interval) {
 // disturbed reports whether the process was disturbed in [from, to]; a
 // ring too short to tell counts as disturbed.
 func (p *tproc) disturbed(from, to time.Duration) bool {
-	n := min(p.ndist, len(p.dist))
+	return inRing(p.dist[:], p.ndist, from, to)
+}
+
+// asgDisturbed reports whether a call of the process on the assigner row
+// failed, or the process was paused, in [from, to].
+func (p *tproc) asgDisturbed(from, to time.Duration) bool {
+	return inRing(p.asg[:], p.nasg, from, to)
+}
+
+// inRing reports whether an interval of the ring (n of them written)
+// overlaps [from, to]; a ring too short to tell counts as overlapping.
+func inRing(ring []interval, n int, from, to time.Duration) bool {
+	k := min(n, len(ring))
 	oldest := interval{from: -1}
-	for i := 0; i < n; i++ {
-		d := p.dist[i]
+	for i := 0; i < k; i++ {
+		d := ring[i]
 		if d.overlaps(from, to) {
 			return true
 		}
@@ -125,7 +141,12 @@ func (p *tproc) disturbed(from, to time.Duration) bool {
 			oldest = d
 		}
 	}
-	return p.ndist > len(p.dist) && oldest.from > from
+	return n > len(ring) && oldest.from > from
+}
+
+func (p *tproc) asgDisturb(i interval) {
+	p.asg[p.nasg%len(p.asg)] = i
+	p.nasg++
 }
 
 // noteRTT records a call of the process answered at t after rtt.
@@ -164,16 +185,19 @@ type tkey struct {
 	acqT      time.Duration
 	assigns   []assignRec // the latest assignments (TraceAssigned), oldest first
 	// conflicts: condition failures of writes on the key (by process);
-	// writes: the writes that applied on it (by process)
+	// fails: its calls that failed (by process); writes: the writes that
+	// applied on it (by process)
 	conflicts []conflict
+	fails     []conflict
 	writes    []conflict
 }
 
+// assignRec is an assignment of a key: it applied at t, written by
+// process by, naming to (once the assigner's trace said so; "" before).
 type assignRec struct {
-	t       time.Duration
-	by      int32
-	to      string // the assignee ("" for a handoff request or a cancellation)
-	handoff bool   // a handoff request or its cancellation
+	t  time.Duration
+	by int32
+	to string
 }
 
 type conflict struct {
@@ -204,11 +228,17 @@ type timingChecker struct {
 	nfleet  int
 	asg     []asgTenure // the assigner row's holdings, oldest first (the latest few)
 	out     []Violation
+	// bounded counts the handoffs checked against a bound: failovers (T1),
+	// planned moves (T2), assigner takeovers (T3)
+	bounded [3]int
 }
 
 type fleetEvent struct {
 	proc int32
 	i    interval
+	// member: a process started or stopped (the member list changes), not
+	// a disturbance of a call or a pause
+	member bool
 }
 
 func newTiming(o Options, keys *keyTable) *timingChecker {
@@ -231,33 +261,41 @@ func (c *timingChecker) proc(id int32) *tproc {
 }
 
 func (c *timingChecker) fleetEvent(proc int32, i interval) {
-	c.fleet[c.nfleet%len(c.fleet)] = fleetEvent{proc, i}
+	c.fleet[c.nfleet%len(c.fleet)] = fleetEvent{proc: proc, i: i}
 	c.nfleet++
 }
 
-// fleetDisturbed reports whether any process but except (or any process
-// start or stop) was disturbed in [from, to].
-func (c *timingChecker) fleetDisturbed(from, to time.Duration, except int32) bool {
+func (c *timingChecker) memberEvent(proc int32, t time.Duration) {
+	c.fleet[c.nfleet%len(c.fleet)] = fleetEvent{proc: proc, i: interval{t, t}, member: true}
+	c.nfleet++
+}
+
+// fleetChanges counts the processes other than except that started or
+// stopped in [from, to] (each may change the member list); a pause of an
+// unnamed worker overlapping it, or a ring too short to tell, counts as
+// many.
+func (c *timingChecker) fleetChanges(from, to time.Duration, except int32) int {
 	n := min(c.nfleet, len(c.fleet))
 	oldest := time.Duration(-1)
+	changes := 0
 	for i := 0; i < n; i++ {
 		e := c.fleet[i]
-		if e.proc != except && e.i.overlaps(from, to) {
-			return true
+		if e.member && e.proc != except && e.i.overlaps(from, to) {
+			changes++
 		}
 		if oldest < 0 || e.i.from < oldest {
 			oldest = e.i.from
 		}
 	}
 	if c.nfleet > len(c.fleet) && oldest > from {
-		return true
+		return 1 << 20
 	}
 	for _, u := range c.unnamed {
 		if u.overlaps(from, to) {
-			return true
+			return 1 << 20
 		}
 	}
-	return false
+	return changes
 }
 
 func (c *timingChecker) key(ks *keyState) *tkey {
@@ -292,14 +330,14 @@ func (c *timingChecker) observe(r *trace.Record) {
 		p.slot, p.owner, p.start, p.alive = r.Worker, r.Owner, r.T, true
 		c.slots[r.Worker] = r.Proc
 		c.live[r.Owner] = r.Proc
-		c.fleetEvent(r.Proc, interval{r.T, r.T})
+		c.memberEvent(r.Proc, r.T)
 	case trace.KindProcStop:
 		p := c.proc(r.Proc)
 		p.alive = false
 		if c.live[r.Owner] == r.Proc {
 			delete(c.live, r.Owner)
 		}
-		c.fleetEvent(r.Proc, interval{r.T, r.T})
+		c.memberEvent(r.Proc, r.T)
 		c.asgEnd(r.Proc, r.T)
 	case trace.KindReply:
 		if r.Proc < 0 || !pathOp(r.Op) {
@@ -307,10 +345,23 @@ func (c *timingChecker) observe(r *trace.Record) {
 		}
 		p := c.proc(r.Proc)
 		p.noteRTT(r.T, r.T-r.Sent)
-		if r.Fault != "" || failedOutcome(r.Outcome) {
+		failed := r.Fault != "" || failedOutcome(r.Outcome)
+		switch {
+		case !failed:
+		case r.Key == "" || r.Key == engine.AssignerKey:
+			// a scan, a poll of the index, a listing of shards, or a call on
+			// the assigner row: what the process's handing out and taking
+			// of any lease waits for
 			i := interval{r.Sent, r.T}
 			p.disturb(i)
 			c.fleetEvent(r.Proc, i)
+			if r.Key == engine.AssignerKey {
+				p.asgDisturb(i)
+			}
+		default:
+			// a call on one lease's row delays that lease only
+			tk := c.key(c.keys.get(r.Key))
+			tk.fails = appendRecent(tk.fails, conflict{r.T, r.Proc}, r.T)
 		}
 		if r.Outcome == trace.OutcomeCondition && r.Key != "" {
 			tk := c.key(c.keys.get(r.Key))
@@ -328,6 +379,7 @@ func (c *timingChecker) observe(r *trace.Record) {
 		}
 		if pid, ok := c.slots[slot]; ok && slot >= 0 {
 			c.proc(pid).disturb(i)
+			c.proc(pid).asgDisturb(i)
 			c.fleetEvent(pid, i)
 			return
 		}
@@ -347,6 +399,12 @@ func (c *timingChecker) observe(r *trace.Record) {
 		if r.Key != "" && !IsReservedKey(r.Key) {
 			tk := c.key(c.keys.get(r.Key))
 			tk.writes = appendRecent(tk.writes, conflict{r.T, r.Proc}, r.T)
+			if r.Reason == trace.WriteAssign && r.RowOwner == "" {
+				// an assignment (not a handoff request, which keeps the
+				// owner): timed at its apply, since its assignee may take
+				// the row before the assigner hears back
+				tk.assigns = appendRecent(tk.assigns, assignRec{t: r.T, by: r.Proc}, r.T)
+			}
 		}
 	case trace.LeaseAcquired:
 		if r.Key == engine.AssignerKey {
@@ -360,15 +418,19 @@ func (c *timingChecker) observe(r *trace.Record) {
 			c.asgEnd(r.Proc, r.T)
 		}
 	case trace.Assigned:
-		a := assignRec{t: r.T, by: r.Proc}
-		switch {
-		case strings.HasPrefix(r.Reason, "handoff"):
-			a.handoff = true
-		case strings.HasPrefix(r.Reason, "to "):
-			a.to, _, _ = strings.Cut(strings.TrimPrefix(r.Reason, "to "), ":")
+		// the assigner heard its assignment applied: name its assignee
+		to, ok := strings.CutPrefix(r.Reason, "to ")
+		if !ok {
+			return
 		}
+		to, _, _ = strings.Cut(to, ":")
 		tk := c.key(c.keys.get(r.Key))
-		tk.assigns = appendRecent(tk.assigns, a, r.T)
+		for i := len(tk.assigns) - 1; i >= 0; i-- {
+			if x := &tk.assigns[i]; x.by == r.Proc && x.to == "" {
+				x.to = to
+				break
+			}
+		}
 	}
 }
 
@@ -442,13 +504,11 @@ func (c *timingChecker) asgAcquired(r *trace.Record) {
 	if prev >= 0 && prev != r.Proc {
 		c.takeover(c.asg[len(c.asg)-2], r)
 	}
-	c.fleetEvent(r.Proc, interval{r.T, r.T})
 }
 
 func (c *timingChecker) asgEnd(proc int32, t time.Duration) {
 	if n := len(c.asg); n > 0 && c.asg[n-1].proc == proc && c.asg[n-1].to == 0 {
 		c.asg[n-1].to = t
-		c.fleetEvent(proc, interval{t, t})
 	}
 }
 
@@ -463,7 +523,19 @@ func (c *timingChecker) asgHeld(proc int32, from, to time.Duration) (asgTenure, 
 	return asgTenure{}, false
 }
 
-// asgOf returns the holding of the assigner row by proc that began in
+// asgChanges counts the holdings of the assigner row that began in
+// (from, to].
+func (c *timingChecker) asgChanges(from, to time.Duration) int {
+	n := 0
+	for _, a := range c.asg {
+		if a.from > from && a.from < to {
+			n++
+		}
+	}
+	return n
+}
+
+// asgBegan returns the holding of the assigner row by proc that began in
 // (from, to], if any.
 func (c *timingChecker) asgBegan(proc int32, from, to time.Duration) (asgTenure, bool) {
 	for _, a := range c.asg {
@@ -475,10 +547,12 @@ func (c *timingChecker) asgBegan(proc int32, from, to time.Duration) (asgTenure,
 }
 
 // pathClean reports whether none of procs (nil entries skipped) was
-// disturbed in [from, to], no pause of an unnamed worker overlaps it, no
-// write on the key but one of except's failed its condition, and no
-// process but except and procs wrote the key (a take by a third process
-// that never acted, another failover stacked on this one).
+// disturbed in [from, to] (a pause, or a failed scan, poll, listing or
+// call on the assigner row), none of their calls on the key failed, no
+// pause of an unnamed worker overlaps it, no write on the key but one of
+// except's failed its condition, and no process but except and procs
+// wrote the key (a take by a third process that never acted, another
+// failover stacked on this one).
 func (c *timingChecker) pathClean(tk *tkey, from, to time.Duration, except int32, procs ...*tproc) bool {
 	for _, p := range procs {
 		if p != nil && p.disturbed(from, to) {
@@ -505,6 +579,16 @@ func (c *timingChecker) pathClean(tk *tkey, from, to time.Duration, except int32
 	for _, x := range tk.conflicts {
 		if x.proc != except && x.t >= from && x.t <= to {
 			return false
+		}
+	}
+	for _, x := range tk.fails {
+		if x.proc == except || x.t < from || x.t > to {
+			continue
+		}
+		for _, p := range procs {
+			if p != nil && c.proc(x.proc) == p {
+				return false // a call of the path on the key failed
+			}
 		}
 	}
 	return true
@@ -560,13 +644,13 @@ func (c *timingChecker) handoff(a, b *Tenure, ks *keyState) {
 // assigner row, hello rows, stream markers), not a lease of a shard.
 func IsReservedKey(key string) bool { return strings.HasPrefix(key, engine.ReservedPrefix) }
 
-// assignment returns the latest assignment of the key in (from, to] that
-// names an assignee, and how many did.
+// assignment returns the latest assignment of the key that applied in
+// (from, to], and how many did.
 func (tk *tkey) assignment(from, to time.Duration) (assignRec, int) {
 	var last assignRec
 	n := 0
 	for _, x := range tk.assigns {
-		if x.t > from && x.t <= to && !x.handoff {
+		if x.t > from && x.t <= to {
 			last = x
 			n++
 		}
@@ -582,43 +666,64 @@ func (c *timingChecker) failover(a, b *Tenure, tk *tkey, gap time.Duration, B *t
 	switch tk.acqReason {
 	case "assigned":
 		asg, n := tk.assignment(from, tk.acqT)
-		if n != 1 || asg.to != b.Owner {
-			return // assigned twice (the first assignee never took it), or by nobody the trace shows
+		direct := n == 0 // the assigner took it itself
+		switch {
+		case direct:
+			asg = assignRec{t: tk.acqT, by: b.Proc, to: b.Owner}
+		case n != 1 || (asg.to != "" && asg.to != b.Owner):
+			return // assigned twice (the first assignee never took it)
 		}
 		G := c.proc(asg.by)
-		held, ok := c.asgHeld(asg.by, from, asg.t)
-		switch {
-		case ok:
+		// after the assigner's decision: its assignment's round trip, the
+		// index's lag, the new owner's poll, read and take (or, taken
+		// directly, the assigner's take)
+		after := func(rg, rb time.Duration) time.Duration {
+			if direct {
+				return 3 * rb
+			}
+			return 3*rg + tm.IndexLag + tm.jit(tm.PendingPollInterval) + 3*rb
+		}
+		afterHow := "the index lag, a poll interval and the round trips of the assigner's scan and assignment and of the new owner's poll, read and take"
+		if direct {
+			afterHow = "the round trips of the assigner's scan and take"
+		}
+		if _, ok := c.asgHeld(asg.by, from, asg.t); ok {
 			if !c.pathClean(tk, from, to, a.Proc, G, B) {
 				return
 			}
-			rg, rb := G.maxRTT(from, to), B.maxRTT(from, to)
-			bound = tm.jit(tm.AssignerScanInterval) + tm.wait(tm.LeaseDuration) + tm.IndexLag + tm.jit(tm.PendingPollInterval) + 3*rg + 3*rb
-			how = "the assigner's scan interval (jittered), the lease duration, the index lag, a poll interval and the round trips of the assigner's scan and assignment and of the new owner's poll, read and take"
+			bound = tm.jit(tm.AssignerScanInterval) + tm.wait(tm.LeaseDuration) + after(G.maxRTT(from, to), B.maxRTT(from, to))
+			how = "the assigner's scan interval (jittered), the lease duration, " + afterHow
 			if c.procOwner(a.Proc) == G.owner {
 				// the assigner's own lease, lost in its own view: it is
 				// assigned at the assigner's next scan, not at its expiry
 				bound += tm.jit(tm.AssignerScanInterval)
 				how += ", and one more scan interval (the assigner's own lease is reassigned at its next scan)"
 			}
-			_ = held
-		default:
-			// The assigner changed: checked only where the old owner was
-			// the old assigner, whose leases its successor reassigns at
-			// once.
-			began, ok := c.asgBegan(asg.by, from, asg.t)
-			if !ok || began.prev != a.Proc || c.procOwner(began.prev) == G.owner {
-				// another assigner's, or a restart under the same id,
-				// which resumes its predecessor's leases
-				return
-			}
-			if !c.pathClean(tk, began.from, to, a.Proc, G, B) {
-				return
-			}
-			rg, rb := G.maxRTT(began.from, to), B.maxRTT(began.from, to)
-			bound = (began.from - from) + tm.IndexLag + tm.jit(tm.PendingPollInterval) + 2*rg + 3*rb
-			how = "the time until the assigner row was taken over, the index lag, a poll interval and the round trips of the new assigner's scan and assignment and of the new owner's poll, read and take"
+			break
 		}
+		// The assigner changed once: the new one, from the moment it took
+		// the row over (checked by T3), scans at once and times the lease
+		// from then, or hands the leases of the old assigner, if that was
+		// the old owner, out at once.
+		began, ok := c.asgBegan(asg.by, from, asg.t)
+		if !ok || c.procOwner(began.prev) == G.owner || c.asgChanges(from, began.from) > 0 {
+			// a restart under the same id resumes its predecessor's
+			// leases; more changes are not accounted for
+			return
+		}
+		if !c.pathClean(tk, began.from, to, a.Proc, G, B) {
+			return
+		}
+		rest := after(G.maxRTT(began.from, to), B.maxRTT(began.from, to))
+		wait := tm.wait(tm.LeaseDuration)
+		how = "the time until the assigner row was taken over, the lease duration, " + afterHow
+		if began.prev == a.Proc {
+			wait = 0
+			how = "the time until the assigner row was taken over, " + afterHow
+		}
+		bound = (began.from - from) + wait + rest
+		// the lease's last version may have come after the takeover
+		bound = max(bound, tm.jit(tm.AssignerScanInterval)+tm.wait(tm.LeaseDuration)+rest)
 	case "expired", "stolen":
 		if !c.pathClean(tk, from, to, a.Proc, B) {
 			return
@@ -647,6 +752,7 @@ func (c *timingChecker) failover(a, b *Tenure, tk *tkey, gap time.Duration, B *t
 		return
 	}
 	bound += timingSlack
+	c.bounded[0]++
 	if gap > bound {
 		c.out = append(c.out, Violation{Invariant: T1, Key: b.Key, Workers: []string{b.who(), a.who()}, From: from, To: to,
 			Seqs: []uint64{a.LastSeq, b.FirstSeq},
@@ -668,14 +774,16 @@ func (c *timingChecker) plannedMove(a, b *Tenure, tk *tkey, gap time.Duration, B
 	asg, n := tk.assignment(from, tk.acqT)
 	switch {
 	case a.HandedTo != "":
-		if n != 0 || !c.pathClean(tk, from, to, -1, A, B) {
+		// released to the receiver: no assignment is needed (one that
+		// names another worker means the receiver did not take it)
+		if (n != 0 && asg.to != "" && asg.to != b.Owner) || !c.pathClean(tk, from, to, -1, A, B) {
 			return
 		}
 		bound = ra + tm.IndexLag + tm.jit(tm.PendingPollInterval) + 3*rb
 		how = "the round trip of the release, the index lag, a poll interval and the round trips of the receiver's poll, read and take"
 	default:
 		// a shutdown: released to the assigner, which hands it out
-		if n != 1 || asg.to != b.Owner {
+		if n != 1 || (asg.to != "" && asg.to != b.Owner) {
 			return
 		}
 		G := c.proc(asg.by)
@@ -694,6 +802,7 @@ func (c *timingChecker) plannedMove(a, b *Tenure, tk *tkey, gap time.Duration, B
 		}
 	}
 	bound += timingSlack
+	c.bounded[1]++
 	if gap > bound {
 		c.out = append(c.out, Violation{Invariant: T2, Key: b.Key, Workers: []string{b.who(), a.who()}, From: from, To: to,
 			Seqs: []uint64{a.LastSeq, b.FirstSeq},
@@ -719,29 +828,38 @@ func (c *timingChecker) takeover(old asgTenure, r *trace.Record) {
 		how = "a poll interval (jittered) and the round trips of the new assigner's read and take"
 	}
 	to := r.T
-	if from <= 0 || from < old.from || from-tm.settle() < 0 {
+	if from <= 0 || from < old.from {
 		return
 	}
-	// the fleet steady since long enough for the assigner's member list
-	// to be the live workers, but for the old assigner's own end
-	if c.fleetDisturbed(from-tm.settle(), to, old.proc) {
+	// The deputies: the two live owners after the old assigner's in the
+	// sorted list, which is the assigner's member list when no worker but
+	// it started or stopped since long enough for that list to settle.
+	// With one such change the list may still name one worker the live
+	// fleet does not (or lack one it does), which displaces at most one
+	// of the two: both must then be up to the job, else one suffices. Up
+	// to the job: alive meanwhile, not paused, every read of the assigner
+	// row answered.
+	win := from - tm.settle()
+	changes := c.fleetChanges(win, to, old.proc)
+	if changes > 1 {
 		return
 	}
-	deputies := c.deputies(G.owner)
 	N := c.proc(r.Proc)
 	var rtt time.Duration
-	alive := false
-	for _, d := range deputies {
-		if p := c.proc(d); p.alive && p.start < from && !p.disturbed(from, to) {
-			alive = true
+	able := 0
+	deps := c.deputies(G.owner)
+	for _, d := range deps {
+		if p := c.proc(d); p.alive && p.start < win && !p.asgDisturbed(win, to) {
+			able++
 			rtt = max(rtt, p.maxRTT(from, to))
 		}
 	}
-	if !alive {
+	if able == 0 || (changes == 1 && able < len(deps)) {
 		return
 	}
 	rtt = max(rtt, N.maxRTT(from, to))
 	bound := wait + 3*rtt + timingSlack
+	c.bounded[2]++
 	if gap := to - from; gap > bound {
 		c.out = append(c.out, Violation{Invariant: T3, Key: engine.AssignerKey, Workers: []string{who(r), G.owner + "#" + itoa(int(old.proc))}, From: from, To: to,
 			Seqs:   []uint64{r.Seq},

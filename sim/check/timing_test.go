@@ -27,17 +27,29 @@ func fleet() *hb {
 }
 
 func applied(reason string) func(r *trace.Record) {
-	return func(r *trace.Record) { r.Op, r.Reason, r.Outcome = engine.OpUpdateLease, reason, trace.OutcomeOK }
+	return func(r *trace.Record) {
+		r.Op, r.Reason, r.Outcome, r.RowOwner = engine.OpUpdateLease, reason, trace.OutcomeOK, r.Owner
+		if reason == trace.WriteAssign {
+			r.RowOwner = "" // an assignment: the row unowned, pending its assignee
+		}
+	}
+}
+
+// assign adds the assigner w2's assignment of key to owner at t: its
+// write applies, then its trace names the assignee.
+func assign(b *hb, t float64, key, owner string) *hb {
+	return b.add(t-0.05, trace.KindApply, 2, key, applied(trace.WriteAssign)).
+		add(t, trace.Assigned, 2, key, reason("to "+owner+": expired"))
 }
 
 // crashFailover: w0 acts on k, renews it at 5 s and crashes at 6 s; the
 // assigner w2 assigns it to w1 at at-1, which takes and acts at at.
 func crashFailover(at float64) *hb {
-	return fleet().
+	b := fleet().
 		add(1, trace.Acting, 0, "k", cp("10")).
 		add(5, trace.KindApply, 0, "k", applied(trace.WriteRenew)).
-		add(6, trace.KindProcStop, 0, "", reason("crash")).
-		add(at-1, trace.Assigned, 2, "k", reason("to w1: expired")).
+		add(6, trace.KindProcStop, 0, "", reason("crash"))
+	return assign(b, at-1, "k", "w1").
 		add(at-0.1, trace.LeaseAcquired, 1, "k", reason("assigned")).
 		add(at, trace.Acting, 1, "k", cp("10"))
 }
@@ -74,7 +86,7 @@ func TestT1(t *testing.T) {
 	expect(t, CheckTiming(sortedT(b.recs), o), T1, 0) // 15.09 s + 3 x 400 ms
 	// a first assignment to a worker that never took it (stacked)
 	b = crashFailover(35)
-	b.add(20, trace.Assigned, 2, "k", reason("to w9: expired"))
+	assign(b, 20, "k", "w9")
 	expect(t, CheckTiming(sortedT(b.recs), o), T1, 0)
 	// a pause of the assigner in the window
 	b = crashFailover(35)
@@ -134,11 +146,11 @@ func TestT2(t *testing.T) {
 	expect(t, CheckTiming(handoff(11.4), o), T2, 0)
 	expect(t, CheckTiming(handoff(12), o), T2, 1)
 	shutdown := func(at float64) []trace.Record {
-		return fleet().
+		b := fleet().
 			add(1, trace.Acting, 0, "k", cp("10")).
 			add(10, trace.CallSent, 0, "k", reason("release")).
-			add(10.1, trace.LeaseReleased, 0, "k", reason("shutdown")).
-			add(11, trace.Assigned, 2, "k", reason("to w1: released")).
+			add(10.1, trace.LeaseReleased, 0, "k", reason("shutdown"))
+		return assign(b, 11, "k", "w1").
 			add(at-0.05, trace.LeaseAcquired, 1, "k", reason("assigned")).
 			add(at, trace.Acting, 1, "k", cp("10")).recs
 	}
@@ -164,9 +176,19 @@ func TestT3(t *testing.T) {
 	// bound: 1.375 s + 10 s + the slack
 	expect(t, CheckTiming(takeover(41), o), T3, 0)
 	expect(t, CheckTiming(takeover(42), o), T3, 1)
-	// a fleet that changed shortly before: its member list may not name
-	// the deputies yet
+	// a fleet that changed twice shortly before: its member list may
+	// not name the deputies yet
 	b := &hb{recs: takeover(42)}
-	b.add(25, trace.KindProcStart, 5, "", nil)
+	b.add(25, trace.KindProcStart, 5, "", nil).add(26, trace.KindProcStart, 6, "", nil)
+	expect(t, CheckTiming(sortedT(b.recs), o), T3, 0)
+	// once (w10 sorts before w2: the deputies stay w0 and w1): both
+	// deputies must be able, and are
+	b = &hb{recs: takeover(42)}
+	b.add(25, trace.KindProcStart, 10, "", nil)
+	expect(t, CheckTiming(sortedT(b.recs), o), T3, 1)
+	// once, and a deputy's read of the row timed out: not held to it
+	b.add(35, trace.KindReply, 1, engine.AssignerKey, func(r *trace.Record) {
+		r.Op, r.Outcome, r.Sent = engine.OpGetLease, trace.OutcomeTimeout, 34*time.Second
+	})
 	expect(t, CheckTiming(sortedT(b.recs), o), T3, 0)
 }
