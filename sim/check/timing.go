@@ -88,16 +88,16 @@ const rttBuckets = 256
 
 // tproc is what the timing checker keeps of one process.
 type tproc struct {
-	slot    int32
-	owner   string
-	start   time.Duration
-	alive   bool
-	dist    [16]interval // its latest disturbances (a ring)
-	ndist   int
+	slot  int32
+	owner string
+	start time.Duration
+	alive bool
+	dist  [16]interval // its latest disturbances (a ring)
+	ndist int
 	// asg: its latest disturbances of the calls on the assigner row, and
 	// its pauses (T3 asks only how its reads of that row went)
-	asg  [8]interval
-	nasg int
+	asg     [8]interval
+	nasg    int
 	rtt     [rttBuckets]rttBucket
 	renewed time.Duration // its last applied write of the assigner row
 	// releasedRow: when its release of the assigner row applied
