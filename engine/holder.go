@@ -133,7 +133,7 @@ func (w *Worker) tickHolding(h *holding) {
 		w.loseLease(h, "expired: no renewal applied within the lease duration")
 		return
 	}
-	if h.handing && now >= h.handOverBy && h.write == nil && h.release == 0 {
+	if h.handing && now >= h.handOverBy && h.write == nil && h.release == 0 && !w.bug("handoff-timeout-ignored") {
 		// The processor did not let the handoff finish in time: release
 		// anyway (its later checkpoints are refused).
 		w.refuseCheckpoints(h, "the lease is being handed over")
@@ -146,7 +146,7 @@ func (w *Worker) tickHolding(h *holding) {
 		h.stoppedTraced = true
 		w.emit(TraceEvent{Kind: TraceStoppedActing, Key: h.key, Shard: h.ref, Counter: h.row.Counter, Reason: "safety margin before own-view expiry"})
 	}
-	if h.write != nil {
+	if h.write != nil && !(h.write.resolving && w.bug("write-while-resolving")) {
 		w.retryResolve(h.write)
 	} else if now >= h.retryWriteAt {
 		w.nextWrite(h)
@@ -437,6 +437,9 @@ func (h *holding) wakeTimes(w *Worker, min func(time.Duration)) {
 		min(w.actUntil(h))
 	}
 	min(h.actFrom)
+	if h.handing && h.release == 0 {
+		min(h.handOverBy) // the handoff's deadline: release anyway
+	}
 	if h.write == nil {
 		min(h.validFrom + w.cfg.RenewInterval)
 		min(h.retryWriteAt)

@@ -54,6 +54,8 @@ var plantedBugs = map[string]string{
 	"condition-failed-is-lost":                "a holder's write whose condition failed is taken for a lost lease without the re-read that finds its own version (KCL's hole: an SDK retry of an applied write read as a lost lease)",
 	"ghost-ignored":                           "a write found applied by a re-read counts its validity from its own send, not from an earlier attempt at the same version that may be the one that landed",
 	"take-ignores-handoff-from":               "a worker taking leases itself acts at once on a lease released before its thief acted (handoffFrom set), while the previous holder may still act",
+	"handoff-timeout-ignored":                 "a holder handing a lease over waits for its processor however long it takes, instead of releasing anyway after half a lease duration: the lease stays being handed over",
+	"write-while-resolving":                   "a holder sends its next write of a lease (a renewal) while the outcome of the last one is still being resolved: two writes expect one version",
 	// Bugs of the production driver (Consumer): only the driver simulation
 	// (package sim/driversim) runs it; the simulator drives the core alone.
 	"driver-handoff-unchecked": "driver: the runner hands a batch to the processor without checking the lease's act-until time, so a batch delivered before a pause reaches the processor after the lease has moved",

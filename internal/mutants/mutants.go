@@ -213,6 +213,8 @@ var Classes = map[string]string{
 	"engine:condition-failed-is-lost":                "5 bounds: unknown outcomes",
 	"engine:ghost-ignored":                           "5 bounds: unknown outcomes",
 	"engine:take-ignores-handoff-from":               "lease timing",
+	"engine:handoff-timeout-ignored":                 "7 latency: planned move",
+	"engine:write-while-resolving":                   "5 bounds: unknown outcomes",
 }
 
 // Write writes rows to path as JSON.

@@ -234,6 +234,15 @@ func CheckL2(recs []trace.Record, o Options) []Violation {
 	return c.l2.out
 }
 
+// CheckW2 reports a holder write of a lease sent while the process's
+// previous write of it was in flight or of unknown outcome and not yet
+// resolved.
+func CheckW2(recs []trace.Record, o Options) []Violation {
+	c := newOnline(o, checkW2)
+	c.feed(recs)
+	return c.w2.out
+}
+
 // only returns the violations of vs of invariant inv.
 func only(vs []Violation, inv string) []Violation {
 	var out []Violation

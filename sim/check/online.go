@@ -26,8 +26,9 @@ const (
 	checkTiming
 	checkB1
 	checkL2
+	checkW2
 
-	checkAll = checkS1 | checkS2 | checkS3 | checkS4 | checkS5 | checkS6 | checkL1 | checkMeasure | checkG1 | checkW1 | checkTiming | checkB1 | checkL2
+	checkAll = checkS1 | checkS2 | checkS3 | checkS4 | checkS5 | checkS6 | checkL1 | checkMeasure | checkG1 | checkW1 | checkTiming | checkB1 | checkL2 | checkW2
 )
 
 // Online runs every checker (S1-S6, L1) and the figures (Measure) over a
@@ -57,6 +58,7 @@ type Online struct {
 	tc *timingChecker // T1-T3, with Options.Timing
 	b1 *b1Checker     // B1, with Options.Timing
 	l2 *l2Checker
+	w2 *w2Checker
 	ms *measurer
 
 	prefed bool // the records put were taken before the history (feed)
@@ -121,6 +123,9 @@ func newOnline(o Options, w which) *Online {
 	if w&checkL2 != 0 {
 		c.l2 = newL2(o, c.keys)
 	}
+	if w&checkW2 != 0 {
+		c.w2 = newW2(o)
+	}
 	if w&checkMeasure != 0 {
 		c.ms = newMeasurer(o, c.ten, c.puts, c.keys)
 		c.ten.ms = c.ms
@@ -175,7 +180,8 @@ func (c *Online) Observe(r *trace.Record) {
 	}
 	if c.tc != nil {
 		switch r.Kind {
-		case trace.KindProcStart, trace.KindProcStop, trace.KindReply, trace.KindFault, trace.KindApply, trace.LeaseAcquired, trace.LeaseLost, trace.LeaseReleased, trace.Assigned:
+		case trace.KindProcStart, trace.KindProcStop, trace.KindReply, trace.KindFault, trace.KindApply, trace.LeaseAcquired, trace.LeaseLost, trace.LeaseReleased,
+			trace.Assigned, trace.HandingOver, trace.CallSent:
 			c.tc.observe(r)
 		}
 	}
@@ -186,6 +192,12 @@ func (c *Online) Observe(r *trace.Record) {
 		switch r.Kind {
 		case trace.KindSend, trace.KindApply, trace.LeaseLost:
 			c.l2.observe(r)
+		}
+	}
+	if c.w2 != nil {
+		switch r.Kind {
+		case trace.KindSend, trace.KindReply, trace.Resolved, trace.LeaseLost, trace.LeaseReleased, trace.KindProcStop:
+			c.w2.observe(r)
 		}
 	}
 	switch r.Kind {
@@ -360,7 +372,7 @@ func (c *Online) parent(key string) *keyState {
 
 // Finish ends the history: it runs the end-of-run checks against the
 // final table (if finalKnown) and returns every violation, S1 to L1, G1
-// (and G2), W1, T1-T3, B1 and L2 in that order, and the figures.
+// (and G2), W1, T1-T3, B1, L2 and W2 in that order, and the figures.
 func (c *Online) Finish(final []engine.Lease, finalKnown bool) (Report, Figures) {
 	var rep Report
 	if c.s1 != nil {
@@ -399,6 +411,9 @@ func (c *Online) Finish(final []engine.Lease, finalKnown bool) (Report, Figures)
 	}
 	if c.l2 != nil {
 		rep.Violations = append(rep.Violations, c.l2.out...)
+	}
+	if c.w2 != nil {
+		rep.Violations = append(rep.Violations, c.w2.out...)
 	}
 	var f Figures
 	if c.ms != nil {

@@ -190,6 +190,10 @@ type tkey struct {
 	conflicts []conflict
 	fails     []conflict
 	writes    []conflict
+	// handing: the process handing the lease over, since handAt (-1:
+	// none)
+	handing int32
+	handAt  time.Duration
 }
 
 // assignRec is an assignment of a key: it applied at t, written by
@@ -300,7 +304,7 @@ func (c *timingChecker) fleetChanges(from, to time.Duration, except int32) int {
 
 func (c *timingChecker) key(ks *keyState) *tkey {
 	if ks.tk == nil {
-		ks.tk = &tkey{acqProc: -1}
+		ks.tk = &tkey{acqProc: -1, handing: -1}
 	}
 	return ks.tk
 }
@@ -416,6 +420,17 @@ func (c *timingChecker) observe(r *trace.Record) {
 	case trace.LeaseLost, trace.LeaseReleased:
 		if r.Key == engine.AssignerKey {
 			c.asgEnd(r.Proc, r.T)
+			return
+		}
+		if tk := c.key(c.keys.get(r.Key)); tk.handing == r.Proc {
+			tk.handing = -1
+		}
+	case trace.HandingOver:
+		tk := c.key(c.keys.get(r.Key))
+		tk.handing, tk.handAt = r.Proc, r.T
+	case trace.CallSent:
+		if r.Reason == trace.WriteRelease {
+			c.handedOver(r)
 		}
 	case trace.Assigned:
 		// the assigner heard its assignment applied: name its assignee
@@ -808,6 +823,30 @@ func (c *timingChecker) plannedMove(a, b *Tenure, tk *tkey, gap time.Duration, B
 			Seqs: []uint64{a.LastSeq, b.FirstSeq},
 			Detail: "planned move took " + gap.String() + " (" + ratioD(gap, tm.LeaseDuration) + "), beyond its bound " + bound.String() + " (" + ratioD(bound, tm.LeaseDuration) + ": " + how + "): " +
 				a.who() + " let the lease go at " + from.String() + ", " + b.who() + " acted at " + to.String()})
+	}
+}
+
+// handedOver is r.Proc sending the release of a lease: a handoff under
+// way ends within half a lease duration of its start (the holder releases
+// then whatever its processor does), and a write of the lease in flight
+// at that deadline.
+func (c *timingChecker) handedOver(r *trace.Record) {
+	tk := c.key(c.keys.get(r.Key))
+	if tk.handing != r.Proc || len(c.out) >= c.o.max() {
+		return
+	}
+	tm := c.tm
+	from := tk.handAt
+	tk.handing = -1
+	P := c.proc(r.Proc)
+	if !c.pathClean(tk, from, r.T, -1, P) {
+		return
+	}
+	bound := tm.wait(tm.LeaseDuration/2) + 2*P.maxRTT(from, r.T) + timingSlack
+	c.bounded[1]++
+	if gap := r.T - from; gap > bound {
+		c.out = append(c.out, Violation{Invariant: T2, Key: r.Key, Workers: []string{who(r)}, From: from, To: r.T, Seqs: []uint64{r.Seq},
+			Detail: who(r) + " released the lease " + gap.String() + " (" + ratioD(gap, tm.LeaseDuration) + ") after it began handing it over, beyond half a lease duration and a write's round trip (" + bound.String() + "): the lease stayed being handed over"})
 	}
 }
 

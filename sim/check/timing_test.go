@@ -157,6 +157,16 @@ func TestT2(t *testing.T) {
 	// bound: two poll intervals and the slack, 2.8 s
 	expect(t, CheckTiming(shutdown(12.7), o), T2, 0)
 	expect(t, CheckTiming(shutdown(13.5), o), T2, 1)
+	// a handoff under way ends within half a lease duration (5 s)
+	hand := func(rel float64) []trace.Record {
+		return fleet().
+			add(1, trace.Acting, 0, "k", cp("10")).
+			add(2, trace.HandingOver, 0, "k", reason("to w1")).
+			add(rel, trace.CallSent, 0, "k", reason("release")).
+			add(rel+0.1, trace.LeaseReleased, 0, "k", reason("handed over to w1")).recs
+	}
+	expect(t, CheckTiming(hand(6.9), o), T2, 0)
+	expect(t, CheckTiming(hand(7.2), o), T2, 1)
 	// a fleet that also scans is not held to it
 	mixed := *shippedTiming()
 	mixed.Scan = true
