@@ -56,6 +56,11 @@ var plantedBugs = map[string]string{
 	"take-ignores-handoff-from":               "a worker taking leases itself acts at once on a lease released before its thief acted (handoffFrom set), while the previous holder may still act",
 	"handoff-timeout-ignored":                 "a holder handing a lease over waits for its processor however long it takes, instead of releasing anyway after half a lease duration: the lease stays being handed over",
 	"write-while-resolving":                   "a holder sends its next write of a lease (a renewal) while the outcome of the last one is still being resolved: two writes expect one version",
+	// Bugs that only a named test sees (TestTestsCatchPlantedBugs runs
+	// that test with the bug planted and requires it to fail).
+	"config-margin-unchecked":       "configuration: a safety margin too small for the drift bound is accepted",
+	"malformed-reported-every-scan": "a malformed row of the table is reported at every scan, not once per key",
+	"unproven-row-ended":            "a row without the stream's identity is taken for the stream's without the listing's proof: rows of another stream that shares the table may be ended or deleted",
 	// Bugs of the production driver (Consumer): only the driver simulation
 	// (package sim/driversim) runs it; the simulator drives the core alone.
 	"driver-handoff-unchecked": "driver: the runner hands a batch to the processor without checking the lease's act-until time, so a batch delivered before a pause reaches the processor after the lease has moved",
@@ -68,6 +73,10 @@ func init() {
 
 // bug reports whether the planted bug name is active in this worker.
 func (w *Worker) bug(name string) bool { return w.cfg.planted == name }
+
+// bug reports whether the planted bug name is active in this
+// configuration (its validation).
+func (c *Config) bug(name string) bool { return c.planted == name }
 
 // bug reports whether the planted driver bug name is active in this
 // consumer.

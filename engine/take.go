@@ -117,7 +117,7 @@ func (w *Worker) observeListing(l Listing) {
 		if w.malformed == nil {
 			w.malformed = make(map[string]bool)
 		}
-		if !w.malformed[m.Key] {
+		if !w.malformed[m.Key] || w.bug("malformed-reported-every-scan") {
 			w.malformed[m.Key] = true
 			w.emit(TraceEvent{Kind: TraceMalformedRow, Key: m.Key, Reason: m.Reason})
 		}

@@ -71,6 +71,7 @@ func newUnit(t *testing.T, cfg Config) *unit {
 		cfg.Assignment = AssignmentScan // the tests of the take rules; assigned mode has its own
 	}
 	cfg.Trace = func(e TraceEvent) { u.trace = append(u.trace, e) }
+	plantFromEnv(&cfg)
 	w, err := NewWorker(cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -36,7 +36,7 @@ func TestMutantsSwarm(t *testing.T) {
 	var names []string
 	only := strings.Split(*flagMutantsOnly, ",")
 	for m := range Mutations {
-		if !driverMutation(m) && (*flagMutantsOnly == "" || slices.Contains(only, m)) {
+		if !driverMutation(m) && !mutants.TestOnly(m) && (*flagMutantsOnly == "" || slices.Contains(only, m)) {
 			names = append(names, m)
 		}
 	}
