@@ -182,7 +182,7 @@ func (w *Worker) advanceAssigned() {
 		a.nextHello = now + w.jitter(w.cfg.LeaseDuration)
 		w.hello()
 	}
-	if a.as == nil && a.resumed && !w.scanInFlight && now >= w.nextScan && w.warming() {
+	if a.as == nil && a.resumed && !w.scanInFlight && now >= w.nextScan && (w.warming() || w.bug("every-worker-scans")) {
 		w.scanInFlight = true
 		w.scanSentAt = now
 		w.nextScan = now + w.jitter(w.cfg.AssignerScanInterval)

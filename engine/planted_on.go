@@ -61,6 +61,7 @@ var plantedBugs = map[string]string{
 	"config-margin-unchecked":       "configuration: a safety margin too small for the drift bound is accepted",
 	"malformed-reported-every-scan": "a malformed row of the table is reported at every scan, not once per key",
 	"unproven-row-ended":            "a row without the stream's identity is taken for the stream's without the listing's proof: rows of another stream that shares the table may be ended or deleted",
+	"every-worker-scans":            "every worker, not only the assigner (and a deputy that has seen it stand still), scans the table every AssignerScanInterval: reads per shard-hour grow with the workers",
 	// Bugs of the production driver (Consumer): only the driver simulation
 	// (package sim/driversim) runs it; the simulator drives the core alone.
 	"driver-handoff-unchecked": "driver: the runner hands a batch to the processor without checking the lease's act-until time, so a batch delivered before a pause reaches the processor after the lease has moved",

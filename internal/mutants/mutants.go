@@ -227,6 +227,7 @@ var Classes = map[string]string{
 	"engine:config-margin-unchecked":       "test: configuration",
 	"engine:malformed-reported-every-scan": "test: malformed rows",
 	"engine:unproven-row-ended":            "test: stream identity",
+	"engine:every-worker-scans":            "test: table cost",
 }
 
 // Write writes rows to path as JSON.
