@@ -94,7 +94,9 @@ func keyList(keys []string) string {
 
 // toleratedOutside reports whether a violation of a run outside the
 // assumptions is one that those assumptions exist to prevent: S1 (two
-// acting owners), S3's "a new owner starts at or after the checkpoint"
+// acting owners), the latency and balance bounds (T1-T3, B1, derived for
+// clocks within the drift bound and pauses within the margin), S3's "a
+// new owner starts at or after the checkpoint"
 // (a second owner starts from the row it took while the first writes on),
 // and G1 between two processes of one owner id (a second live process with
 // a worker's id resumes "its own" lease at once, from the row as it read
