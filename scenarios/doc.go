@@ -48,6 +48,13 @@
 // shrunk case passes without the bug; it logs the shrunk case and leaves no
 // fail file behind.
 //
+// The property runs of go test draw from a fixed rapid seed (TestMain sets
+// -rapid.seed unless it is given), so that go test runs the same cases
+// every time: a finding fails the change that makes it, not a later run by
+// chance. make sweep draws from random seeds (-rapid.seed=0) to explore.
+// TestPropertyMutants (make mutants) asks, for every planted bug, whether
+// TestProperty, with its seed and checks, catches it.
+//
 // # Replaying a failure
 //
 // rapid saves the minimized case of a failure under
