@@ -389,7 +389,8 @@ func (w *Worker) onMonitor(r *Result) {
 	a.members = slices.Clone(row.Children)
 	a.depKnown = false
 	_, a.isMember = slices.BinarySearch(a.members, w.cfg.Owner)
-	if w.deputy(row.Owner) && !w.bug("deputies-read-slowly") {
+	dep := w.deputy(row.Owner) && !w.bug("deputies-read-slowly")
+	if dep {
 		next = now + w.jitter(w.cfg.PendingPollInterval)
 	}
 	switch {
@@ -397,7 +398,7 @@ func (w *Worker) onMonitor(r *Result) {
 		w.take(candidate{row: row, actFrom: now, reason: "assigner"})
 	case now-o.seenAt >= w.cfg.LeaseDuration:
 		w.take(candidate{row: o.row, actFrom: o.seenAt + w.cfg.LeaseDuration, reason: "assigner"})
-	case o.seenAt < now || w.deputy(row.Owner):
+	case o.seenAt < now || dep:
 		// The version has stood still since an earlier read (or this is
 		// a deputy): look again when it would expire, if that comes
 		// before the next read. A version first seen now shows a live

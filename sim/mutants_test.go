@@ -69,3 +69,45 @@ func TestMutantClasses(t *testing.T) {
 		}
 	}
 }
+
+// TestPlantedBugsChangeTheRun: no planted bug is equivalent to the correct
+// engine: each changes the trace of some seed of the default swarm (among
+// seeds 1 to 40), caught or not. The bugs that only a named test sees are
+// shown by that test (package engine's TestTestsCatchPlantedBugs).
+func TestPlantedBugsChangeTheRun(t *testing.T) {
+	planted.SkipUnlessEnabled(t)
+	if testing.Short() {
+		t.Skip("runs the swarm for every planted bug")
+	}
+	base := map[uint64]uint64{}
+	hash := func(seed uint64, m string) uint64 {
+		res, err := Run(Options{Seed: seed, Mutation: m, NoExcerpts: true, LinBudget: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.TraceHash
+	}
+	var names []string
+	for m := range Mutations {
+		if !driverMutation(m) && !mutants.TestOnly(m) {
+			names = append(names, m)
+		}
+	}
+	slices.Sort(names)
+	for _, m := range names {
+		differs := uint64(0)
+		for seed := uint64(1); seed <= 40 && differs == 0; seed++ {
+			if _, ok := base[seed]; !ok {
+				base[seed] = hash(seed, "")
+			}
+			if hash(seed, m) != base[seed] {
+				differs = seed
+			}
+		}
+		if differs == 0 {
+			t.Errorf("%s changes no run of seeds 1-40: it may be equivalent to the correct engine", m)
+		} else {
+			t.Logf("%s: seed %d differs", m, differs)
+		}
+	}
+}
