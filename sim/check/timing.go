@@ -400,7 +400,7 @@ func (c *timingChecker) observe(r *trace.Record) {
 			}
 			return
 		}
-		if r.Key != "" && !IsReservedKey(r.Key) {
+		if r.Key != "" && !engine.IsReserved(r.Key) {
 			tk := c.key(c.keys.get(r.Key))
 			tk.writes = appendRecent(tk.writes, conflict{r.T, r.Proc}, r.T)
 			if r.Reason == trace.WriteAssign && r.RowOwner == "" {
@@ -635,7 +635,7 @@ func (c *timingChecker) closedTenure(t *tenure) {
 // process: a failover (T1) or a planned move (T2), checked if its path
 // was undisturbed.
 func (c *timingChecker) handoff(a, b *Tenure, ks *keyState) {
-	if len(c.out) >= c.o.max() || ks == nil || IsReservedKey(b.Key) {
+	if len(c.out) >= c.o.max() || ks == nil || engine.IsReserved(b.Key) {
 		return
 	}
 	gap, planned, ok := HandoffGap(a, b)
@@ -654,10 +654,6 @@ func (c *timingChecker) handoff(a, b *Tenure, ks *keyState) {
 		c.failover(a, b, tk, gap, B)
 	}
 }
-
-// IsReservedKey reports whether key is one of the engine's own rows (the
-// assigner row, hello rows, stream markers), not a lease of a shard.
-func IsReservedKey(key string) bool { return strings.HasPrefix(key, engine.ReservedPrefix) }
 
 // assignment returns the latest assignment of the key that applied in
 // (from, to], and how many did.
@@ -923,15 +919,11 @@ func (c *timingChecker) deputies(owner string) []int32 {
 		i++
 	}
 	var out []int32
-	for k := 0; k < Deputies && k < len(owners); k++ {
+	for k := 0; k < engine.Deputies && k < len(owners); k++ {
 		out = append(out, c.live[owners[(i+k)%len(owners)]])
 	}
 	return out
 }
-
-// Deputies is engine.Deputies: how many workers after the assigner watch
-// its row closely.
-const Deputies = engine.Deputies
 
 func (c *timingChecker) procOwner(proc int32) string {
 	if p := c.proc(proc); p != nil {
