@@ -4,11 +4,11 @@ package engine
 
 import "os"
 
-// testPlantEnv (the same as engine_test's) names the planted bug a child run of the test binary plants
-// in every configuration a test builds through plantFromEnv (newUnit, the
-// configuration rules): how TestTestsCatchPlantedBugs shows that a named
-// test, the checker of a claim no run can show (docs/claims.md), fails
-// with the bug.
+// testPlantEnv (engine_test's too) names the planted bug that a child run
+// of the test binary plants in every configuration a test builds through
+// plantFromEnv (newUnit, the configuration rules): how
+// TestTestsCatchPlantedBugs shows that a named test, the checker of a
+// claim no run can show (docs/claims.md), fails with the bug.
 const testPlantEnv = "SHARDLEASE_TEST_PLANT"
 
 // plantFromEnv plants the bug testPlantEnv names in cfg, if any.
