@@ -175,7 +175,7 @@ report-example: chromium
 mutants:
 	@mkdir -p reports/out
 	set -o pipefail; st=0; \
-	$(GO) test $(MUTATIONS) -count=1 -v -timeout 180m ./sim -run '^(TestMutantsSwarm|TestMutationsCaught)$$' \
+	$(GO) test $(MUTATIONS) -count=1 -v -timeout 360m ./sim -run '^(TestMutantsSwarm|TestMutationsCaught)$$' \
 		-sim.mutants.json=$(CURDIR)/reports/out/mutants-sim.json $(if $(MUTANTS_SLOW),-sim.mutants) $(if $(MUTANTS_ONLY),-sim.mutants.only=$(MUTANTS_ONLY)) \
 		| grep -E 'caught|^(---|    ---|ok|FAIL)' || st=1; \
 	$(GO) test $(MUTATIONS) -count=1 -v -timeout 60m ./sim/driversim -run '^TestDriverMutants$$' \
