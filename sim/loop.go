@@ -41,7 +41,9 @@ func (s *simulator) loop() {
 		case evCheckpointTimer:
 			s.onCheckpointTimer(s.cl.procs[e.proc])
 		case evPut:
-			s.onPut()
+			s.onPut(e.a)
+		case evPutRate:
+			s.setPutRate()
 		case evRetention:
 			s.onRetention()
 		case evAction:
