@@ -97,6 +97,23 @@ swarm:
 soak:
 	$(GO) run ./cmd/simrun -soak -seeds 1-$(SEEDS) $(SOAK_FLAGS)
 
+.PHONY: soak-partitioned
+# soak-partitioned runs the soak as PARTS processes at once, one partition
+# each (simrun -soak -partition I/PARTS -parallel 1: what the pods of the
+# Kubernetes Job in deploy/soak do, docs/soak.md), then merges them
+# (simrun -soak-merge: totals, seeds/s, every finding; it fails if a seed
+# is missing or ran twice). Each partition resumes on its own when started
+# again; its output is in reports/out/soak-partitioned/part-I.log.
+PARTS ?= 2
+soak-partitioned:
+	$(GO) build -o bin/simrun ./cmd/simrun
+	mkdir -p reports/out/soak-partitioned
+	for i in $$(seq 0 $$(($(PARTS) - 1))); do \
+		bin/simrun -soak -seeds 1-$(SEEDS) -partition $$i/$(PARTS) -parallel 1 -soak-dir reports/out/soak-partitioned $(SOAK_FLAGS) \
+			> reports/out/soak-partitioned/part-$$i.log 2>&1 & \
+	done; wait
+	bin/simrun -soak-merge reports/out/soak-partitioned
+
 # ---- cmd/live: local AWS-compatible servers, demo and live chaos runs ----
 # The servers these targets start have their own state directory, so they
 # never stop servers that other targets or people started.
