@@ -225,7 +225,8 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		}
 		defer rec.Close()
 	}
-	m, err := metrics.New(metrics.Options{Owner: f.owner})
+	full, _ := cfg.Validate() // the defaults filled in; NewConsumer reports what is invalid
+	m, err := metrics.New(metrics.Options{Owner: f.owner, LeaseDuration: full.LeaseDuration, SafetyMargin: full.SafetyMargin})
 	if err != nil {
 		fmt.Fprintln(stderr, "live run: metrics:", err)
 		return exitFailed
@@ -255,7 +256,6 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		fmt.Fprintln(stderr, "live run: -checkpoint-every must be at least 1 and -checkpoint-interval positive")
 		return exitUsage
 	}
-	full, _ := cfg.Validate() // valid: NewConsumer accepted it
 
 	region, dynEP, kinEP := clients.Where()
 	log.Info("starting worker", "stream", f.stream, "table", f.table, "region", region, "dynamodb_endpoint", dynEP, "kinesis_endpoint", kinEP,
