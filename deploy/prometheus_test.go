@@ -68,7 +68,7 @@ func TestRuleTestsCatchWeakenedRules(t *testing.T) {
 		t.Fatal(err)
 	}
 	for name, edit := range map[string][2]string{
-		"ownership gap fires later": {"        expr: max by (job) (shardlease_fleet_shards_without_owner) > 0\n        for: 30s", "        expr: max by (job) (shardlease_fleet_shards_without_owner) > 0\n        for: 2m"},
+		"ownership gap fires later":  {"        expr: max by (job) (shardlease_fleet_shards_without_owner) > 0\n        for: 30s", "        expr: max by (job) (shardlease_fleet_shards_without_owner) > 0\n        for: 2m"},
 		"ownership gap fires sooner": {"        expr: max by (job) (shardlease_fleet_shards_without_owner) > 0\n        for: 30s", "        expr: max by (job) (shardlease_fleet_shards_without_owner) > 0\n        for: 15s"},
 		"renew failures over 50%":    {"[1m])) > 0.05", "[1m])) > 0.5"},
 		"renew failures twice":       {"[1m])) > 0.05\n        for: 1m", "[1m])) > 0.05\n        for: 30s"},
