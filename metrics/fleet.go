@@ -19,11 +19,13 @@ type fleet struct {
 	margin time.Duration // how long before its expiry a holder stops acting
 	now    func() time.Time
 
-	mu       sync.Mutex
-	assigner bool                 // this worker holds the assigner row
-	scanned  time.Time            // when the latest consistent scan answered
-	rows     map[string]*fleetRow // by lease key, from the latest scan
-	infoName string               // the assigner's owner id (this worker)
+	mu        sync.Mutex
+	assigner  bool                 // this worker holds the assigner row
+	scanned   time.Time            // when the latest consistent scan answered
+	cur, prev fleetState           // as of the latest scan, and the one before
+	rows      map[string]*fleetRow // by lease key, from the latest scan
+	infoName  string               // the assigner's owner id (this worker)
+	previous  string               // the owner whose expired assigner row this worker took over
 
 	info, leases, withoutOwner, gap, awaiting, assigned, handoffs, scanAge *prometheus.Desc
 }
@@ -39,6 +41,11 @@ type fleetRow struct {
 	firstSeen time.Time
 	// holder is the Lease.Writer of the owner's latest version seen.
 	holder string
+	// orphan: the first scan of this assigner showed the row held by the
+	// previous assigner, whose row had expired: by the lease rules that
+	// worker stopped acting on its leases when its row expired in its own
+	// view (the engine reassigns them at once). Until the row changes.
+	orphan bool
 }
 
 func newFleet(cl prometheus.Labels, lease, margin time.Duration, now func() time.Time) *fleet {
@@ -50,9 +57,9 @@ func newFleet(cl prometheus.Labels, lease, margin time.Duration, now func() time
 	f.info = d("shardlease_assigner_info", "1 on the worker that holds the assigner row (the elected worker that hands leases out); the label assigner names it.", "assigner")
 	f.leases = d("shardlease_fleet_leases", "Leases of the table that are not finished (SHARD_END excluded).")
 	f.withoutOwner = d("shardlease_fleet_shards_without_owner",
-		"Unfinished leases without an acting owner: unowned (awaiting assignment, or assigned and not yet taken), or owned by a worker whose row has stood still for the lease duration less the safety margin (by the lease rules it has stopped acting).")
+		"Unfinished leases without an acting owner at the latest scan or the one before (so that a gap one scan saw outlives one scrape): unowned (awaiting assignment, or assigned and not yet taken), or owned by a worker whose row has stood still for the lease duration less the safety margin (by the lease rules it has stopped acting), or by the previous assigner, whose row had expired.")
 	f.gap = d("shardlease_fleet_ownership_gap_seconds",
-		"The longest current ownership gap: how long, up to the latest scan, the oldest lease without an acting owner has been so, from its owner's last renewal or take the scans showed (from when a scan first showed the lease if none did); 0 when every lease has an acting owner.")
+		"The longest ownership gap at the latest scan or the one before: how long the lease without an acting owner the longest had been so, from its owner's last renewal, take or release the scans showed (from when a scan first showed the lease if none did); 0 when every lease had an acting owner at both.")
 	f.awaiting = d("shardlease_fleet_leases_awaiting_assignment", "Unowned leases no worker is assigned to yet (a new shard, a lease released at shutdown).")
 	f.assigned = d("shardlease_fleet_leases_assigned_untaken", "Unowned leases assigned to a worker that has not taken them yet.")
 	f.handoffs = d("shardlease_fleet_handoffs_in_flight", "Leases whose holder is asked to hand them over to another worker (a cooperative handoff: balance, scale-in) and has not released them yet.")
@@ -60,15 +67,20 @@ func newFleet(cl prometheus.Labels, lease, margin time.Duration, now func() time
 	return f
 }
 
-// setAssigner records whether this worker holds the assigner row. A
-// worker that loses it forgets what its scans showed.
-func (f *fleet) setAssigner(on bool, owner string) {
+// setAssigner records whether this worker holds the assigner row, and
+// whose expired row it took over (previous). A worker that loses it
+// forgets what its scans showed.
+func (f *fleet) setAssigner(on bool, owner, previous string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.assigner, f.infoName = on, owner
+	f.previous = ""
+	if previous != owner {
+		f.previous = previous
+	}
 	if !on {
 		clear(f.rows)
-		f.scanned = time.Time{}
+		f.scanned, f.cur, f.prev = time.Time{}, fleetState{}, fleetState{}
 	}
 }
 
@@ -90,11 +102,15 @@ func (f *fleet) observe(l engine.Listing, at time.Time) {
 			r = &fleetRow{row: row, changed: at, firstSeen: at}
 			if row.Owner != "" {
 				r.holder = row.Writer
+				r.orphan = f.scanned.IsZero() && row.Owner == f.previous
 			}
 			f.rows[row.Key] = r
 			continue
 		}
 		old := r.row
+		if row.Counter != old.Counter || row.Owner != old.Owner {
+			r.orphan = false
+		}
 		switch {
 		case row.Counter == old.Counter && row.Owner == old.Owner:
 		case row.Owner != "" && row.Owner == old.Owner && row.HandoffTo != old.HandoffTo && row.Writer != r.holder:
@@ -119,6 +135,7 @@ func (f *fleet) observe(l engine.Listing, at time.Time) {
 		}
 	}
 	f.scanned = at
+	f.prev, f.cur = f.cur, f.state(at)
 }
 
 // Describe implements prometheus.Collector.
@@ -154,7 +171,7 @@ func (f *fleet) state(at time.Time) fleetState {
 				s.assigned++
 			}
 		}
-		if owned && at.Sub(r.changed) < f.lease-f.margin {
+		if owned && !r.orphan && at.Sub(r.changed) < f.lease-f.margin {
 			continue // an acting owner
 		}
 		s.withoutOwner++
@@ -179,7 +196,9 @@ func (f *fleet) Collect(ch chan<- prometheus.Metric) {
 	if f.scanned.IsZero() {
 		return
 	}
-	s := f.state(f.scanned)
+	s := f.cur
+	s.withoutOwner = max(s.withoutOwner, f.prev.withoutOwner)
+	s.gap = max(s.gap, f.prev.gap)
 	g := func(d *prometheus.Desc, v float64) { ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v) }
 	g(f.leases, float64(s.leases))
 	g(f.withoutOwner, float64(s.withoutOwner))

@@ -110,40 +110,44 @@ func TestFleetFromTheAssignersScans(t *testing.T) {
 		"shardlease_fleet_leases_assigned_untaken": "1", "shardlease_fleet_handoffs_in_flight": "1",
 		"shardlease_fleet_shards_without_owner": "2", "shardlease_fleet_ownership_gap_seconds": "0", "shardlease_fleet_scan_age_seconds": "0"})
 
-	c.advance(5 * time.Second)
+	c.advance(5 * time.Second)             // t0+5
 	ss.rows[0] = lease("a", "w1", 2, "p1") // renewed
 	scan()
-	c.advance(2 * time.Second)
+	c.advance(2 * time.Second) // the view is the scan's: it does not age between scans
 	wantFleet(t, m, "5 s later", map[string]string{"shardlease_fleet_shards_without_owner": "2", "shardlease_fleet_ownership_gap_seconds": "5",
 		"shardlease_fleet_scan_age_seconds": "2"})
 
-	c.advance(3 * time.Second) // t0+10: d has stood still for 10 s (> lease less margin)
+	c.advance(3 * time.Second) // t0+10: d has stood still for 10 s (past the lease less the margin, 9 s)
 	ss.rows[0] = lease("a", "w1", 3, "p1")
 	scan()
 	wantFleet(t, m, "d stood still", map[string]string{"shardlease_fleet_shards_without_owner": "3", "shardlease_fleet_ownership_gap_seconds": "10"})
 
-	// b and c are taken; a gets a handoff request from the assigner
-	// (which renews nothing), then stands still
-	c.advance(5 * time.Second) // t0+15
+	// t0+15: b and c are taken; a gets a handoff request from the
+	// assigner, which renews nothing. Without an owner now: d alone, but
+	// the scan before had three: the series show the larger.
+	c.advance(5 * time.Second)
 	ss.rows[1], ss.rows[2] = lease("b", "w2", 2, "p2"), lease("c", "w2", 4, "p2")
 	req := lease("a", "w1", 4, "asg")
 	req.HandoffTo, req.Pending = "w2", "w1"
 	ss.rows[0] = req
 	scan()
-	wantFleet(t, m, "b and c taken", map[string]string{"shardlease_fleet_shards_without_owner": "1", "shardlease_fleet_handoffs_in_flight": "2",
-		"shardlease_fleet_leases_awaiting_assignment": "0", "shardlease_fleet_leases_assigned_untaken": "0"})
-	c.advance(4500 * time.Millisecond) // t0+19.5: a last renewed at t0+10
+	wantFleet(t, m, "b and c taken", map[string]string{"shardlease_fleet_shards_without_owner": "3", "shardlease_fleet_handoffs_in_flight": "2",
+		"shardlease_fleet_leases_awaiting_assignment": "0", "shardlease_fleet_leases_assigned_untaken": "0", "shardlease_fleet_ownership_gap_seconds": "15"})
+	// t0+19.5: a, last renewed at t0+10 (the request was no renewal), has
+	// stood still for 9.5 s: a and d without an owner
+	c.advance(4500 * time.Millisecond)
 	ss.rows[1], ss.rows[2] = lease("b", "w2", 3, "p2"), lease("c", "w2", 5, "p2")
 	scan()
 	wantFleet(t, m, "a stood still after the request", map[string]string{"shardlease_fleet_shards_without_owner": "2", "shardlease_fleet_ownership_gap_seconds": "19.5"})
 
-	// a is released by its holder: the gap starts at the release
-	c.advance(500 * time.Millisecond) // t0+20
+	// t0+20: a is released by its holder (to w2): its gap starts at the
+	// release; d is taken by w3
+	c.advance(500 * time.Millisecond)
 	rel := lease("a", "", 5, "p1")
 	rel.Pending, rel.HandoffTo = "w2", "w2"
 	ss.rows[0], ss.rows[3] = rel, lease("d", "w3", 6, "p3")
 	scan()
-	c.advance(time.Second)
+	c.advance(time.Second) // t0+21
 	ss.rows[1], ss.rows[2] = lease("b", "w2", 4, "p2"), lease("c", "w2", 6, "p2")
 	scan()
 	wantFleet(t, m, "a released", map[string]string{"shardlease_fleet_shards_without_owner": "1", "shardlease_fleet_ownership_gap_seconds": "1",
@@ -252,4 +256,31 @@ func TestRenewFailures(t *testing.T) {
 		`shardlease_renew_failures_total{outcome="timeout",owner="w1"} 1`,
 		`shardlease_renew_failures_total{outcome="condition-failed",owner="w1"} 0`,
 	)
+}
+
+// TestFleetAfterAnAssignerTakeover: the leases of the previous assigner,
+// whose expired row this worker took over, have no acting owner from the
+// first scan on (their holder stopped acting when its row expired); those
+// of others are timed from first sight.
+func TestFleetAfterAnAssignerTakeover(t *testing.T) {
+	m, c := newTestMetrics(t, "w2")
+	ss := &scanStore{LeaseStore: engine.NewMemStore()}
+	st := m.Store(ss)
+	ss.rows = []engine.Lease{lease("a", "w1", 4, "p1"), lease("b", "w3", 2, "p3")}
+	m.Tracer(nil)(engine.TraceEvent{Kind: engine.TraceLeaseAcquired, Key: engine.AssignerKey, Reason: "assigner", Previous: "w1"})
+	if _, err := st.ListLeases(context.Background(), true); err != nil {
+		t.Fatal(err)
+	}
+	wantFleet(t, m, "first scan", map[string]string{"shardlease_fleet_shards_without_owner": "1"})
+	c.advance(time.Second)
+	ss.rows[0] = lease("a", "w3", 5, "p3") // reassigned and taken
+	if _, err := st.ListLeases(context.Background(), true); err != nil {
+		t.Fatal(err)
+	}
+	wantFleet(t, m, "taken: the scan before still counts", map[string]string{"shardlease_fleet_shards_without_owner": "1"})
+	c.advance(time.Second)
+	if _, err := st.ListLeases(context.Background(), true); err != nil {
+		t.Fatal(err)
+	}
+	wantFleet(t, m, "taken", map[string]string{"shardlease_fleet_shards_without_owner": "0", "shardlease_fleet_ownership_gap_seconds": "0"})
 }

@@ -204,9 +204,9 @@ func (m *Metrics) trace(e engine.TraceEvent) {
 		switch {
 		case e.Key != engine.AssignerKey:
 		case e.Kind == engine.TraceLeaseAcquired:
-			m.fleet.setAssigner(true, m.owner)
+			m.fleet.setAssigner(true, m.owner, e.Previous)
 		case e.Kind == engine.TraceLeaseLost, e.Kind == engine.TraceLeaseReleased:
-			m.fleet.setAssigner(false, "")
+			m.fleet.setAssigner(false, "", "")
 		}
 		return
 	}

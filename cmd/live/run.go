@@ -91,7 +91,7 @@ func (f *workerFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.balanceBy, "balance-by", engine.BalanceLeases, "what the assigner balances: leases (counts) or throughput (KB/s each holder reports)")
 	fs.DurationVar(&f.callTimeout, "call-timeout", 0, "deadline of each AWS call (default: the renew interval)")
 	fs.DurationVar(&f.shutdownTime, "shutdown-timeout", 0, "bound on the graceful shutdown (default: the lease duration)")
-	fs.StringVar(&f.metricsAddr, "metrics-addr", ":9464", "address of the Prometheus /metrics endpoint and the /livez, /readyz (and /healthz, its alias) probes (empty: none)")
+	fs.StringVar(&f.metricsAddr, "metrics-addr", ":9464", "address of the Prometheus /metrics endpoint and the probes /livez (and /healthz: liveness) and /readyz (readiness; details with ?verbose); the default listens on every interface (empty: none)")
 	fs.StringVar(&f.record, "record", "", "directory to write this worker's history to (for `live check`)")
 	fs.IntVar(&f.worker, "worker", -1, "worker slot number written into the history (harnesses restart a slot under new processes)")
 	fs.IntVar(&f.cpEvery, "checkpoint-every", 100, "example processor: checkpoint after this many records")
