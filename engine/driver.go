@@ -56,6 +56,19 @@ type ConsumerOptions struct {
 	Logger *slog.Logger
 }
 
+// ShutdownBound returns how long Run may take to return once its context
+// is cancelled: ShutdownTimeout, or its default, the lease duration of
+// Config (zero fields taken at their defaults). Give a worker more than
+// that before it is killed (Kubernetes' terminationGracePeriodSeconds, a
+// systemd TimeoutStopSec), or the leases it has not released by then
+// expire instead of moving at once.
+func (o ConsumerOptions) ShutdownBound() time.Duration {
+	if o.ShutdownTimeout > 0 {
+		return o.ShutdownTimeout
+	}
+	return o.Config.withDefaults().LeaseDuration
+}
+
 // Consumer runs one worker: the decision core driven by a clock, with calls
 // to the store and the stream made concurrently and record processors run
 // on their own goroutines.

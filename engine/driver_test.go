@@ -393,3 +393,18 @@ func TestConsumerDrawsASeed(t *testing.T) {
 		t.Fatal("the consumer kept seed 0")
 	}
 }
+
+func TestShutdownBound(t *testing.T) {
+	for _, c := range []struct {
+		o    ConsumerOptions
+		want time.Duration
+	}{
+		{ConsumerOptions{}, DefaultLeaseDuration},
+		{ConsumerOptions{Config: Config{LeaseDuration: 30 * time.Second}}, 30 * time.Second},
+		{ConsumerOptions{Config: Config{LeaseDuration: 30 * time.Second}, ShutdownTimeout: 5 * time.Second}, 5 * time.Second},
+	} {
+		if got := c.o.ShutdownBound(); got != c.want {
+			t.Errorf("ShutdownBound(%+v) = %v, want %v", c.o, got, c.want)
+		}
+	}
+}
