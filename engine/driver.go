@@ -88,6 +88,7 @@ type Consumer struct {
 	nextToken   uint64
 	done        chan struct{}
 	health      *health
+	outages     *outages
 	// planted is a planted driver bug (planted_on.go): "" in every build
 	// without the shardlease_mutations tag, where bug is constant false.
 	planted string
@@ -178,6 +179,7 @@ func NewConsumer(opts ConsumerOptions) (*Consumer, error) {
 		health:      newHealth(cfg.LeaseDuration, opts.StartTimeout),
 		planted:     cfg.planted,
 	}
+	c.outages = newOutages(c.clk, c.log)
 	return c, nil
 }
 
@@ -370,7 +372,7 @@ func (c *Consumer) dispatch(ctx context.Context, call Call) {
 		r := Execute(cctx, c.opts.Store, c.opts.Stream, call)
 		r.ID = call.ID
 		c.health.call(call.Op, r.Err, c.clk.Now())
-		c.logCallError(call, r.Err)
+		c.outages.call(call, r.Err)
 		c.feed(Input{Kind: InputResult, Result: r})
 	}()
 }
@@ -380,22 +382,6 @@ func (c *Consumer) feed(in Input) {
 	select {
 	case c.results <- in:
 	case <-c.done:
-	}
-}
-
-// logCallError logs a failed call at a level that fits: a missing table or
-// stream is an error a person must fix; throttling and lost conditions are
-// routine.
-func (c *Consumer) logCallError(call Call, err error) {
-	switch {
-	case err == nil, errors.Is(err, ErrConditionFailed):
-	case errors.Is(err, ErrNotFound) && (call.Op == OpListLeases || call.Op == OpListShards):
-		c.log.Error("call failed: not found", "call", call.Op.String(), "stream", call.Stream, "err", err)
-	case errors.Is(err, ErrThrottled), errors.Is(err, ErrNotFound), errors.Is(err, ErrExpiredIterator),
-		errors.Is(err, ErrResourceInUse), errors.Is(err, ErrSubscriptionEnded):
-		c.log.Debug("call failed", "call", call.Op.String(), "key", call.Key, "stream", call.Stream, "err", err)
-	default:
-		c.log.Warn("call failed", "call", call.Op.String(), "key", call.Key, "stream", call.Stream, "err", err)
 	}
 }
 

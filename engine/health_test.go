@@ -206,8 +206,28 @@ func TestConsumerHealthFollowsATableOutage(t *testing.T) {
 		t.Errorf("unready %v after the last answer: want just past the lease duration (10s)", gap)
 	}
 
+	// a minute more of the outage: logged once when it began and in a
+	// summary every OutageSummaryEvery, never per call
+	failedAt := clk.Now().Add(-11 * time.Second)
+	advance(t, clk, 2*time.Minute, "a minute into the outage", func() bool { return clk.Now().Sub(failedAt) >= 70*time.Second })
 	store.fail(false)
 	advance(t, clk, time.Minute, "ready after the outage", func() bool { return c.Health().Ready })
+	advance(t, clk, time.Minute, "the table's return logged", func() bool { return strings.Contains(logs.String(), "lease table reachable again") })
+	out := logs.String()
+	for line, want := range map[string][2]int{
+		`level=WARN msg="lease table unreachable: calls fail; retrying`: {1, 1},
+		`level=WARN msg="lease table still unreachable"`:                {2, 3},
+		`level=INFO msg="lease table reachable again"`:                  {1, 1},
+		`level=WARN msg="call failed"`:                                  {0, 0},
+		`level=WARN msg="lease lost"`:                                   {1, 2},
+	} {
+		if n := strings.Count(out, line); n < want[0] || n > want[1] {
+			t.Errorf("%d lines %s, want %d to %d:\n%s", n, line, want[0], want[1], out)
+		}
+	}
+	if !strings.Contains(out, `msg="lease lost" owner=A lease=`) || !strings.Contains(out, "cause=\"expired") {
+		t.Errorf("a lease lost in the outage is not logged at WARN with its cause:\n%s", out)
+	}
 	if err := run.stop(t, clk); err != nil {
 		t.Logf("Run: %v", err) // the leases may have been lost in the outage
 	}
