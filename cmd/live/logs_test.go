@@ -118,6 +118,11 @@ func TestJSONLogsOneOwnerReadableDurations(t *testing.T) {
 		if msg, _ := m["msg"].(string); strings.HasPrefix(msg, "shutting down") || strings.HasPrefix(msg, "worker stopped; ") {
 			engineLines++
 		}
+		if v, ok := m["released"]; ok {
+			if _, list := v.([]any); !list {
+				t.Errorf("released = %v, want a list ([] when empty): %s", v, line)
+			}
+		}
 		if v, ok := m["lease_duration"]; ok {
 			durations++
 			if v != "3s" {
