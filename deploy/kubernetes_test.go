@@ -159,7 +159,9 @@ func TestDeployment(t *testing.T) {
 
 	// the probes: package probe's paths, on the metrics port
 	mux := http.NewServeMux()
-	probe.Handle(mux, func() engine.Health { return engine.Health{Live: true, LiveReason: "ok: x", ReadyReason: "not ready: y"} })
+	probe.Handle(mux, func() engine.Health {
+		return engine.Health{Live: true, LiveReason: "ok: x", ReadyReason: "not ready: y"}
+	})
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
 	for name, p := range map[string]*corev1.Probe{"liveness": c.LivenessProbe, "readiness": c.ReadinessProbe} {
