@@ -2,10 +2,10 @@ package doccmd
 
 import (
 	"encoding/json"
+	"go/format"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"go/format"
 	"regexp"
 	"testing"
 )
