@@ -70,6 +70,10 @@ type rowTable struct {
 	all  []*rowState // by id; nil: free
 	free []rowID
 	live int // rows in use
+	// emptyKey: the empty key was interned once (a row without a key, which
+	// stores report as malformed: so far never); until then get("") needs
+	// no probe
+	emptyKey bool
 	// parse fills a new row's ref and ok
 	parse func(key string) (ShardRef, bool)
 }
@@ -80,6 +84,9 @@ func newRowTable(parse func(string) (ShardRef, bool)) rowTable {
 
 // get returns the state of key, nil if the key is not interned.
 func (t *rowTable) get(key string) *rowState {
+	if key == "" && !t.emptyKey {
+		return nil // no lease key (a tick, a scan's result): no probe
+	}
 	if id, ok := t.ids[key]; ok {
 		return t.all[id]
 	}
@@ -90,6 +97,9 @@ func (t *rowTable) get(key string) *rowState {
 func (t *rowTable) intern(key string) *rowState {
 	if id, ok := t.ids[key]; ok {
 		return t.all[id]
+	}
+	if key == "" {
+		t.emptyKey = true
 	}
 	rs := &rowState{key: key, writing: -1}
 	rs.ref, rs.ok = t.parse(key)
