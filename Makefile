@@ -168,8 +168,8 @@ report-example: chromium
 # mutants runs every planted bug simrun -list shows on the default swarm
 # (TestMutantsSwarm: seeds 1-64, one at a time, no fault mix or scenario
 # of its own) and the driver's on sim/driversim's default mix
-# (TestDriverMutants), writes reports/mutants.json and the README's table
-# (internal/mutants/report), and fails if any bug survives. MUTANTS_SLOW=1
+# (TestDriverMutants), writes reports/mutants.json and the table in
+# docs/figures.md (internal/mutants/report), and fails if any bug survives. MUTANTS_SLOW=1
 # also runs TestMutationsCaught's slow cases (-sim.mutants: bugs on fault
 # mixes chosen for them).
 mutants:
@@ -179,7 +179,7 @@ mutants:
 		-sim.mutants.json=$(CURDIR)/reports/out/mutants-sim.json $(if $(MUTANTS_SLOW),-sim.mutants) | grep -E 'caught|^(---|    ---|ok|FAIL)' || st=1; \
 	$(GO) test $(MUTATIONS) -count=1 -v -timeout 30m ./sim/driversim -run '^TestDriverMutants$$' \
 		-driversim.mutants.json=$(CURDIR)/reports/out/mutants-driver.json | grep -E 'caught|^(---|    ---|ok|FAIL)' || st=1; \
-	$(GO) run ./internal/mutants/report -out reports/mutants.json -readme README.md \
+	$(GO) run ./internal/mutants/report -out reports/mutants.json -doc docs/figures.md \
 		reports/out/mutants-sim.json reports/out/mutants-driver.json || st=1; \
 	exit $$st
 

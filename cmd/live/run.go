@@ -341,7 +341,7 @@ func startupFailure(err error, f workerFlags, region, dynEP, kinEP string) (int,
 		return exitUsage, fmt.Sprintf("the stream %q does not exist (region %s, Kinesis endpoint %s); create it with `live create -table %s -stream %s`: %v",
 			f.stream, region, kinEP, f.table, f.stream, err)
 	case errors.Is(err, engine.ErrAccessDenied):
-		return exitUsage, fmt.Sprintf("the credentials were rejected or lack a permission (region %s; see the README's IAM policy): %v", region, err)
+		return exitUsage, fmt.Sprintf("the credentials were rejected or lack a permission (region %s; the IAM policy is in docs/aws.md): %v", region, err)
 	}
 	return 0, ""
 }

@@ -2,7 +2,7 @@
 // mutants): the tests of package sim (the default swarm) and sim/driversim
 // (the driver simulation's default mix) each write one Row per planted
 // bug, and the report command (internal/mutants/report) merges them into
-// reports/mutants.json and the README's table.
+// reports/mutants.json and the table in docs/figures.md (Doc).
 package mutants
 
 import (
@@ -145,7 +145,7 @@ func Stats(rows []Row) (median, most float64, survivors []string) {
 	return median, most, survivors
 }
 
-// Table renders rows as the README's markdown table, sorted by class and
+// Table renders rows as the markdown table of Doc, sorted by class and
 // name, with a summary line.
 func Table(rows []Row) string {
 	rows = slices.Clone(rows)
@@ -174,15 +174,19 @@ func Table(rows []Row) string {
 	return b.String()
 }
 
-// Markers delimit the table in the README.
+// Doc is the document, relative to the repository's root, that holds the
+// table between Begin and End (the README links to it).
+const Doc = "docs/figures.md"
+
+// Markers delimit the table in Doc.
 const (
 	Begin = "<!-- mutants: make mutants writes this table -->"
 	End   = "<!-- /mutants -->"
 )
 
-// UpdateREADME replaces the text between Begin and End in the file at
-// path with table.
-func UpdateREADME(path, table string) error {
+// UpdateDoc replaces the text between Begin and End in the file at path
+// with table.
+func UpdateDoc(path, table string) error {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return fmt.Errorf("mutants: %w", err)

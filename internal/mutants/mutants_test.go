@@ -44,7 +44,7 @@ func TestWriteReadUpdate(t *testing.T) {
 	if err := os.WriteFile(readme, []byte("top\n"+Begin+"\nold\n"+End+"\nbottom\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := UpdateREADME(readme, "new\n"); err != nil {
+	if err := UpdateDoc(readme, "new\n"); err != nil {
 		t.Fatal(err)
 	}
 	b, _ := os.ReadFile(readme)
@@ -54,7 +54,26 @@ func TestWriteReadUpdate(t *testing.T) {
 	if err := os.WriteFile(readme, []byte("no markers\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := UpdateREADME(readme, "new\n"); err == nil {
+	if err := UpdateDoc(readme, "new\n"); err == nil {
 		t.Fatal("a README without the markers was accepted")
+	}
+}
+
+// TestDocHoldsTheTable checks that the document make mutants rewrites (Doc)
+// has the markers and, between them, the table of the rows checked in as
+// reports/mutants.json: a table moved, edited by hand or left stale fails.
+func TestDocHoldsTheTable(t *testing.T) {
+	root := filepath.Join("..", "..")
+	rows, err := Read(filepath.Join(root, "reports", "mutants.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(root, Doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Begin + "\n" + Table(rows) + End
+	if !strings.Contains(string(b), want) {
+		t.Fatalf("%s does not hold the table of reports/mutants.json between %q and %q; run make mutants (or go run ./internal/mutants/report -doc %s reports/mutants.json)", Doc, Begin, End, Doc)
 	}
 }

@@ -1,8 +1,8 @@
 // Command report merges the rows the mutant runs wrote (make mutants) into
-// reports/mutants.json, rewrites the README's table and prints it; it
+// reports/mutants.json, rewrites the table of planted bugs caught in docs/figures.md and prints it; it
 // exits 1 if a planted bug survived.
 //
-//	go run ./internal/mutants/report -out reports/mutants.json -readme README.md ROWS.json...
+//	go run ./internal/mutants/report -out reports/mutants.json -doc docs/figures.md ROWS.json...
 package main
 
 import (
@@ -15,7 +15,7 @@ import (
 
 func main() {
 	out := flag.String("out", "reports/mutants.json", "the merged rows")
-	readme := flag.String("readme", "README.md", "the README whose table to rewrite (empty: none)")
+	doc := flag.String("doc", mutants.Doc, "the document whose table to rewrite, between the markers (empty: none)")
 	flag.Parse()
 	var rows []mutants.Row
 	for _, p := range flag.Args() {
@@ -35,8 +35,8 @@ func main() {
 		os.Exit(2)
 	}
 	table := mutants.Table(rows)
-	if *readme != "" {
-		if err := mutants.UpdateREADME(*readme, table); err != nil {
+	if *doc != "" {
+		if err := mutants.UpdateDoc(*doc, table); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(2)
 		}
