@@ -107,6 +107,7 @@ func (k *Kinesis) reshardable(call, stream, shard string) (*kstream, *kshard, er
 // next number of the stream, above every record it holds.
 func (k *Kinesis) closeShard(s *kstream, sh *kshard) {
 	sh.info.EndingSequence = sh.seq.format(s.seq.take())
+	s.listing.forget()
 	sh.closed = k.clock.Now()
 	if last := k.origin.Add(time.Duration(sh.lastArrival)); sh.closed.Before(last) {
 		sh.closed = last
