@@ -11,6 +11,7 @@ require (
 	github.com/aws/aws-sdk-go-v2/service/kinesis v1.56.13
 	github.com/aws/smithy-go v1.28.9
 	github.com/benbjohnson/clock v1.3.5
+	github.com/grafana/grafana-foundation-sdk/go v0.0.22
 	github.com/prometheus/client_golang v1.25.0
 	golang.org/x/sys v0.48.0
 	golang.org/x/term v0.46.0

@@ -106,7 +106,8 @@ type kstream struct {
 	rng     *rand.Rand // the fake's: draws each new shard's sequence layout
 	shards  []*kshard  // creation order: shards[i] is shardId-<i>
 	byID    map[string]*kshard
-	open    []*kshard // open shards sorted by starting hash key
+	open    []*kshard    // open shards sorted by starting hash key
+	listing shardListing // ListShards' answer, shared (listing.go)
 	// the partition keys and data of its records, each stored once
 	pkeys  []string
 	pkeyOf map[string]uint32
@@ -229,6 +230,7 @@ func (s *kstream) addShard(start, end hashKey, parent, adjacent string, now time
 	}
 	s.shards = append(s.shards, sh)
 	s.byID[sh.info.ID] = sh
+	s.listing.forget()
 	return sh
 }
 
@@ -334,7 +336,9 @@ func (k *Kinesis) put(s *kstream, partitionKey string, h hashKey, data []byte) (
 
 // ListShards returns the shards of stream that Kinesis lists: every open
 // shard and every closed one closed within the retention period, sorted by
-// id. The slice belongs to the caller.
+// id. The slice is shared by every caller until the stream's shards
+// change (a shard added or closed, a closed one past retention) and must
+// not be modified.
 func (k *Kinesis) ListShards(ctx context.Context, stream string) ([]engine.Shard, error) {
 	const op = engine.OpListShards
 	now := k.clock.Now()
@@ -346,12 +350,7 @@ func (k *Kinesis) ListShards(ctx context.Context, stream string) ([]engine.Shard
 	if s := k.streams[stream]; s == nil {
 		err = &callError{op: op, subject: stream, msg: "no such stream", err: engine.ErrNotFound}
 	} else {
-		out = make([]engine.Shard, 0, len(s.open))
-		for _, sh := range s.shards {
-			if k.listed(sh, now) {
-				out = append(out, sh.info)
-			}
-		}
+		out = k.listing(s, now)
 	}
 	if err = k.end(op, stream, "", err); err != nil {
 		return nil, err

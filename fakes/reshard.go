@@ -124,6 +124,7 @@ func (k *Kinesis) closeShard(s *kstream, sh *kshard) {
 	} else {
 		sh.info.EndingSequence = sh.seq.format(s.seq.take())
 	}
+	s.listing.forget()
 	sh.closed = k.clock.Now()
 	if last := k.origin.Add(time.Duration(sh.lastArrival)); sh.closed.Before(last) {
 		sh.closed = last

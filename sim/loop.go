@@ -55,6 +55,8 @@ func (s *simulator) loop() {
 			}
 		case evHeal:
 			s.heal()
+		case evSettle:
+			s.onSettle()
 		case evKill:
 			p := s.cl.procs[e.proc]
 			if p.alive && p.stopping && p.killAt == s.now {

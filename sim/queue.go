@@ -22,6 +22,7 @@ const (
 	evSubWake                           // a parked NextEvent is answered (a = call slot<<32 | wake generation; see fanout.go)
 	evHeldApply                         // a call held back by boundary seeking reaches the table (a = call slot<<32 | hold generation; see boundary.go)
 	evPutRate                           // a burst ends: the put rate changes
+	evSettle                            // a probe of whether the world has settled (see settle.go)
 )
 
 // event is one entry of the queue, a plain value.

@@ -49,6 +49,8 @@ type simulator struct {
 	kpl kplState
 	fs  faultState
 	bd  boundaryState // boundary seeking (boundary.go)
+	// settle ends the healing phase once the world has settled (settle.go)
+	settle settleState
 }
 
 // Run runs one simulation. The checkers run as it goes; the trace is kept
@@ -138,6 +140,7 @@ func (s *simulator) setup() {
 		s.startProc(sl)
 	}
 	s.q.push(event{at: s.w.Chaos, kind: evHeal})
+	s.startSettle()
 	s.startPuts(shards)
 	if s.w.Retention < s.end {
 		s.q.push(event{at: 5 * time.Second, kind: evRetention})
