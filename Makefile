@@ -13,15 +13,17 @@ MUTATIONS := -tags shardlease_mutations
 all: lint test
 
 # test installs what the tests need (staticcheck, Debian's chromium for the
-# report render test, toxiproxy, the local AWS-compatible servers through
-# npm ci), runs every test with the servers up (a test that needs them or
-# chromium fails rather than skips), then the short live chaos run.
-test: tools chromium toxiproxy
+# report render test and prometheus for the rule tests and the live chaos
+# run, toxiproxy, the local AWS-compatible servers through npm ci), runs
+# every test with the servers up (a test that needs them, chromium or
+# prometheus fails rather than skips), then the short live chaos run.
+test: tools chromium prometheus toxiproxy
 	$(GO) vet ./...
 	$(GO) vet $(MUTATIONS) ./...
+	$(GO) build -o /dev/null ./examples/consumer
 	$(GO) test -count=1 ./engine ./sim
 	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(or $(FUZZTIME),10s) ./engine/kpl
-	SHARDLEASE_REQUIRE_CHROMIUM=1 SHARDLEASE_REQUIRE_LOCALAWS=1 scripts/localaws.sh run -- $(GO) test $(MUTATIONS) -count=1 -timeout 45m ./...
+	SHARDLEASE_REQUIRE_CHROMIUM=1 SHARDLEASE_REQUIRE_PROMETHEUS=1 SHARDLEASE_REQUIRE_LOCALAWS=1 scripts/localaws.sh run -- $(GO) test $(MUTATIONS) -count=1 -timeout 45m ./...
 	$(MAKE) fuzz
 	$(MAKE) test-chaos
 
@@ -51,17 +53,21 @@ lint: tools
 	$(GOBIN)/staticcheck ./...
 	$(GOBIN)/staticcheck $(MUTATIONS) ./...
 
-# bench measures the simulator's figures (simrun -bench, about 4 minutes):
-# CPU time (user+sys) and peak RSS of a simrun process per world (10x100
-# and 100x2000 for one virtual hour and 10 minutes, CPU per event from 1x100
-# to 100x2000, seeds per second of the default swarm) into
-# reports/bench.json, with the targets met or not and the README's tables;
-# then every package benchmark once (trace hash, checkers, fakes,
-# linearizability, engine). The go benchmarks of package sim
-# (BenchmarkSim*, -sim.big) stay available by hand.
+# bench measures the simulator's figures (simrun -bench; see
+# docs/simulation-speed.md for how long it takes): CPU time (user+sys) and
+# peak RSS of a simrun process per world (10x100 and 100x2000 for one
+# virtual hour and 10 minutes, CPU per event from 1x100 to 100x2000,
+# 1000x10000 for 10 virtual minutes, seeds per CPU second of the default
+# swarm) into reports/bench.json, with issues 9's and 18's targets met or
+# not and the tables the docs quote; then every package benchmark once
+# (trace hash, checkers, fakes, linearizability, engine). It fails (after
+# the package benchmarks) if a target is missed, naming it. The go
+# benchmarks of package sim (BenchmarkSim*, -sim.big) stay available by
+# hand.
 bench:
-	$(GO) run ./cmd/simrun -bench reports/bench.json
-	$(GO) test -run '^$$' -bench . -benchmem ./sim/trace/... ./sim/check/... ./fakes/... ./linearizability/... ./engine/...
+	st=0; $(GO) run ./cmd/simrun -bench reports/bench.json || st=1; \
+	$(GO) test -run '^$$' -bench . -benchmem ./sim/trace/... ./sim/check/... ./fakes/... ./linearizability/... ./engine/... || st=1; \
+	exit $$st
 
 # Local AWS-compatible servers (dynalite, kinesalite) on 127.0.0.1; see
 # scripts/localaws.sh. After localaws-start, run tests against them with
@@ -97,6 +103,23 @@ swarm:
 soak:
 	$(GO) run ./cmd/simrun -soak -seeds 1-$(SEEDS) $(SOAK_FLAGS)
 
+.PHONY: soak-partitioned
+# soak-partitioned runs the soak as PARTS processes at once, one partition
+# each (simrun -soak -partition I/PARTS -parallel 1: what the pods of the
+# Kubernetes Job in deploy/soak do, docs/soak.md), then merges them
+# (simrun -soak-merge: totals, seeds/s, every finding; it fails if a seed
+# is missing or ran twice). Each partition resumes on its own when started
+# again; its output is in reports/out/soak-partitioned/part-I.log.
+PARTS ?= 2
+soak-partitioned:
+	$(GO) build -o bin/simrun ./cmd/simrun
+	mkdir -p reports/out/soak-partitioned
+	for i in $$(seq 0 $$(($(PARTS) - 1))); do \
+		bin/simrun -soak -seeds 1-$(SEEDS) -partition $$i/$(PARTS) -parallel 1 -soak-dir reports/out/soak-partitioned $(SOAK_FLAGS) \
+			> reports/out/soak-partitioned/part-$$i.log 2>&1 & \
+	done; wait
+	bin/simrun -soak-merge reports/out/soak-partitioned
+
 # ---- cmd/live: local AWS-compatible servers, demo and live chaos runs ----
 # The servers these targets start have their own state directory, so they
 # never stop servers that other targets or people started.
@@ -113,7 +136,7 @@ toxiproxy:
 # worker processes built from cmd/live against dynalite/kinesalite, with kills,
 # pauses, link faults, throttling, splits and merges; then `live check`.
 # The servers are always stopped afterwards.
-test-chaos: toxiproxy
+test-chaos: toxiproxy prometheus prometheus
 	@export LOCALAWS_STATE_DIR=$(LIVE_LOCALAWS_STATE); \
 	trap 'scripts/localaws.sh stop >/dev/null' EXIT; \
 	scripts/localaws.sh start && \
@@ -121,7 +144,7 @@ test-chaos: toxiproxy
 		$(GO) test -count=1 -run '^TestLiveChaos$$' -v -timeout 10m ./cmd/live/
 
 # chaos is the long form: four chaos cycles per initial position (~4 min).
-chaos: toxiproxy
+chaos: toxiproxy prometheus
 	@export LOCALAWS_STATE_DIR=$(LIVE_LOCALAWS_STATE); \
 	trap 'scripts/localaws.sh stop >/dev/null' EXIT; \
 	scripts/localaws.sh start && \
@@ -134,6 +157,22 @@ chaos: toxiproxy
 # DURATION adjust it.
 live-local:
 	cmd/live/live-local.sh
+
+# ---- operating it: Prometheus rules (deploy/prometheus) ----
+.PHONY: prometheus test-rules
+# prometheus installs Debian's prometheus package (the server and promtool:
+# the rule tests and the live chaos run's alerts) unless both are there.
+prometheus:
+	@test -x /usr/bin/promtool -a -x /usr/bin/prometheus || { \
+		SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
+		$$SUDO apt-get update && $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends prometheus; }
+
+# test-rules checks the alerting and recording rules and runs their unit
+# tests (make test runs them through go test ./deploy, with weakened rules
+# that must fail them).
+test-rules: prometheus
+	cd deploy/prometheus && promtool check rules shardlease-rules.yaml && \
+		promtool test rules shardlease-rules.test.yaml shardlease-renewals.test.yaml
 
 # ---- simulator reports (cmd/simrun, reports/) ----
 .PHONY: chromium report-example

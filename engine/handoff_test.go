@@ -104,7 +104,7 @@ func TestHandoffDeadlineReleasesOnTime(t *testing.T) {
 	u.holdRecords = true // the processor never finishes its batch
 	key := u.holding(shardKey(0), startSeq(), 3)
 	u.runTo(500 * time.Millisecond)
-	h := u.w.held[key]
+	h := u.w.holdingOf(key)
 	u.w.handOver(h, "other")
 	by := h.handOverBy
 	u.runTo(by + 50*time.Millisecond)
