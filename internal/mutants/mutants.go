@@ -38,6 +38,49 @@ type Row struct {
 	// Runner is what ran it: "sim" (simrun's default swarm) or
 	// "driversim" (the production driver in virtual time).
 	Runner string `json:"runner"`
+	// Catches, for a row of Rate, counts the seeds of 1 to Tried that
+	// caught it: its catch rate is Catches/Tried.
+	Catches int `json:"catches,omitempty"`
+}
+
+// RateSeeds is how many seeds (1 to RateSeeds) Rate runs a planted bug
+// on: the target is a catch by at least a tenth of them.
+const RateSeeds = 200
+
+// Rate runs seeds 1 to RateSeeds of the planted bug name one at a time,
+// every one of them, and returns its Row: the first seed that broke an
+// invariant (with the wall time from the first seed to the end of it, as
+// Hunt), and how many did (Catches). run and logf are Hunt's.
+func Rate(name, runner string, run func(seed uint64) []check.Violation, logf func(format string, args ...any)) Row {
+	row := Row{Name: name, Class: Classes[name], Runner: runner, Tried: RateSeeds}
+	start := time.Now()
+	for seed := uint64(1); seed <= RateSeeds; seed++ {
+		vs := run(seed)
+		if len(vs) == 0 {
+			continue
+		}
+		row.Catches++
+		if row.Caught {
+			continue
+		}
+		var inv []string
+		for _, v := range vs {
+			inv = append(inv, v.Invariant)
+		}
+		slices.Sort(inv)
+		row.Caught, row.Seed, row.Invariant = true, seed, strings.Join(slices.Compact(inv), " ")
+		row.Seconds = time.Since(start).Seconds()
+		if logf != nil {
+			logf("%s: caught at seed %d after %.1fs: %s", name, seed, row.Seconds, vs[0].String())
+		}
+	}
+	if !row.Caught {
+		row.Seconds = time.Since(start).Seconds()
+	}
+	if logf != nil {
+		logf("%s: caught by %d of seeds 1-%d (%.0f%%)", name, row.Catches, RateSeeds, 100*float64(row.Catches)/RateSeeds)
+	}
+	return row
 }
 
 // Hunt runs seeds 1 to Seeds of the planted bug name one at a time until a

@@ -21,13 +21,14 @@ var (
 	flagWorkers    = flag.Int("driversim.workers", 0, "TestDriverSim: consumers at the start (default: drawn from the seed)")
 	flagShards     = flag.Int("driversim.shards", 0, "TestDriverSim: shards at the start (default: drawn from the seed)")
 	flagChaos      = flag.Duration("driversim.chaos", 0, "TestDriverSim: the chaos phase's length (default: drawn from the seed)")
+	flagQuiet      = flag.Duration("driversim.quiet", 0, "TestDriverSim: the quiet phase's length, which makes the run safety-only (default: derived from the liveness bound)")
 	flagAssignment = flag.String("driversim.assignment", "", "TestDriverSim: assigner, scan or mixed (default: drawn from the seed)")
 	flagConsumer   = flag.String("driversim.consumer", "", "TestDriverSim: polling or fan-out (default: drawn from the seed)")
 )
 
 // flagOptions are the options the flags choose for seed.
 func flagOptions(seed uint64) Options {
-	return Options{Seed: seed, Workers: *flagWorkers, Shards: *flagShards, Chaos: *flagChaos, Faults: *flagFaults,
+	return Options{Seed: seed, Workers: *flagWorkers, Shards: *flagShards, Chaos: *flagChaos, Quiet: *flagQuiet, Faults: *flagFaults,
 		Assignment: *flagAssignment, Consumer: *flagConsumer, Mutation: *flagPlant}
 }
 

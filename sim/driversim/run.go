@@ -223,8 +223,11 @@ func Replay(o Options) string {
 	if o.Chaos > 0 {
 		b.WriteString(" -driversim.chaos=" + o.Chaos.String())
 	}
+	if o.Quiet > 0 {
+		b.WriteString(" -driversim.quiet=" + o.Quiet.String())
+	}
 	for _, f := range []struct{ name, v string }{{"faults", o.Faults}, {"assignment", o.Assignment}, {"consumer", o.Consumer}, {"plant", o.Mutation}} {
-		if f.v != "" {
+		if f.v != "" && (f.name != "faults" || f.v != "swarm") {
 			b.WriteString(" -driversim." + f.name + "=" + f.v)
 		}
 	}
