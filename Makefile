@@ -88,8 +88,9 @@ swarm:
 		| grep -vE '^(=== (RUN|PAUSE|CONT)|        --- PASS)'
 
 .PHONY: soak
-# soak runs swarm seeds 1-SEEDS on every core (simrun -soak): a progress
-# bar, seeds/s and tier counts; its state (reports/out/soak/swarm/state.json)
+# soak runs swarm seeds 1-SEEDS on every core (simrun -soak; a fifth of
+# them driver worlds, -driver-share): a progress bar, seeds/s and tier
+# counts; its state (reports/out/soak/swarm/state.json)
 # lets a stopped soak (Ctrl-C) go on where it was when started again, and
 # every failing seed is saved with its replay command under
 # reports/out/soak/swarm/findings. SOAK_FLAGS adds simrun flags (another
@@ -163,8 +164,9 @@ report-example: chromium
 .PHONY: mutants
 # mutants runs every planted bug simrun -list shows on the default swarm
 # (TestMutantsSwarm: seeds 1-64, one at a time, no fault mix or scenario
-# of its own) and the driver's on sim/driversim's default mix
-# (TestDriverMutants), writes reports/mutants.json and the table in
+# of its own) and the driver's on seeds 1-200 of the default driver worlds
+# (TestDriverMutants: simrun -driver's worlds; the first catch and how
+# many of the 200 seeds catch it), writes reports/mutants.json and the table in
 # docs/figures.md (internal/mutants/report), and fails if any bug survives. MUTANTS_SLOW=1
 # also runs TestMutationsCaught's slow cases (-sim.mutants: bugs on fault
 # mixes chosen for them).
@@ -187,8 +189,9 @@ driversim:
 
 .PHONY: sweep
 # sweep runs the rapid property suites at scale (2,000 drawn cases inside
-# the assumptions, 1,000 outside); failures are saved under
+# the assumptions, 1,000 outside, 500 driver worlds); failures are saved under
 # scenarios/testdata/rapid/ and replay on every later go test.
 sweep:
 	$(GO) test -count=1 -timeout 120m ./scenarios -run '^TestProperty$$' -rapid.checks=2000 -rapid.shrinktime=2m
 	$(GO) test -count=1 -timeout 120m ./scenarios -run '^TestPropertyOutside$$' -rapid.checks=1000 -rapid.shrinktime=2m
+	$(GO) test -count=1 -timeout 120m ./scenarios -run '^TestPropertyDriver$$' -rapid.checks=500 -scenarios.driver.checks=500 -rapid.shrinktime=2m

@@ -6,6 +6,8 @@ import (
 	"io"
 	"math"
 	"os"
+	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -81,7 +83,7 @@ func (c *config) buildDriver(stderr io.Writer) (cleanup func(), err error) {
 		return nil, err
 	}
 	start := time.Now()
-	bin, err := driversim.Build(context.Background(), repoRoot(), dir, planted.Enabled())
+	bin, err := driversim.Build(context.Background(), driverRoot(), dir, planted.Enabled())
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("-driver: %w (or pass a test binary of ./%s with -driver-binary)", err, driversim.PackageDir)
@@ -91,6 +93,23 @@ func (c *config) buildDriver(stderr io.Writer) (cleanup func(), err error) {
 	}
 	c.driverBin = bin
 	return func() { os.RemoveAll(dir) }, nil
+}
+
+// driverRoot is the checkout to build the driver simulation from: the one
+// the working directory is in, else the one this simrun was built from
+// (its source path, recorded by the compiler; go run and go test keep it).
+func driverRoot() string {
+	root := repoRoot()
+	if _, err := os.Stat(filepath.Join(root, driversim.PackageDir)); err == nil {
+		return root
+	}
+	if _, file, _, ok := runtime.Caller(0); ok {
+		src := filepath.Dir(filepath.Dir(filepath.Dir(file))) // cmd/simrun/driver.go
+		if _, err := os.Stat(filepath.Join(src, driversim.PackageDir)); err == nil {
+			return src
+		}
+	}
+	return root
 }
 
 // driverConn is one goroutine's worker process, started when first

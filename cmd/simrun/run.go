@@ -482,8 +482,12 @@ func printTotals(w io.Writer, c *config, sw *reports.Sweep, single bool) {
 	if t.Parallel > 1 {
 		par = fmt.Sprintf(", %d seeds at a time", t.Parallel)
 	}
-	fmt.Fprintf(w, "speed: %.0f virtual s in %s wall%s: %.0f virtual s per wall s (%.0f per core), %.0f events/s\n",
-		t.VirtualSeconds, durationString(time.Duration(t.WallSeconds*float64(time.Second))), par, t.VirtualPerWallSecond, t.VirtualPerCoreSecond, t.EventsPerWallSecond)
+	fmt.Fprintf(w, "speed: %.0f virtual s in %s wall%s: %.0f virtual s per wall s (%.0f per core)",
+		t.VirtualSeconds, durationString(time.Duration(t.WallSeconds*float64(time.Second))), par, t.VirtualPerWallSecond, t.VirtualPerCoreSecond)
+	if t.Events > 0 { // the simulator's events (driver worlds have none)
+		fmt.Fprintf(w, ", %.0f events/s", t.EventsPerWallSecond)
+	}
+	fmt.Fprintln(w)
 	if sw.TimelineNote != "" {
 		fmt.Fprintf(w, "WARNING: %s\n", sw.TimelineNote)
 	}

@@ -220,14 +220,14 @@ func runSoak(c *config, stdout, stderr io.Writer, intr interrupts) int {
 	}
 	already := total - len(todo)
 	fmt.Fprintf(stdout, "soak: scenario %s, seeds %d-%d on %d cores: %d to run", c.scenario.Name, c.first, c.last, c.parallel, len(todo))
+	if already > 0 {
+		fmt.Fprintf(stdout, " (%d already run, from %s)", already, c.soakState)
+	}
 	switch {
 	case c.driver:
 		fmt.Fprintf(stdout, ", all driver worlds")
 	case c.driverShare > 0:
 		fmt.Fprintf(stdout, ", %d%% of the seeds driver worlds (-driver-share)", c.driverShare)
-	}
-	if already > 0 {
-		fmt.Fprintf(stdout, " (%d already run, from %s)", already, c.soakState)
 	}
 	fmt.Fprintf(stdout, "; state %s, findings %s\n", c.soakState, c.findings)
 

@@ -157,6 +157,7 @@ func StartWorker(bin string) (*Worker, error) {
 	}
 	w := &Worker{cmd: cmd, in: in, out: bufio.NewReaderSize(out, 1<<16), stderr: &tail{max: 8 << 10}}
 	cmd.Stderr = w.stderr
+	detach(cmd)
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("driversim: starting the worker %s: %w", bin, err)
 	}
