@@ -44,6 +44,8 @@ var covers = []cover{
 	{"go run ./cmd/simrun -seed 1 -faults partition,crash -workers 8 -shards 40 -duration 5m", "test ./cmd/simrun TestDocCommands", "go run ./cmd/simrun"},
 	{"go run ./cmd/simrun -mutation unfenced-checkpoint -seeds 1-8", "test ./cmd/simrun TestDocCommands", "go run ./cmd/simrun"},
 	{"go run -tags shardlease_mutations ./cmd/simrun -mutation engine:steal-acts-at-once -seeds 1-8", "test ./cmd/simrun TestDocCommands", "go run -tags shardlease_mutations ./cmd/simrun"},
+	{"go run ./cmd/simrun -driver -seeds 1-4", "test ./cmd/simrun TestDocCommands", "go run ./cmd/simrun"},
+	{"go run -tags shardlease_mutations ./cmd/simrun -driver -mutation engine:driver-handoff-unchecked -seeds 1-4", "test ./cmd/simrun TestDocCommands", "go run -tags shardlease_mutations ./cmd/simrun"},
 
 	{"live create -region eu-west-1 -table orders-leases -stream orders -shards 4", "test ./cmd/live TestDocAWSCommands", "live create -region"},
 	{"live run -region eu-west-1 -stream orders -table orders-leases -metrics-addr :9464", "test ./cmd/live TestDocAWSCommands", "live run -region"},
