@@ -72,11 +72,20 @@ func (c *config) driverOptions(seed uint64) driversim.Options {
 }
 
 // buildDriver prepares the test binary of sim/driversim: -driver-binary,
-// or a build of it into a temporary folder (removed by the returned
-// func).
+// else one beside simrun's own executable named as Build names it
+// (driversim.test, or driversim-mutations.test for a simrun with the
+// planted bugs: an image that ships simrun without the go command ships
+// it beside), else a build of it into a temporary folder (removed by the
+// returned func).
 func (c *config) buildDriver(stderr io.Writer) (cleanup func(), err error) {
 	if c.driverBin != "" {
 		return func() {}, nil
+	}
+	if exe, err := os.Executable(); err == nil {
+		if bin := filepath.Join(filepath.Dir(exe), driversim.BinaryName(planted.Enabled())); isFile(bin) {
+			c.driverBin = bin
+			return func() {}, nil
+		}
 	}
 	dir, err := os.MkdirTemp("", "simrun-driver-")
 	if err != nil {
@@ -110,6 +119,11 @@ func driverRoot() string {
 		}
 	}
 	return root
+}
+
+func isFile(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && st.Mode().IsRegular()
 }
 
 // driverConn is one goroutine's worker process, started when first

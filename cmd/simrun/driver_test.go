@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -247,5 +248,34 @@ func TestDriverFinding(t *testing.T) {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("the case lacks %q:\n%s", want, b)
 		}
+	}
+}
+
+// TestDriverBinaryBesideSimrun: a simrun that finds the driver's test
+// binary beside its executable (as an image without the go command ships
+// them) runs that one instead of building one: here a stranger, refused.
+func TestDriverBinaryBesideSimrun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds simrun")
+	}
+	dir := t.TempDir()
+	exe := filepath.Join(dir, "simrun")
+	args := []string{"build", "-o", exe}
+	if planted.Enabled() {
+		args = append(args, "-tags", planted.Tag)
+	}
+	cmd := exec.Command("go", append(args, ".")...)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, b)
+	}
+	stranger := filepath.Join(dir, driversim.BinaryName(planted.Enabled()))
+	if err := os.WriteFile(stranger, []byte("#!/bin/sh\necho 'driversim: other/0'\ncat >/dev/null\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	run := exec.Command(exe, "-driver", "-seed", "1", "-report=false")
+	run.Dir = t.TempDir()
+	b, err := run.CombinedOutput()
+	if err == nil || !strings.Contains(string(b), `speaks "other/0"`) {
+		t.Fatalf("err %v:\n%s", err, b)
 	}
 }

@@ -270,6 +270,15 @@ func (t *tail) String() string {
 	return string(t.b)
 }
 
+// BinaryName is the file name Build gives the test binary: driversim.test,
+// or driversim-mutations.test with the planted bugs.
+func BinaryName(mutations bool) string {
+	if mutations {
+		return "driversim-mutations.test"
+	}
+	return "driversim.test"
+}
+
 // PackageDir is this package's directory relative to the module root.
 const PackageDir = "sim/driversim"
 
@@ -285,10 +294,9 @@ func Build(ctx context.Context, root, dir string, mutations bool) (string, error
 	if _, err := os.Stat(filepath.Join(root, PackageDir)); err != nil {
 		return "", fmt.Errorf("driversim: %s is not a checkout of the module (no %s): run from one", root, PackageDir)
 	}
-	name := "driversim.test"
+	name := BinaryName(mutations)
 	args := []string{"test", "-c"}
 	if mutations {
-		name = "driversim-mutations.test"
 		args = append(args, "-tags", planted.Tag)
 	}
 	bin := filepath.Join(dir, name)
