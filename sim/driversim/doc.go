@@ -111,9 +111,10 @@
 // with the write class the core traced when it sent it), reaches the
 // table (KindApply, with its outcome: the harness sees the fake apply it)
 // and its reply as the consumer reads it (KindReply; GetRecords and
-// NextEvent replies are left out), what each processor is told (KindInitialized,
-// KindReceived, KindDone, KindNotice) and the outcome of its checkpoints
-// (KindCheckpointAck), the records put, the shards created and closed,
+// NextEvent replies are left out), what each processor is told
+// (KindInitialized, KindReceived, KindNotice) and how it answers (KindDone:
+// for a batch, and with no records for a notice, as the simulator records
+// it), the outcome of its checkpoints (KindCheckpointAck), the records put, the shards created and closed,
 // the faults, and every process start and stop. A write whose caller
 // will not learn its outcome (a timeout, a 5xx, a broken connection, a
 // process that died before it read the reply) ends with a KindCallEnd
