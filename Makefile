@@ -13,15 +13,17 @@ MUTATIONS := -tags shardlease_mutations
 all: lint test
 
 # test installs what the tests need (staticcheck, Debian's chromium for the
-# report render test, toxiproxy, the local AWS-compatible servers through
-# npm ci), runs every test with the servers up (a test that needs them or
-# chromium fails rather than skips), then the short live chaos run.
-test: tools chromium toxiproxy
+# report render test and prometheus for the rule tests and the live chaos
+# run, toxiproxy, the local AWS-compatible servers through npm ci), runs
+# every test with the servers up (a test that needs them, chromium or
+# prometheus fails rather than skips), then the short live chaos run.
+test: tools chromium prometheus toxiproxy
 	$(GO) vet ./...
 	$(GO) vet $(MUTATIONS) ./...
+	$(GO) build -o /dev/null ./examples/consumer
 	$(GO) test -count=1 ./engine ./sim
 	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(or $(FUZZTIME),10s) ./engine/kpl
-	SHARDLEASE_REQUIRE_CHROMIUM=1 SHARDLEASE_REQUIRE_LOCALAWS=1 scripts/localaws.sh run -- $(GO) test $(MUTATIONS) -count=1 -timeout 45m ./...
+	SHARDLEASE_REQUIRE_CHROMIUM=1 SHARDLEASE_REQUIRE_PROMETHEUS=1 SHARDLEASE_REQUIRE_LOCALAWS=1 scripts/localaws.sh run -- $(GO) test $(MUTATIONS) -count=1 -timeout 45m ./...
 	$(MAKE) fuzz
 	$(MAKE) test-chaos
 
@@ -114,7 +116,7 @@ toxiproxy:
 # worker processes built from cmd/live against dynalite/kinesalite, with kills,
 # pauses, link faults, throttling, splits and merges; then `live check`.
 # The servers are always stopped afterwards.
-test-chaos: toxiproxy
+test-chaos: toxiproxy prometheus prometheus
 	@export LOCALAWS_STATE_DIR=$(LIVE_LOCALAWS_STATE); \
 	trap 'scripts/localaws.sh stop >/dev/null' EXIT; \
 	scripts/localaws.sh start && \
@@ -122,7 +124,7 @@ test-chaos: toxiproxy
 		$(GO) test -count=1 -run '^TestLiveChaos$$' -v -timeout 10m ./cmd/live/
 
 # chaos is the long form: four chaos cycles per initial position (~4 min).
-chaos: toxiproxy
+chaos: toxiproxy prometheus
 	@export LOCALAWS_STATE_DIR=$(LIVE_LOCALAWS_STATE); \
 	trap 'scripts/localaws.sh stop >/dev/null' EXIT; \
 	scripts/localaws.sh start && \
@@ -135,6 +137,22 @@ chaos: toxiproxy
 # DURATION adjust it.
 live-local:
 	cmd/live/live-local.sh
+
+# ---- operating it: Prometheus rules (deploy/prometheus) ----
+.PHONY: prometheus test-rules
+# prometheus installs Debian's prometheus package (the server and promtool:
+# the rule tests and the live chaos run's alerts) unless both are there.
+prometheus:
+	@test -x /usr/bin/promtool -a -x /usr/bin/prometheus || { \
+		SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
+		$$SUDO apt-get update && $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends prometheus; }
+
+# test-rules checks the alerting and recording rules and runs their unit
+# tests (make test runs them through go test ./deploy, with weakened rules
+# that must fail them).
+test-rules: prometheus
+	cd deploy/prometheus && promtool check rules shardlease-rules.yaml && \
+		promtool test rules shardlease-rules.test.yaml shardlease-renewals.test.yaml
 
 # ---- simulator reports (cmd/simrun, reports/) ----
 .PHONY: chromium report-example

@@ -153,7 +153,11 @@ func (w *Worker) stopConsuming(h *holding) {
 	if c.initialized {
 		c.batch = w.batchID()
 		c.phase = cShutdownWait
-		w.notice(Notice{Kind: NoticeShutdownRequested, Key: h.key, Shard: h.ref, Batch: c.batch})
+		n := Notice{Kind: NoticeShutdownRequested, Key: h.key, Shard: h.ref, Batch: c.batch, Reason: ShutdownWorker}
+		if !w.shutdown && h.handing {
+			n.Reason, n.To = ShutdownHandoff, h.handoffTo
+		}
+		w.notice(n)
 		return
 	}
 	c.phase = cFinished

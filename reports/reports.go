@@ -38,6 +38,9 @@ type Violation struct {
 // Seed is the outcome of one seed: a line of `simrun -json` and an entry
 // of summary.json.
 type Seed struct {
+	// Schema is SeedSchema: the version of this object's fields, for
+	// scripts that read simrun -json (and summary.json).
+	Schema   int      `json:"schema"`
 	Scenario string   `json:"scenario"`
 	Seed     uint64   `json:"seed"`
 	Mutation string   `json:"mutation,omitempty"`
@@ -58,6 +61,13 @@ type Seed struct {
 
 	Violations []Violation `json:"violations"`
 	Tolerated  []Violation `json:"tolerated,omitempty"`
+	// Lin is the outcome of the linearizability check of the lease
+	// table's history: "ok", "illegal" (a violation, its keys in
+	// LinIllegal), "unknown" (some key ran out of budget: LinTimedOut of
+	// them; not a violation) or "skipped".
+	Lin         string   `json:"lin"`
+	LinIllegal  []string `json:"lin_illegal,omitempty"`
+	LinTimedOut int      `json:"lin_timed_out,omitempty"`
 
 	// The handoff figures (see sim.Figures): failovers follow an unplanned
 	// end of the old owner's tenure (lease lost or expired, process
@@ -104,9 +114,27 @@ const (
 	RunnerDriver = "driver"
 )
 
+// SeedSchema is the version of Seed's fields (Seed.Schema): 3 added
+// runner and reproduced (driver worlds), 2 schema and lin; 1 (no schema
+// field) was before.
+const SeedSchema = 3
+
+// linStatus names the outcome of the Lin check.
+func linStatus(l sim.LinResult) string {
+	switch {
+	case l.Skipped || !l.Checked:
+		return "skipped"
+	case len(l.Illegal) > 0:
+		return "illegal"
+	case l.Unknown:
+		return "unknown"
+	}
+	return "ok"
+}
+
 // NewSeed summarizes one run. wall is the wall time the run took.
 func NewSeed(scenario string, o sim.Options, res *sim.Result, wall time.Duration) Seed {
-	s := Seed{Scenario: scenario, Seed: res.World.Seed, Mutation: o.Mutation, OK: res.OK(), Tier: res.Tier(), Outside: res.Outside,
+	s := Seed{Schema: SeedSchema, Scenario: scenario, Seed: res.World.Seed, Mutation: o.Mutation, OK: res.OK(), Tier: res.Tier(), Outside: res.Outside,
 		TraceHash: fmt.Sprintf("%016x", res.TraceHash), Events: res.Events, Records: res.Records,
 		VirtualSeconds: res.VirtualSeconds, WallSeconds: round(wall.Seconds(), 4),
 		Workers: res.World.Workers, Shards: res.World.Shards, Faults: res.World.Faults, Actions: len(res.Schedule),
@@ -114,6 +142,7 @@ func NewSeed(scenario string, o sim.Options, res *sim.Result, wall time.Duration
 	if s.Faults == nil {
 		s.Faults = []string{}
 	}
+	s.Lin, s.LinIllegal, s.LinTimedOut = linStatus(res.Lin), res.Lin.Illegal, res.Lin.TimedOut
 	if s.Tolerated != nil && len(s.Tolerated) == 0 {
 		s.Tolerated = nil
 	}

@@ -169,7 +169,7 @@ func (c *config) runDriverSeed(d *driverConn, seed uint64, tracePath string) (ou
 		err = fmt.Errorf("%s", rep.Error)
 	}
 	if err != nil {
-		return outcome{seed: reports.Seed{Scenario: c.scenario.Name, Seed: seed, Mutation: c.base.Mutation, Error: err.Error(), Replay: replay,
+		return outcome{seed: reports.Seed{Schema: reports.SeedSchema, Scenario: c.scenario.Name, Seed: seed, Mutation: c.base.Mutation, Error: err.Error(), Replay: replay,
 			Faults: []string{}, Violations: []reports.Violation{}, Runner: reports.RunnerDriver}, err: err}, nil
 	}
 	for i := range rep.Violations {
@@ -182,11 +182,18 @@ func (c *config) runDriverSeed(d *driverConn, seed uint64, tracePath string) (ou
 // worlds are inside the engine's assumptions (one true clock, no drift,
 // owner ids unique): their tier is "inside".
 func driverSeed(scenario, mutation string, rep *driversim.Report, replay string) reports.Seed {
-	s := reports.Seed{Scenario: scenario, Seed: rep.Seed, Mutation: mutation, OK: rep.OK(), Tier: "inside",
+	s := reports.Seed{Schema: reports.SeedSchema, Scenario: scenario, Seed: rep.Seed, Mutation: mutation, OK: rep.OK(), Tier: "inside",
 		TraceHash: fmt.Sprintf("%016x", rep.TraceHash), Records: rep.Records, VirtualSeconds: rep.VirtualSeconds,
 		WallSeconds: math.Round(rep.WallSeconds*1e4) / 1e4, Workers: rep.Workers, Shards: rep.Shards, Faults: rep.Faults,
 		Violations: reports.Violations(rep.Violations), Replay: replay, Runner: reports.RunnerDriver, Reproduced: rep.Reproduced()}
 	s.SetFigures(sim.NewFigures(rep.Figures, rep.LeaseDuration, rep.Puts, rep.LostToRetention))
+	s.Lin, s.LinIllegal, s.LinTimedOut = "ok", rep.Lin.Illegal, len(rep.Lin.TimedOut)
+	switch {
+	case len(rep.Lin.Illegal) > 0:
+		s.Lin = "illegal"
+	case len(rep.Lin.TimedOut) > 0:
+		s.Lin = "unknown"
+	}
 	return s
 }
 

@@ -126,7 +126,8 @@ func TestDriverSweep(t *testing.T) {
 		t.Fatalf("%d lines:\n%s", len(objs), out)
 	}
 	for i, m := range objs {
-		if m["runner"] != reports.RunnerDriver || m["tier"] != "inside" || m["ok"] != true || m["records"].(float64) == 0 {
+		if m["runner"] != reports.RunnerDriver || m["tier"] != "inside" || m["ok"] != true || m["records"].(float64) == 0 ||
+			m["schema"] != float64(reports.SeedSchema) || m["lin"] != "ok" {
 			t.Errorf("line %d: %v", i, m)
 		}
 		if r, _ := m["replay"].(string); !strings.HasPrefix(r, "go run ./cmd/simrun -driver -seed ") {

@@ -130,7 +130,8 @@ func runWith(args []string, stdout, stderr io.Writer, intr interrupts) int {
 	for i := range done {
 		done[i] = make(chan struct{})
 	}
-	prog := newProgress(stderr, n, !c.json && n > 1 && isTerminal(stderr))
+	term := isTerminal(stderr)
+	prog := newProgress(stderr, n, !c.json && n > 1 && term, n > 1 && !term)
 	start := time.Now()
 
 	// a bounded pool: each worker takes the next seed; each seed runs on
@@ -192,7 +193,7 @@ func runWith(args []string, stdout, stderr io.Writer, intr interrupts) int {
 					c.fixReplay(o, res)
 				}
 				if err != nil {
-					results[i] = outcome{seed: reports.Seed{Scenario: c.scenario.Name, Seed: o.Seed, Mutation: o.Mutation, Error: err.Error(), Faults: []string{}, Violations: []reports.Violation{}, Runner: reports.RunnerSim}, err: err}
+					results[i] = outcome{seed: reports.Seed{Schema: reports.SeedSchema, Scenario: c.scenario.Name, Seed: o.Seed, Mutation: o.Mutation, Error: err.Error(), Faults: []string{}, Violations: []reports.Violation{}, Runner: reports.RunnerSim}, err: err}
 				} else {
 					results[i] = outcome{seed: reports.NewSeed(c.scenario.Name, o, res, wall)}
 					if single {
@@ -392,7 +393,7 @@ func printSeed(w io.Writer, r outcome, single, verbose bool) {
 			return
 		}
 		res := r.res
-		fmt.Fprintf(w, "seed %d: %s\n", s.Seed, res.World.String())
+		fmt.Fprintf(w, "seed %d: %s", s.Seed, worldHeader(res.World))
 		fmt.Fprintf(w, "tier %s", s.Tier)
 		if len(s.Outside) > 0 {
 			fmt.Fprintf(w, " (%s)", strings.Join(s.Outside, "; "))

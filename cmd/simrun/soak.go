@@ -522,7 +522,8 @@ func printSoak(w io.Writer, c *config, st *soakState, ran int, wall time.Duratio
 type soakProgress struct {
 	mu                sync.Mutex
 	w                 io.Writer
-	on                bool
+	on, lines         bool
+	lastLine          time.Time
 	total, n, already int
 	failed            int
 	inside, outside   int
@@ -530,8 +531,11 @@ type soakProgress struct {
 	drawn, stopped    bool
 }
 
+// newSoakProgress draws a bar on a terminal (on), else prints a line every
+// lineEvery.
 func newSoakProgress(w io.Writer, total, already, failed int, on bool) *soakProgress {
-	return &soakProgress{w: w, on: on, total: total, n: already, already: already, failed: failed, start: time.Now()}
+	now := time.Now()
+	return &soakProgress{w: w, on: on, lines: !on, total: total, n: already, already: already, failed: failed, start: now, lastLine: now}
 }
 
 func (p *soakProgress) done(failed bool, st *soakState) {
@@ -542,6 +546,13 @@ func (p *soakProgress) done(failed bool, st *soakState) {
 		p.failed++
 	}
 	p.inside, p.outside = st.Tiers["inside"], st.Tiers["outside"]
+	if p.lines && !p.stopped && p.n < p.total {
+		if now := time.Now(); now.Sub(p.lastLine) >= lineEvery {
+			p.lastLine = now
+			fmt.Fprintf(p.w, "soak: %s\n", p.status())
+		}
+		return
+	}
 	if !p.on || p.stopped {
 		return
 	}
@@ -554,6 +565,13 @@ func (p *soakProgress) done(failed bool, st *soakState) {
 func (p *soakProgress) draw() {
 	const width = 30
 	fill := width * p.n / p.total
+	fmt.Fprintf(p.w, "\r\033[K[%s%s] %s", strings.Repeat("#", fill), strings.Repeat(".", width-fill), p.status())
+	p.drawn = true
+}
+
+// status is the progress in words: seeds done, rate, tiers, failures,
+// time left.
+func (p *soakProgress) status() string {
 	el := time.Since(p.start)
 	ran := p.n - p.already
 	rate := float64(ran) / max(el.Seconds(), 1e-9)
@@ -565,9 +583,7 @@ func (p *soakProgress) draw() {
 	if p.failed > 0 {
 		fail = fmt.Sprintf(", %d FAILED", p.failed)
 	}
-	fmt.Fprintf(p.w, "\r\033[K[%s%s] %d/%d seeds, %.1f/s, %d inside %d outside%s%s",
-		strings.Repeat("#", fill), strings.Repeat(".", width-fill), p.n, p.total, rate, p.inside, p.outside, fail, eta)
-	p.drawn = true
+	return fmt.Sprintf("%d/%d seeds, %.1f/s, %d inside %d outside%s%s", p.n, p.total, rate, p.inside, p.outside, fail, eta)
 }
 
 func (p *soakProgress) print(f func()) {

@@ -36,6 +36,7 @@ var covers = []cover{
 	{"make live-local", "make live-local", ""},
 	{"make test-chaos", "make test-chaos", ""},
 	{"make chaos", "make chaos", ""},
+	{"make test-rules", "make test-rules", ""},
 
 	{"go run ./cmd/simrun -list", "test ./cmd/simrun TestDocCommands", "go run ./cmd/simrun"},
 	{"go run ./cmd/simrun -scenario rolling-deploy -seeds 1-20", "test ./cmd/simrun TestDocCommands", "go run ./cmd/simrun"},
