@@ -107,7 +107,7 @@ func (w *Worker) tickConsumer(h *holding) {
 		} else if now >= c.nextAt {
 			c.phase = cIterWait
 			w.call(Call{Op: OpGetIterator, Stream: h.ref.Stream, Shard: h.ref.Shard, Position: w.positionAfter(h)},
-				pendingCall{purpose: forIterator, key: h.key, gen: h.gen})
+				pendingCall{purpose: forIterator, key: h.key, gen: h.gen, rs: h.rs})
 		}
 	case cFetch:
 		if now >= c.nextAt && w.cfg.Consumer == FanOut {
@@ -115,7 +115,7 @@ func (w *Worker) tickConsumer(h *holding) {
 		} else if now >= c.nextAt {
 			c.phase = cFetchWait
 			w.call(Call{Op: OpGetRecords, Iterator: c.iterator, Limit: w.cfg.GetRecordsLimit},
-				pendingCall{purpose: forRecords, key: h.key, gen: h.gen})
+				pendingCall{purpose: forRecords, key: h.key, gen: h.gen, rs: h.rs})
 		}
 	case cDeliver:
 		if now >= c.nextAt && w.isActing(h) {
@@ -178,12 +178,12 @@ func (w *Worker) checkParents(h *holding) {
 	c.parentsBlocked = false
 	for _, p := range h.row.Parents {
 		w.call(Call{Op: OpGetLease, Key: w.keys.Key(ShardRef{Stream: h.ref.Stream, Shard: p})},
-			pendingCall{purpose: forParentCheck, key: h.key, gen: h.gen})
+			pendingCall{purpose: forParentCheck, key: h.key, gen: h.gen, rs: h.rs})
 	}
 }
 
 func (w *Worker) onParentCheck(pc pendingCall, r *Result) {
-	h := w.held[pc.key]
+	h := w.heldFor(pc)
 	if h == nil || h.gen != pc.gen || h.c.phase != cParents {
 		return
 	}
@@ -239,7 +239,7 @@ func (w *Worker) positionAfter(h *holding) Position {
 }
 
 func (w *Worker) onIterator(pc pendingCall, r *Result) {
-	h := w.held[pc.key]
+	h := w.heldFor(pc)
 	if h == nil || h.gen != pc.gen || h.c.phase != cIterWait {
 		return
 	}
@@ -281,7 +281,7 @@ func (w *Worker) onIterator(pc pendingCall, r *Result) {
 }
 
 func (w *Worker) onRecords(pc pendingCall, r *Result) {
-	h := w.held[pc.key]
+	h := w.heldFor(pc)
 	if h == nil || h.gen != pc.gen || h.c.phase != cFetchWait {
 		return
 	}
@@ -338,9 +338,12 @@ func (w *Worker) onRecords(pc pendingCall, r *Result) {
 	w.tickConsumer(h)
 }
 
-func (w *Worker) onDone(in Input) {
-	key, batch := in.Key, in.Batch
-	h := w.held[key]
+func (w *Worker) onDone(in Input, rs *rowState) {
+	batch := in.Batch
+	if rs == nil {
+		return
+	}
+	h := rs.held
 	if h == nil || h.c.batch != batch || !h.c.busyWithProcessor() {
 		return
 	}

@@ -416,7 +416,7 @@ func TestHandoffSaysWhy(t *testing.T) {
 	u.holdNotices = map[NoticeKind]bool{NoticeShutdownRequested: true}
 	key := u.holding(shardKey(0), startSeq(), 3)
 	u.runTo(time.Second)
-	u.w.handOver(u.w.held[key], "w9")
+	u.w.handOver(u.w.holdingOf(key), "w9")
 	u.step(Input{Kind: InputTick})
 	sr := u.noticesOf(NoticeShutdownRequested, key)
 	if len(sr) != 1 || sr[0].n.Reason != ShutdownHandoff || sr[0].n.To != "w9" {

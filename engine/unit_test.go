@@ -36,6 +36,9 @@ type unit struct {
 	// that a test starts where the worker starts taking leases.
 	testStart bool
 
+	// afterStep, if set, runs after every Step
+	afterStep func()
+
 	out     []Call // calls held for reply, in order
 	sent    []timedCall
 	notices []timedNotice
@@ -131,6 +134,9 @@ func (u *unit) step(in Input) {
 		rd := u.w.Step(Now{Mono: u.now, Wall: time.Unix(1_700_000_000, 0).Add(u.now)}, in)
 		u.wake = rd.WakeAt
 		u.stopped = rd.Stopped
+		if u.afterStep != nil {
+			u.afterStep()
+		}
 		calls := slices.Clone(rd.Calls)
 		notices := slices.Clone(rd.Notices)
 		for _, c := range calls {

@@ -223,6 +223,7 @@ func (s *simulator) act(a Action) {
 			s.emit(&trace.Record{Kind: trace.KindShardCreated, Worker: -1, Proc: -1, Key: c, Parent: id})
 		}
 		s.wakeShard(id)
+		s.schedulePut()
 	case ActMerge:
 		open := s.openShards()
 		if len(open) < 2 {
@@ -246,6 +247,7 @@ func (s *simulator) act(a Action) {
 		s.emit(&trace.Record{Kind: trace.KindShardCreated, Worker: -1, Proc: -1, Key: c, Parent: x, Parent2: y})
 		s.wakeShard(x)
 		s.wakeShard(y)
+		s.schedulePut()
 		if s.bchance(s.w.Boundary.SlowParent) {
 			// the second parent finishes far later than the first: its
 			// holder pauses (see boundary.go)
@@ -259,7 +261,7 @@ func (s *simulator) act(a Action) {
 		s.svc.streamThrottle, s.svc.streamThrUntil = a.Value, s.now+a.Dur
 	case ActBurst:
 		s.fault(desc, "")
-		s.wl.burst, s.wl.burstUntil = a.Value, s.now+a.Dur
+		s.startBurst(a.Value, a.Dur)
 	case ActSDKRetry:
 		s.fault(desc, "")
 		s.svc.retryKind, s.svc.retryChance, s.svc.retryUntil = a.Target, a.Value, s.now+a.Dur
@@ -319,7 +321,8 @@ func (s *simulator) resume(p *proc) {
 func (s *simulator) heal() {
 	s.healed = true
 	s.emit(&trace.Record{Kind: trace.KindPhase, Worker: -1, Proc: -1, Reason: "heal"})
-	s.svc.tableThrUntil, s.svc.streamThrUntil, s.wl.burstUntil = 0, 0, 0
+	s.svc.tableThrUntil, s.svc.streamThrUntil = 0, 0
+	s.healWorkload()
 	for _, sl := range s.cl.slots {
 		for _, l := range s.links(sl, "both") {
 			l.cutReq, l.cutRep, l.clogUntil = false, false, 0

@@ -48,6 +48,9 @@ type config struct {
 	soak      bool
 	soakState string
 	findings  string
+	part      partition // the soak's share of the seeds (partition.go)
+	// mergeDirs are the folders simrun -soak-merge reads (merge.go)
+	mergeDirs []string
 	// bench measures the figures into this file (runBench)
 	bench      string
 	benchBin   string
@@ -123,6 +126,10 @@ func parseArgs(args []string, stderr io.Writer) (*config, error) {
 		soak       = fs.Bool("soak", false, "run the seeds (-seeds, default 1-10000) as a soak on every core: a progress bar, a state file that a soak started again with the same flags resumes (-state), every failing seed saved as a case with its replay command (-findings); no report")
 		state      = fs.String("state", "", "the soak's state file (default reports/out/soak/SCENARIO/state.json)")
 		findings   = fs.String("findings", "", "the soak's findings folder (default reports/out/soak/SCENARIO/findings)")
+		soakDir    = fs.String("soak-dir", "", "the soak's folder: its state file and findings go there (under part-I-of-N/ for a partition); default reports/out/soak/SCENARIO")
+		partFlag   = fs.String("partition", "", "run partition I/N of the soak's seeds (0 <= I < N): the seeds whose offset from the first is I modulo N; default: from "+envIndex+" (a Kubernetes Indexed Job) with -partitions, else the whole range")
+		partsFlag  = fs.Int("partitions", 0, "the soak's partition count N, this soak's index coming from "+envIndex+" (default: "+envPartitions+")")
+		soakMerge  = fs.Bool("soak-merge", false, "merge the partitions of a soak: simrun -soak-merge DIR... reads the state files in each DIR (or its part-* folders), checks that they cover their range once, and prints the totals and every finding")
 		bench      = fs.String("bench", "", "measure the simulator's speed and memory (CPU time, peak RSS of a child simrun per case) and write the figures to this JSON file (make bench: reports/bench.json)")
 		benchBin   = fs.String("bench-binary", "", "with -bench: measure this simrun binary instead of this one (a baseline)")
 		benchSel   = fs.String("bench-cases", "", "with -bench: only these cases (comma-separated names)")
@@ -138,11 +145,22 @@ func parseArgs(args []string, stderr io.Writer) (*config, error) {
 		}
 		return nil, errUsage{err.Error()}
 	}
-	if fs.NArg() > 0 {
+	if fs.NArg() > 0 && !*soakMerge {
 		return nil, usagef("unexpected argument %q (all options are flags; see -h)", fs.Arg(0))
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if *soakMerge {
+		if fs.NArg() == 0 {
+			return nil, usagef("-soak-merge needs the folders to merge: simrun -soak-merge DIR...")
+		}
+		for name := range set {
+			if name != "soak-merge" {
+				return nil, usagef("-soak-merge takes no other flag (-%s): the state files hold the soak's", name)
+			}
+		}
+		return &config{mergeDirs: fs.Args(), options: map[string]string{}}, nil
+	}
 
 	c := &config{json: *asJSON, list: *list, verbose: *verbose, trace: *traceTo, parallel: *parallel, options: map[string]string{},
 		cpuProf: *cpuProf, memProf: *memProf, heapProf: *heapProf, memStats: *memStats, soak: *soak, bench: *bench, benchBin: *benchBin, benchRuns: *benchN}
@@ -277,11 +295,12 @@ func parseArgs(args []string, stderr io.Writer) (*config, error) {
 	if n := c.last - c.first + 1; uint64(c.parallel) > n {
 		c.parallel = int(n)
 	}
+	c.part = partition{0, 1}
 	if c.trace != "" && c.first != c.last {
 		return nil, usagef("-trace writes the trace of one run: use it with -seed N")
 	}
-	if (set["state"] || set["findings"]) && !c.soak {
-		return nil, usagef("-state and -findings are the soak's: use them with -soak")
+	if (set["state"] || set["findings"] || set["soak-dir"] || set["partition"] || set["partitions"]) && !c.soak {
+		return nil, usagef("-state, -findings, -soak-dir, -partition and -partitions are the soak's: use them with -soak")
 	}
 	if c.heapProf != "" && (c.first != c.last || c.soak) {
 		return nil, usagef("-heapprofile profiles one run: use it with -seed N")
@@ -290,7 +309,18 @@ func parseArgs(args []string, stderr io.Writer) (*config, error) {
 		if c.json || c.trace != "" || set["out"] {
 			return nil, usagef("-soak prints totals and writes findings: it takes neither -json, -trace nor -out")
 		}
-		dir := filepath.Join(repoRoot(), "reports", "out", "soak", sc.Name)
+		p, err := parsePartition(*partFlag, *partsFlag, set["partitions"], c.last-c.first+1)
+		if err != nil {
+			return nil, err
+		}
+		c.part = p
+		dir := *soakDir
+		if dir == "" {
+			dir = filepath.Join(repoRoot(), "reports", "out", "soak", sc.Name)
+		}
+		if p.partitioned() {
+			dir = filepath.Join(dir, p.dir())
+		}
 		c.soakState, c.findings = *state, *findings
 		if c.soakState == "" {
 			c.soakState = filepath.Join(dir, "state.json")

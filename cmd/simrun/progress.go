@@ -53,7 +53,10 @@ func (p *progress) done(failed bool) {
 	case p.lines && p.n < p.total && now.Sub(p.last) >= lineEvery:
 		p.last = now
 		fmt.Fprintf(p.w, "simrun: %s\n", p.status())
-	case p.on && (now.Sub(p.last) >= 100*time.Millisecond || p.n == p.total):
+	case p.on && (!p.drawn || now.Sub(p.last) >= 100*time.Millisecond || p.n == p.total):
+		// a bar that is not on the terminal (the first seed, or other
+		// output erased it) is drawn at once; one that is, at most every
+		// 100 ms
 		p.last = now
 		p.draw()
 	}

@@ -62,6 +62,9 @@ func runWith(args []string, stdout, stderr io.Writer, intr interrupts) int {
 		listing(stdout)
 		return exitPass
 	}
+	if c.mergeDirs != nil {
+		return runMerge(c.mergeDirs, stdout, stderr)
+	}
 	if c.bench != "" {
 		return runBench(c.bench, c.benchBin, c.benchCases, c.benchRuns, stdout, stderr)
 	}

@@ -31,8 +31,15 @@ type soakState struct {
 	Options map[string]string `json:"options"`
 	First   uint64            `json:"first"`
 	Last    uint64            `json:"last"`
-	// DoneBelow: every seed from First below it has run; Done are the
-	// seeds at or above it that have run too (sorted).
+	// Partition of Partitions is the soak's share of First..Last: the
+	// seeds whose offset from First is Partition modulo Partitions (see
+	// partition.go); 0 of 1 (or of 0, in a state written before
+	// partitions) is the whole range.
+	Partition  int `json:"partition"`
+	Partitions int `json:"partitions"`
+	// DoneBelow: every seed of the share from First below it has run;
+	// Done are the seeds of the share at or above it that have run too
+	// (sorted).
 	DoneBelow uint64   `json:"done_below"`
 	Done      []uint64 `json:"done,omitempty"`
 
@@ -80,6 +87,9 @@ func (st *soakState) isDone(seed uint64) bool {
 	return ok
 }
 
+// part returns the state's partition.
+func (st *soakState) part() partition { return partition{st.Partition, max(st.Partitions, 1)} }
+
 // markDone records seed as run and advances DoneBelow over the seeds run.
 func (st *soakState) markDone(seed uint64) {
 	if i, ok := slices.BinarySearch(st.Done, seed); !ok {
@@ -87,10 +97,21 @@ func (st *soakState) markDone(seed uint64) {
 	}
 	n := 0
 	for n < len(st.Done) && st.Done[n] == st.DoneBelow {
-		st.DoneBelow++
+		st.DoneBelow += st.part().step()
 		n++
 	}
 	st.Done = st.Done[n:]
+}
+
+// seeds calls f for every seed the state records as run, in order.
+func (st *soakState) seeds(f func(seed uint64)) {
+	p := st.part()
+	for s := p.first(st.First); s < st.DoneBelow; s += p.step() {
+		f(s)
+	}
+	for _, s := range st.Done {
+		f(s)
+	}
 }
 
 // soakOptions are the settings a state file must match.
@@ -98,7 +119,7 @@ func soakOptions(c *config) map[string]string {
 	o := map[string]string{}
 	for k, v := range c.options {
 		switch k {
-		case "seed", "seeds", "parallel":
+		case "seed", "seeds", "parallel": // the range is First..Last; parallelism may change
 		default:
 			o[k] = v
 		}
@@ -109,8 +130,8 @@ func soakOptions(c *config) map[string]string {
 func loadSoakState(path string, c *config) (*soakState, error) {
 	b, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return &soakState{Options: soakOptions(c), First: c.first, Last: c.last, DoneBelow: c.first,
-			Tiers: map[string]int{}, ByInvariant: map[string]int{}}, nil
+		return &soakState{Options: soakOptions(c), First: c.first, Last: c.last, Partition: c.part.index, Partitions: c.part.count,
+			DoneBelow: c.part.first(c.first), Tiers: map[string]int{}, ByInvariant: map[string]int{}}, nil
 	}
 	if err != nil {
 		return nil, err
@@ -123,6 +144,9 @@ func loadSoakState(path string, c *config) (*soakState, error) {
 	if !mapsEqual(st.Options, want) || st.First != c.first {
 		return nil, fmt.Errorf("%s is the state of another soak (seeds from %d, %s); this one is seeds from %d, %s: pass another -state, or delete it to start again",
 			path, st.First, optionString(st.Options), c.first, optionString(want))
+	}
+	if st.part() != c.part {
+		return nil, fmt.Errorf("%s is the state of partition %s of a soak; this one is partition %s: pass another -state or -soak-dir", path, st.part(), c.part)
 	}
 	st.Last = c.last // a soak may be extended (or cut short) and goes on
 	if st.Tiers == nil {
@@ -211,15 +235,15 @@ func runSoak(c *config, stdout, stderr io.Writer, intr interrupts) int {
 		fmt.Fprintf(stderr, "simrun: -soak: %v\n", err)
 		return exitUsage
 	}
-	total := int(c.last - c.first + 1)
+	total := c.part.size(c.first, c.last)
 	var todo []uint64
-	for s := c.first; s <= c.last; s++ {
+	for s := c.part.first(c.first); s <= c.last; s += c.part.step() {
 		if !st.isDone(s) {
 			todo = append(todo, s)
 		}
 	}
 	already := total - len(todo)
-	fmt.Fprintf(stdout, "soak: scenario %s, seeds %d-%d on %d cores: %d to run", c.scenario.Name, c.first, c.last, c.parallel, len(todo))
+	fmt.Fprintf(stdout, "soak: scenario %s, seeds %d-%d%s on %d cores: %d to run", c.scenario.Name, c.first, c.last, partOf(c.part, c.first), c.parallel, len(todo))
 	if already > 0 {
 		fmt.Fprintf(stdout, " (%d already run, from %s)", already, c.soakState)
 	}
@@ -322,6 +346,14 @@ collect:
 		return exitViolation
 	}
 	return exitPass
+}
+
+// partOf describes partition p of a range from first ("" for the whole).
+func partOf(p partition, first uint64) string {
+	if !p.partitioned() {
+		return ""
+	}
+	return fmt.Sprintf(", partition %s (seeds %d, %d, ... every %d)", p, p.first(first), p.first(first)+p.step(), p.count)
 }
 
 func findingWhat(f *soakFinding) string {
@@ -487,8 +519,8 @@ func printSoak(w io.Writer, c *config, st *soakState, ran int, wall time.Duratio
 	if interrupted {
 		verdict = "INTERRUPTED"
 	}
-	total := int(c.last - c.first + 1)
-	fmt.Fprintf(w, "%s: soak of scenario %s, seeds %d-%d: %d of %d run (%d this session), %d passed, %d failed", verdict, c.scenario.Name, c.first, c.last, st.Seeds, total, ran, st.Passed, st.Failed)
+	total := c.part.size(c.first, c.last)
+	fmt.Fprintf(w, "%s: soak of scenario %s, seeds %d-%d%s: %d of %d run (%d this session), %d passed, %d failed", verdict, c.scenario.Name, c.first, c.last, partOf(c.part, c.first), st.Seeds, total, ran, st.Passed, st.Failed)
 	if st.Errors > 0 {
 		fmt.Fprintf(w, ", %d could not run", st.Errors)
 	}

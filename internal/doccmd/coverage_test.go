@@ -48,6 +48,12 @@ var covers = []cover{
 	{"go run ./cmd/simrun -driver -seeds 1-4", "test ./cmd/simrun TestDocCommands", "go run ./cmd/simrun"},
 	{"go run -tags shardlease_mutations ./cmd/simrun -driver -mutation engine:driver-handoff-unchecked -seeds 1-4", "test ./cmd/simrun TestDocCommands", "go run -tags shardlease_mutations ./cmd/simrun"},
 
+	// docs/soak.md's partitioned soak by hand, run whole by bash
+	{"go build -o bin/simrun ./cmd/simrun", "test ./cmd/simrun TestDocSoakByHand", "go build -o bin/simrun"},
+	{"for i in 0 1 2; do bin/simrun -soak -seeds 1-12 -partition $i/3 -parallel 1 -soak-dir soak-demo > soak-demo-$i.log & done; wait", "test ./cmd/simrun TestDocSoakByHand", "go build -o bin/simrun"},
+	{"bin/simrun -soak-merge soak-demo", "test ./cmd/simrun TestDocSoakByHand", "go build -o bin/simrun"},
+	{"make soak-partitioned SEEDS=2000 PARTS=2", "make soak-partitioned", ""},
+
 	{"live create -region eu-west-1 -table orders-leases -stream orders -shards 4", "test ./cmd/live TestDocAWSCommands", "live create -region"},
 	{"live run -region eu-west-1 -stream orders -table orders-leases -metrics-addr :9464", "test ./cmd/live TestDocAWSCommands", "live run -region"},
 	{"live run -region eu-west-1 -stream orders -table orders-leases -consumer fan-out -consumer-name orders-app", "test ./cmd/live TestDocAWSCommands", "live run -region"},

@@ -38,7 +38,7 @@ func HandedTo(releaseReason string) string {
 // processor checkpointed before it let go. A planned release then waits
 // for the key's next owner, whose first act must start at or after it.
 type g1Checker struct {
-	o   Options
+	o   *Options
 	out []Violation
 	// checkpointed counts the planned moves whose processor had
 	// checkpointed every record delivered to it
@@ -81,7 +81,7 @@ type plannedMove struct {
 	next  int32
 }
 
-func newG1(o Options) *g1Checker {
+func newG1(o *Options) *g1Checker {
 	return &g1Checker{o: o}
 }
 

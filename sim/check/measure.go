@@ -67,7 +67,7 @@ func Percentile(ds []time.Duration, p float64) time.Duration {
 // with it, as the tenures end and the new owners receive their first
 // batches.
 type measurer struct {
-	o       Options
+	o       *Options
 	ten     *tenures
 	puts    *putLogs
 	keys    *keyTable // each shard's creation (keyState.created) and each (process, key)'s receipts (procSlot.ms)
@@ -125,7 +125,7 @@ type handoff struct {
 	hi int
 }
 
-func newMeasurer(o Options, ts *tenures, pl *putLogs, keys *keyTable) *measurer {
+func newMeasurer(o *Options, ts *tenures, pl *putLogs, keys *keyTable) *measurer {
 	return &measurer{o: o, ten: ts, puts: pl, keys: keys}
 }
 

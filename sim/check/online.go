@@ -69,41 +69,41 @@ func newOnline(o Options, w which) *Online {
 		c.rows = &rows{keys: c.keys}
 	}
 	if w&(checkS4|checkL1|checkMeasure) != 0 {
-		c.puts = newPutLogs(o, c.keys)
+		c.puts = newPutLogs(&c.o, c.keys)
 	}
 	if w&checkS1 != 0 {
-		c.s1 = &s1Checker{o: o}
+		c.s1 = &s1Checker{o: &c.o}
 		c.ten.s1 = c.s1
 	}
 	if w&checkS2 != 0 {
-		c.s2 = &s2Checker{o: o}
+		c.s2 = &s2Checker{o: &c.o}
 	}
 	if w&checkS3 != 0 {
-		c.s3 = &s3Checker{o: o, rows: c.rows}
+		c.s3 = &s3Checker{o: &c.o, rows: c.rows}
 	}
 	if w&checkS4 != 0 {
-		c.s4 = newS4(o, c.puts)
+		c.s4 = newS4(&c.o, c.puts)
 		c.puts.s4 = c.s4
 	}
 	if w&checkS5 != 0 {
-		c.s5 = &s5Checker{o: o}
+		c.s5 = &s5Checker{o: &c.o}
 	}
 	if w&checkS6 != 0 {
-		c.s6 = &s6Checker{o: o}
+		c.s6 = &s6Checker{o: &c.o}
 	}
 	if w&checkL1 != 0 {
-		c.l1 = newL1(o, c.ten, c.puts, c.keys)
+		c.l1 = newL1(&c.o, c.ten, c.puts, c.keys)
 		c.ten.l1 = c.l1
 		c.puts.l1 = c.l1
 	}
 	if w&checkG1 != 0 {
-		c.g1 = newG1(o)
+		c.g1 = newG1(&c.o)
 	}
 	if w&checkW1 != 0 {
-		c.w1 = newW1(o)
+		c.w1 = newW1(&c.o)
 	}
 	if w&checkMeasure != 0 {
-		c.ms = newMeasurer(o, c.ten, c.puts, c.keys)
+		c.ms = newMeasurer(&c.o, c.ten, c.puts, c.keys)
 		c.ten.ms = c.ms
 	}
 	return c

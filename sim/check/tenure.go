@@ -288,7 +288,7 @@ func (ts *tenures) sorted() []Tenure {
 // MaxPerCheck of them; a pair's details are filled in at the end, when
 // both tenures are final.
 type s1Checker struct {
-	o     Options
+	o     *Options
 	pairs []s1Pair // sorted, at most o.max()
 	seen  map[[2]uint64]bool
 }
