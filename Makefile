@@ -94,8 +94,9 @@ swarm:
 		| grep -vE '^(=== (RUN|PAUSE|CONT)|        --- PASS)'
 
 .PHONY: soak
-# soak runs swarm seeds 1-SEEDS on every core (simrun -soak): a progress
-# bar, seeds/s and tier counts; its state (reports/out/soak/swarm/state.json)
+# soak runs swarm seeds 1-SEEDS on every core (simrun -soak; a fifth of
+# them driver worlds, -driver-share): a progress bar, seeds/s and tier
+# counts; its state (reports/out/soak/swarm/state.json)
 # lets a stopped soak (Ctrl-C) go on where it was when started again, and
 # every failing seed is saved with its replay command under
 # reports/out/soak/swarm/findings. SOAK_FLAGS adds simrun flags (another
@@ -202,12 +203,13 @@ report-example: chromium
 .PHONY: mutants
 # mutants runs every planted bug simrun -list shows on seeds 1-200 of the
 # default swarm (TestMutantsSwarm: as many seeds at a time as cores, no
-# fault mix or scenario of its own) and the driver's on seeds 1-200 of
-# sim/driversim's default mix (TestDriverMutants), asks the property
-# suite whether it catches each (TestPropertyMutants: TestProperty's
-# seed and checks), writes reports/mutants.json and the table between the
-# markers (in docs/figures.md, or wherever they are: internal/mutants/report
-# finds them), and fails if any bug survives every seed. MUTANTS_SLOW=1
+# fault mix or scenario of its own) and the driver's on seeds 1-200 of the
+# default driver worlds (TestDriverMutants: simrun -driver's worlds), asks
+# the property suite whether it catches each (TestPropertyMutants:
+# TestProperty's seed and checks), writes reports/mutants.json and the
+# table between the markers (in docs/figures.md, or wherever they are:
+# internal/mutants/report finds them), and fails if any bug survives every
+# seed. MUTANTS_SLOW=1
 # also runs TestMutationsCaught's slow cases (-sim.mutants: bugs on fault
 # mixes chosen for them). MUTANTS_ONLY=a,b runs those bugs of the swarm
 # alone (a partial report).
@@ -236,9 +238,10 @@ driversim:
 
 .PHONY: sweep
 # sweep runs the rapid property suites at scale (2,000 drawn cases inside
-# the assumptions, 1,000 outside) from a random rapid seed (go test uses a
-# fixed one, see scenarios/main_test.go); failures are saved under
-# scenarios/testdata/rapid/ and replay on every later go test.
+# the assumptions, 1,000 outside, 500 driver worlds) from a random rapid
+# seed (go test uses a fixed one, see scenarios/main_test.go); failures are
+# saved under scenarios/testdata/rapid/ and replay on every later go test.
 sweep:
 	$(GO) test -count=1 -timeout 120m ./scenarios -run '^TestProperty$$' -rapid.checks=2000 -rapid.shrinktime=2m -rapid.seed=0
 	$(GO) test -count=1 -timeout 120m ./scenarios -run '^TestPropertyOutside$$' -rapid.checks=1000 -rapid.shrinktime=2m -rapid.seed=0
+	$(GO) test -count=1 -timeout 120m ./scenarios -run '^TestPropertyDriver$$' -rapid.checks=500 -scenarios.driver.checks=500 -rapid.shrinktime=2m -rapid.seed=0

@@ -104,11 +104,26 @@ type Seed struct {
 	// Error is set, and nothing else but Scenario and Seed, when the run
 	// could not start (its configuration was rejected).
 	Error string `json:"error,omitempty"`
+	// Runner is what ran the seed: RunnerSim (the simulator, a pure
+	// function of the seed) or RunnerDriver (the production driver in
+	// virtual time, sim/driversim: its verdicts hold, its trace hash may
+	// differ run to run).
+	Runner string `json:"runner"`
+	// Reproduced, for a failing driver seed, says how often re-runs of
+	// the seed failed too ("3 of 4 re-runs").
+	Reproduced string `json:"reproduced,omitempty"`
 }
 
-// SeedSchema is the version of Seed's fields (Seed.Schema): 2 added
-// schema and lin; 1 (no schema field) was before.
-const SeedSchema = 2
+// Runners (Seed.Runner).
+const (
+	RunnerSim    = "sim"
+	RunnerDriver = "driver"
+)
+
+// SeedSchema is the version of Seed's fields (Seed.Schema): 3 added
+// runner and reproduced (driver worlds), 2 schema and lin; 1 (no schema
+// field) was before.
+const SeedSchema = 3
 
 // linStatus names the outcome of the Lin check.
 func linStatus(l sim.LinResult) string {
@@ -129,7 +144,7 @@ func NewSeed(scenario string, o sim.Options, res *sim.Result, wall time.Duration
 		TraceHash: fmt.Sprintf("%016x", res.TraceHash), Events: res.Events, Records: res.Records,
 		VirtualSeconds: res.VirtualSeconds, WallSeconds: round(wall.Seconds(), 4),
 		Workers: res.World.Workers, Shards: res.World.Shards, Faults: res.World.Faults, Actions: len(res.Schedule),
-		Violations: violations(res.Violations), Tolerated: violations(res.Tolerated), Replay: res.Replay}
+		Violations: Violations(res.Violations), Tolerated: Violations(res.Tolerated), Replay: res.Replay, Runner: RunnerSim}
 	if s.Faults == nil {
 		s.Faults = []string{}
 	}
@@ -137,7 +152,12 @@ func NewSeed(scenario string, o sim.Options, res *sim.Result, wall time.Duration
 	if s.Tolerated != nil && len(s.Tolerated) == 0 {
 		s.Tolerated = nil
 	}
-	f := res.Figures
+	s.SetFigures(res.Figures)
+	return s
+}
+
+// SetFigures sets the handoff and cost figures of s.
+func (s *Seed) SetFigures(f sim.Figures) {
 	s.LeaseDurationMs = ms(f.LeaseDuration)
 	s.Failovers = f.Failovers
 	s.FailoverP50Ms = ms(f.FailoverP50)
@@ -157,10 +177,10 @@ func NewSeed(scenario string, o sim.Options, res *sim.Result, wall time.Duration
 	s.StreamOpsPerShardHour = round(f.StreamOpsPerShardHour, 1)
 	s.Puts = f.Puts
 	s.LostToRetention = f.LostToRetention
-	return s
 }
 
-func violations(vs []check.Violation) []Violation {
+// Violations renders vs, the excerpt of the first only.
+func Violations(vs []check.Violation) []Violation {
 	out := []Violation{}
 	for i, v := range vs {
 		x := Violation{Invariant: v.Invariant, Shard: v.Key, Detail: v.Detail, Workers: v.Workers,
@@ -206,6 +226,8 @@ type Totals struct {
 	Tiers      map[string]int `json:"tiers"`
 	// ByInvariant counts violations per invariant.
 	ByInvariant map[string]int `json:"by_invariant"`
+	// Runners counts the seeds by what ran them (Seed.Runner).
+	Runners map[string]int `json:"runners"`
 
 	// Figures over the seeds: the medians of the seeds' failover p50s and
 	// p99s and of their planned moves' gap p50s and p99s, the largest
@@ -271,6 +293,7 @@ func NewSweep(scenario, story, command string, seeds []Seed, wall time.Duration,
 	t := &sw.Totals
 	t.Tiers = map[string]int{}
 	t.ByInvariant = map[string]int{}
+	t.Runners = map[string]int{}
 	t.Parallel = parallel
 	t.WallSeconds = round(wall.Seconds(), 4)
 	var p50s, p99s, gap50s, gap99s []float64
@@ -279,6 +302,9 @@ func NewSweep(scenario, story, command string, seeds []Seed, wall time.Duration,
 	measured := 0
 	for _, s := range sw.Seeds {
 		t.Seeds++
+		if s.Runner != "" {
+			t.Runners[s.Runner]++
+		}
 		if s.Error != "" {
 			t.Errors++
 			continue

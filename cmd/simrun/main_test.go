@@ -120,8 +120,8 @@ func TestJSONLines(t *testing.T) {
 		if m["seed"].(float64) != float64(3+i) {
 			t.Errorf("line %d is seed %v: not in seed order", i, m["seed"])
 		}
-		if m["scenario"] != "swarm" || m["tier"] != "inside" {
-			t.Errorf("line %d: scenario %v tier %v", i, m["scenario"], m["tier"])
+		if m["scenario"] != "swarm" || m["tier"] != "inside" || m["runner"] != reports.RunnerSim {
+			t.Errorf("line %d: scenario %v tier %v runner %v", i, m["scenario"], m["tier"], m["runner"])
 		}
 		if v, ok := m["violations"].([]any); !ok || len(v) != 0 {
 			t.Errorf("line %d: violations %v, want an empty list", i, m["violations"])

@@ -18,6 +18,7 @@ import (
 
 	"github.com/shardlease/shardlease/reports"
 	"github.com/shardlease/shardlease/sim"
+	"github.com/shardlease/shardlease/sim/driversim"
 )
 
 // soakState is a soak's progress, saved in its state file as it goes: a
@@ -50,6 +51,9 @@ type soakState struct {
 	ByInvariant map[string]int `json:"violations_by_invariant"`
 	Tolerated   int            `json:"tolerated"`
 	LinUnknown  int            `json:"lin_unknown"`
+	// DriverSeeds counts the seeds run as driver worlds (-driver,
+	// -driver-share): their tier is inside.
+	DriverSeeds int `json:"driver_seeds,omitempty"`
 	// VirtualSeconds, Events: summed over the seeds run.
 	VirtualSeconds float64 `json:"virtual_seconds"`
 	Events         uint64  `json:"events"`
@@ -69,6 +73,10 @@ type soakFinding struct {
 	Error      string   `json:"error,omitempty"`
 	Replay     string   `json:"replay"`
 	File       string   `json:"file"`
+	// Runner is reports.RunnerDriver for a driver world (empty: the
+	// simulator); Reproduced how often its re-runs failed too.
+	Runner     string `json:"runner,omitempty"`
+	Reproduced string `json:"reproduced,omitempty"`
 }
 
 func (st *soakState) isDone(seed uint64) bool {
@@ -192,17 +200,22 @@ func (st *soakState) save(path string) error {
 type soakResult struct {
 	seed    uint64
 	res     *sim.Result
+	drv     *driversim.Report // a driver world's (res is nil)
 	err     error
 	finding *soakFinding
 }
 
 // cpuSeconds returns the process's user+sys CPU time so far.
 func cpuSeconds() float64 {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
+	var t time.Duration
+	// the children: the driver worlds' worker processes, once ended
+	for _, who := range []int{syscall.RUSAGE_SELF, syscall.RUSAGE_CHILDREN} {
+		var ru syscall.Rusage
+		if err := syscall.Getrusage(who, &ru); err == nil {
+			t += time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+		}
 	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
+	return t.Seconds()
 }
 
 // runSoak runs every seed of c's range not yet run (by its state file) on
@@ -234,6 +247,12 @@ func runSoak(c *config, stdout, stderr io.Writer, intr interrupts) int {
 	if already > 0 {
 		fmt.Fprintf(stdout, " (%d already run, from %s)", already, c.soakState)
 	}
+	switch {
+	case c.driver:
+		fmt.Fprintf(stdout, ", all driver worlds")
+	case c.driverShare > 0:
+		fmt.Fprintf(stdout, ", %d%% of the seeds driver worlds (-driver-share)", c.driverShare)
+	}
 	fmt.Fprintf(stdout, "; state %s, findings %s\n", c.soakState, c.findings)
 
 	prog := newSoakProgress(stderr, total, already, st.Failed, isTerminal(stderr))
@@ -247,8 +266,10 @@ func runSoak(c *config, stdout, stderr io.Writer, intr interrupts) int {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			drv := &driverConn{bin: c.driverBin}
+			defer drv.close()
 			for seed := range next {
-				results <- c.soakOne(seed)
+				results <- c.soakOne(drv, seed)
 			}
 		}()
 	}
@@ -336,14 +357,25 @@ func partOf(p partition, first uint64) string {
 }
 
 func findingWhat(f *soakFinding) string {
+	what := "broke " + strings.Join(f.Invariants, ", ")
 	if f.Error != "" {
-		return "could not run: " + f.Error
+		what = "could not run: " + f.Error
 	}
-	return "broke " + strings.Join(f.Invariants, ", ")
+	if f.Runner == reports.RunnerDriver {
+		what = "a driver world " + what
+		if f.Reproduced != "" {
+			what += " (failed again in " + f.Reproduced + ")"
+		}
+	}
+	return what
 }
 
-// soakOne runs one seed and, if it fails, saves it as a case.
-func (c *config) soakOne(seed uint64) soakResult {
+// soakOne runs one seed (as a driver world on d if it is one) and, if it
+// fails, saves it as a case.
+func (c *config) soakOne(d *driverConn, seed uint64) soakResult {
+	if c.isDriver(seed) {
+		return c.soakDriver(d, seed)
+	}
 	o := c.base
 	o.Seed = seed
 	o.NoExcerpts = true // passing seeds need none; a finding is run again below
@@ -390,6 +422,49 @@ func (c *config) soakOne(seed uint64) soakResult {
 	return r
 }
 
+// soakDriver runs the driver world of seed on d and, if it fails (a
+// failing driver seed is re-run, -driver-reruns), saves it as a case that
+// says how often it failed again.
+func (c *config) soakDriver(d *driverConn, seed uint64) soakResult {
+	out, rep := c.runDriverSeed(d, seed, "")
+	r := soakResult{seed: seed, drv: rep, err: out.err}
+	if out.err == nil && rep.OK() {
+		return r
+	}
+	f := &soakFinding{Seed: seed, Replay: out.seed.Replay, Runner: reports.RunnerDriver, Reproduced: out.seed.Reproduced}
+	var b strings.Builder
+	fmt.Fprintf(&b, "simrun soak finding: a driver world (the production driver in virtual time, sim/driversim), seed %d\nreplay: %s\n", seed, f.Replay)
+	fmt.Fprintf(&b, "or:     %s\n", driversim.Replay(c.driverOptions(seed)))
+	if out.err != nil {
+		f.Error = out.err.Error()
+		fmt.Fprintf(&b, "\nthe run could not complete: %v\n", out.err)
+	} else {
+		for _, v := range rep.Violations {
+			if !slices.Contains(f.Invariants, v.Invariant) {
+				f.Invariants = append(f.Invariants, v.Invariant)
+			}
+		}
+		if rr := rep.Reruns; rr != nil {
+			fmt.Fprintf(&b, "reproduced: the seed failed again in %d of %d re-runs (%d distinct trace hashes among the %d runs): "+
+				"a driver world is not bit-identical run to run, its verdict is what must hold\n", rr.Failed, rr.Runs, rr.Hashes, rr.Runs+1)
+		} else {
+			b.WriteString("reproduced: not re-run (-driver-reruns 0)\n")
+		}
+		b.WriteString("\n" + rep.Summary)
+		if js, err := json.Marshal(out.seed); err == nil {
+			b.WriteString("\njson: ")
+			b.Write(js)
+			b.WriteString("\n")
+		}
+	}
+	f.File = filepath.Join(c.findings, "driver-seed-"+strconv.FormatUint(seed, 10)+".txt")
+	if werr := os.WriteFile(f.File, []byte(b.String()), 0o644); werr != nil {
+		f.Error += " (the case could not be written: " + werr.Error() + ")"
+	}
+	r.finding = f
+	return r
+}
+
 // record adds one seed's outcome to the totals.
 func (st *soakState) record(r soakResult) {
 	st.markDone(r.seed)
@@ -399,6 +474,23 @@ func (st *soakState) record(r soakResult) {
 	}
 	if r.err != nil {
 		st.Errors++
+		return
+	}
+	if rep := r.drv; rep != nil {
+		st.DriverSeeds++
+		st.Tiers["inside"]++
+		st.VirtualSeconds += rep.VirtualSeconds
+		if len(rep.Lin.TimedOut) > 0 {
+			st.LinUnknown++
+		}
+		if rep.OK() {
+			st.Passed++
+			return
+		}
+		st.Failed++
+		for _, v := range rep.Violations {
+			st.ByInvariant[v.Invariant]++
+		}
 		return
 	}
 	res := r.res
@@ -432,8 +524,11 @@ func printSoak(w io.Writer, c *config, st *soakState, ran int, wall time.Duratio
 	if st.Errors > 0 {
 		fmt.Fprintf(w, ", %d could not run", st.Errors)
 	}
-	fmt.Fprintf(w, "; tiers: %d inside, %d outside; %d S1 tolerated outside the assumptions; Lin unknown on %d\n",
-		st.Tiers["inside"], st.Tiers["outside"], st.Tolerated, st.LinUnknown)
+	fmt.Fprintf(w, "; tiers: %d inside, %d outside", st.Tiers["inside"], st.Tiers["outside"])
+	if st.DriverSeeds > 0 {
+		fmt.Fprintf(w, " (%d driver worlds among them)", st.DriverSeeds)
+	}
+	fmt.Fprintf(w, "; %d S1 tolerated outside the assumptions; Lin unknown on %d\n", st.Tolerated, st.LinUnknown)
 	if len(st.ByInvariant) > 0 {
 		var parts []string
 		for _, k := range sortedKeys(st.ByInvariant) {

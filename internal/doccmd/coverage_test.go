@@ -45,6 +45,8 @@ var covers = []cover{
 	{"go run ./cmd/simrun -seed 1 -faults partition,crash -workers 8 -shards 40 -duration 5m", "test ./cmd/simrun TestDocCommands", "go run ./cmd/simrun"},
 	{"go run ./cmd/simrun -mutation unfenced-checkpoint -seeds 1-8", "test ./cmd/simrun TestDocCommands", "go run ./cmd/simrun"},
 	{"go run -tags shardlease_mutations ./cmd/simrun -mutation engine:steal-acts-at-once -seeds 1-8", "test ./cmd/simrun TestDocCommands", "go run -tags shardlease_mutations ./cmd/simrun"},
+	{"go run ./cmd/simrun -driver -seeds 1-4", "test ./cmd/simrun TestDocCommands", "go run ./cmd/simrun"},
+	{"go run -tags shardlease_mutations ./cmd/simrun -driver -mutation engine:driver-handoff-unchecked -seeds 1-4", "test ./cmd/simrun TestDocCommands", "go run -tags shardlease_mutations ./cmd/simrun"},
 
 	// docs/soak.md's partitioned soak by hand, run whole by bash
 	{"go build -o bin/simrun ./cmd/simrun", "test ./cmd/simrun TestDocSoakByHand", "go build -o bin/simrun"},

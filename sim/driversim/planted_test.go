@@ -20,12 +20,12 @@ var driverBugs = []struct {
 	name, invariant string
 	bound           uint64
 }{
-	// about half the seeds catch it: a hand-off pause long enough for
+	// about half the seeds catch it (112 of seeds 1-200): a hand-off pause long enough for
 	// another consumer to take the lease and act on it
 	{"driver-handoff-unchecked", "S1", 16},
-	// about one seed in twelve: a graceful shutdown that hits its deadline
-	// while a processor that ignores cancellation still has a checkpoint
-	// to ask for
+	// about one seed in five (38 of seeds 1-200): a graceful shutdown that
+	// hits its deadline while a processor that ignores cancellation still
+	// has a checkpoint to ask for
 	{"driver-ack-on-stop", "S3", 128},
 }
 
@@ -54,7 +54,8 @@ func TestDriverBugsCaught(t *testing.T) {
 var flagMutantsJSON = flag.String("driversim.mutants.json", "", "TestDriverMutants: write its rows (internal/mutants) to this file (make mutants)")
 
 // TestDriverMutants runs each planted bug of the driver on seeds 1 to
-// mutants.Seeds of the default mix (as many at a time as GOMAXPROCS) and
+// mutants.Seeds of the default driver worlds (those of simrun -driver; as
+// many at a time as GOMAXPROCS) and
 // counts the seeds that break an invariant: make mutants' catch rates. It
 // writes a row per bug to -driversim.mutants.json.
 func TestDriverMutants(t *testing.T) {
