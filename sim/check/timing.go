@@ -352,10 +352,11 @@ func (c *timingChecker) observe(r *trace.Record) {
 		failed := r.Fault != "" || failedOutcome(r.Outcome)
 		switch {
 		case !failed:
-		case r.Key == "" || r.Key == engine.AssignerKey:
+		case r.Key == "" || engine.IsReserved(r.Key):
 			// a scan, a poll of the index, a listing of shards, or a call on
-			// the assigner row: what the process's handing out and taking
-			// of any lease waits for
+			// a reserved row (the assigner row, the stream's marker read by
+			// the start-up checks, a hello): what the process's handing out
+			// and taking of any lease waits for
 			i := interval{r.Sent, r.T}
 			p.disturb(i)
 			c.fleetEvent(r.Proc, i)
