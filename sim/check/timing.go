@@ -343,6 +343,15 @@ func (c *timingChecker) observe(r *trace.Record) {
 		}
 		c.memberEvent(r.Proc, r.T)
 		c.asgEnd(r.Proc, r.T)
+	case trace.KindSend:
+		// A live worker that writes its hello again, later than right
+		// after its start, is one the assigner's member list no longer
+		// names: the list, and so who the deputies are, changed.
+		if r.Proc >= 0 && r.Op == engine.OpCreateLease && strings.HasPrefix(r.Key, engine.HelloPrefix) {
+			if p := c.proc(r.Proc); r.T-p.start > c.tm.settle() {
+				c.memberEvent(r.Proc, r.T)
+			}
+		}
 	case trace.KindReply:
 		if r.Proc < 0 || !pathOp(r.Op) {
 			return
