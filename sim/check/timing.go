@@ -738,7 +738,10 @@ func (c *timingChecker) failover(a, b *Tenure, tk *tkey, gap time.Duration, B *t
 		rest := after(G.maxRTT(began.from, to), B.maxRTT(began.from, to))
 		wait := tm.wait(tm.LeaseDuration)
 		how = "the time until the assigner row was taken over, the lease duration, " + afterHow
-		if began.prev == a.Proc {
+		if P := c.proc(a.Proc); began.prev == a.Proc && (P.releasedRow == 0 || P.releasedRow < P.renewed) {
+			// the old assigner's row expired: its leases went with it.
+			// One that released its row (its shutdown ended with leases
+			// still held) leaves them to be timed out like any other.
 			wait = 0
 			how = "the time until the assigner row was taken over, " + afterHow
 		}

@@ -247,3 +247,31 @@ func TestT1ResumeAfterFailedStartUp(t *testing.T) {
 	expect(t, CheckTiming(mk(false), o), T1, 1)
 	expect(t, CheckTiming(mk(true), o), T1, 0)
 }
+
+// TestT1LeasesOfAReleasedAssignerRow: a new assigner hands the leases of
+// the assigner whose row expired out at once, but those of one that
+// released its row (its shutdown ended with leases still held; swarm seed
+// 420) wait out the lease duration like any other: T1 allows for that,
+// and still holds the expired row's leases to "at once".
+func TestT1LeasesOfAReleasedAssignerRow(t *testing.T) {
+	o := Options{End: 2 * time.Minute, Timing: shippedTiming()}
+	mk := func(released bool) []trace.Record {
+		b := fleet().
+			add(1, trace.Acting, 2, "k", cp("10")).
+			add(5, trace.KindApply, 2, "k", applied(trace.WriteRenew)).
+			add(8, trace.KindApply, 2, engine.AssignerKey, applied(trace.WriteRenew))
+		if released {
+			b.add(9, trace.KindApply, 2, engine.AssignerKey, applied(trace.WriteRelease)).
+				add(9, trace.KindProcStop, 2, "", reason("exit"))
+		} else {
+			b.add(9, trace.KindProcStop, 2, "", reason("crash"))
+		}
+		return b.add(30, trace.LeaseAcquired, 0, engine.AssignerKey, reason("assigner")).
+			add(39.95, trace.KindApply, 0, "k", applied(trace.WriteAssign)).
+			add(40, trace.Assigned, 0, "k", reason("to w1: expired")).
+			add(40.4, trace.LeaseAcquired, 1, "k", reason("assigned")).
+			add(40.5, trace.Acting, 1, "k", cp("10")).recs
+	}
+	expect(t, CheckTiming(mk(false), o), T1, 1)
+	expect(t, CheckTiming(mk(true), o), T1, 0)
+}
