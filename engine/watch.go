@@ -159,7 +159,7 @@ func (w *Worker) readNotified() {
 	}
 	keys, _ := p.due(w.now.Mono)
 	for _, k := range keys {
-		if w.asg.confirming[k] || w.writes[k] != nil {
+		if rs := w.rows.get(k); rs != nil && (rs.confirming || rs.write != nil) {
 			continue // read again once it has ended
 		}
 		delete(p.notified, k)
@@ -176,7 +176,7 @@ func (w *Worker) readAssignerNotified() {
 	}
 	keys, _ := a.watch.due(w.now.Mono)
 	for _, k := range keys {
-		if a.confirming[k] || w.writes[k] != nil {
+		if a.confirming[k] || w.writeOf(k) != nil {
 			continue
 		}
 		delete(a.watch.notified, k)

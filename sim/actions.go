@@ -123,7 +123,12 @@ func (s *simulator) act(a Action) {
 		if p == nil || p.paused {
 			return
 		}
+		// the fault names the paused worker's slot (the latency checkers
+		// tell a pause on a handoff's path from one elsewhere)
+		fw := s.fs.faultWorker
+		s.fs.faultWorker = int32(p.slot)
 		s.fault(desc, "")
+		s.fs.faultWorker = fw
 		if a.MidAct {
 			if a.Dur > s.midActSlack() {
 				s.fs.outside = append(s.fs.outside, fmt.Sprintf("at %v a pause of %v in the middle of acting, longer than the margin allows (%v)", s.now, a.Dur, s.midActSlack()))
@@ -223,6 +228,7 @@ func (s *simulator) act(a Action) {
 			s.emit(&trace.Record{Kind: trace.KindShardCreated, Worker: -1, Proc: -1, Key: c, Parent: id})
 		}
 		s.wakeShard(id)
+		s.schedulePut()
 	case ActMerge:
 		open := s.openShards()
 		if len(open) < 2 {
@@ -246,6 +252,7 @@ func (s *simulator) act(a Action) {
 		s.emit(&trace.Record{Kind: trace.KindShardCreated, Worker: -1, Proc: -1, Key: c, Parent: x, Parent2: y})
 		s.wakeShard(x)
 		s.wakeShard(y)
+		s.schedulePut()
 		if s.bchance(s.w.Boundary.SlowParent) {
 			// the second parent finishes far later than the first: its
 			// holder pauses (see boundary.go)
@@ -259,7 +266,7 @@ func (s *simulator) act(a Action) {
 		s.svc.streamThrottle, s.svc.streamThrUntil = a.Value, s.now+a.Dur
 	case ActBurst:
 		s.fault(desc, "")
-		s.wl.burst, s.wl.burstUntil = a.Value, s.now+a.Dur
+		s.startBurst(a.Value, a.Dur)
 	case ActSDKRetry:
 		s.fault(desc, "")
 		s.svc.retryKind, s.svc.retryChance, s.svc.retryUntil = a.Target, a.Value, s.now+a.Dur
@@ -321,7 +328,8 @@ func (s *simulator) resume(p *proc) {
 func (s *simulator) heal() {
 	s.healed = true
 	s.emit(&trace.Record{Kind: trace.KindPhase, Worker: -1, Proc: -1, Reason: "heal"})
-	s.svc.tableThrUntil, s.svc.streamThrUntil, s.wl.burstUntil = 0, 0, 0
+	s.svc.tableThrUntil, s.svc.streamThrUntil = 0, 0
+	s.healWorkload()
 	for _, sl := range s.cl.slots {
 		for _, l := range s.links(sl, "both") {
 			l.cutReq, l.cutRep, l.clogUntil = false, false, 0

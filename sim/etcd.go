@@ -265,7 +265,7 @@ func (s *simulator) serializableScan(p *proc, f *inflight, res *engine.Result) {
 }
 
 // etcdApplied is a write that applied in an etcd world: a write that left
-// its row waiting records the index's change (trace.KindIndex, which W2
+// its row waiting records the index's change (trace.KindIndex, which W3
 // reads) and goes to the watches of its Pending value, a cut aimed at them
 // first (watch-cut).
 func (s *simulator) etcdApplied(f *inflight, before bool) {

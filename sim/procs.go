@@ -20,6 +20,14 @@ type cluster struct {
 	// stepSent are the writes the engine announced (TraceCallSent) during
 	// the step in progress, for writeClass.
 	stepSent []sentInfo
+	// sentBy indexes stepSent by key and counter when it is long (the
+	// assigner's round, a worker's start), built when first needed
+	sentBy map[sentKey]string
+}
+
+type sentKey struct {
+	key     string
+	counter int64
 }
 
 type slot struct {
@@ -194,6 +202,7 @@ func (s *simulator) stopProc(p *proc, why string) {
 func (s *simulator) traceEngine(p *proc, e engine.TraceEvent) {
 	if e.Kind == engine.TraceCallSent {
 		s.cl.stepSent = append(s.cl.stepSent, sentInfo{e.Key, e.Counter, e.Reason})
+		s.cl.sentBy = nil
 	}
 	r := trace.Record{Kind: trace.FromEngine(e.Kind), Key: e.Key, Counter: e.Counter, Checkpoint: e.Checkpoint,
 		First: e.First, Last: e.Last, FirstSub: int32(e.FirstSub), LastSub: int32(e.LastSub), Count: e.Count, Reason: e.Reason, Previous: e.Previous}
@@ -217,6 +226,7 @@ func (s *simulator) deliver(p *proc, in *engine.Input) {
 // step runs one step of p's engine and carries out its effects.
 func (s *simulator) step(p *proc, in *engine.Input) {
 	s.cl.stepSent = s.cl.stepSent[:0]
+	s.cl.sentBy = nil
 	rd := p.core.Step(engine.Now{Mono: p.clk.mono(s.now), Wall: p.clk.wall(s.now)}, *in)
 	if s.w.Etcd.On {
 		s.keepWatches(p, rd.Watch) // watch.go

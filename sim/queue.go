@@ -12,7 +12,7 @@ const (
 	evTimeout                           // a call's timeout fires at its process (a = call slot)
 	evJob                               // the processor finishes a job (a = job slot)
 	evCheckpointTimer                   // the processor's periodic checkpoint
-	evPut                               // a producer puts a record
+	evPut                               // a producer puts the records arrived (a = put generation; see workload.go)
 	evRetention                         // retention trimming pass
 	evAction                            // a scheduled action (a = index)
 	evResume                            // a pause ends (a = pause id)
@@ -21,6 +21,8 @@ const (
 	evKill                              // a graceful shutdown took too long
 	evSubWake                           // a parked NextEvent is answered (a = call slot<<32 | wake generation; see fanout.go)
 	evHeldApply                         // a call held back by boundary seeking reaches the table (a = call slot<<32 | hold generation; see boundary.go)
+	evPutRate                           // a burst ends: the put rate changes
+	evSettle                            // a probe of whether the world has settled (see settle.go)
 	// etcd worlds (etcd.go, watch.go): a = watch slot<<32 | generation
 	evWatchOpen    // a watch's request reaches the store
 	evWatchStarted // its confirmation reaches its process

@@ -20,7 +20,7 @@ const (
 	streamAssignment
 	streamClockSteps   // clock steps aimed at a new process's first observations
 	streamKPL          // the world's KPL workload (kpl.go)
-	streamKPLPuts      // which puts are KPL aggregates
+	streamKPLPuts      // (retired: the stream generates the aggregates)
 	streamKPLProcessor // the processor's checkpoints inside aggregates
 	streamBoundary     // boundary seeking (boundary.go)
 )

@@ -50,6 +50,8 @@ type simulator struct {
 	fs   faultState
 	bd   boundaryState // boundary seeking (boundary.go)
 	etcd etcdState     // an etcd world's store (etcd.go, watch.go)
+	// settle ends the healing phase once the world has settled (settle.go)
+	settle settleState
 }
 
 // Run runs one simulation. The checkers run as it goes; the trace is kept
@@ -103,13 +105,13 @@ func run(o Options) (*Result, error) {
 	clk := fakes.ClockFunc(func() time.Time { return epoch.Add(s.now) })
 	s.tbl = fakes.NewLeaseTable(fakes.LeaseTableOptions{Clock: clk, Seed: o.Seed, StaleLag: max(s.tableLag(), w.Etcd.SerializableLag),
 		IndexLag: w.Assignment.IndexLag, Watch: w.Etcd.On})
-	s.st = fakes.NewKinesis(fakes.KinesisOptions{Clock: clk, Seed: o.Seed, Retention: w.Retention, OnTrim: s.onTrim, FreeTrimmed: true})
-	if err := s.st.CreateStream(streamName, w.Shards); err != nil {
+	s.st = fakes.NewKinesis(fakes.KinesisOptions{Clock: clk, Seed: o.Seed, Retention: w.Retention, OnTrimRange: s.onTrim, FreeTrimmed: true})
+	s.wl.init(w)
+	if err := s.st.CreateGeneratedStream(streamName, w.Shards, s.wl.records(w)); err != nil {
 		return nil, err
 	}
 	s.setupFanOut()
 	s.end = w.Chaos + w.Quiet
-	s.wl.init(w)
 	s.setup()
 	s.loop()
 	if o.AtEnd != nil {
@@ -141,7 +143,8 @@ func (s *simulator) setup() {
 		s.startProc(sl)
 	}
 	s.q.push(event{at: s.w.Chaos, kind: evHeal})
-	s.q.push(event{at: s.wl.rng.exp(s.putMean()), kind: evPut})
+	s.startSettle()
+	s.startPuts(shards)
 	if s.w.Retention < s.end {
 		s.q.push(event{at: 5 * time.Second, kind: evRetention})
 	}

@@ -29,7 +29,7 @@ import (
 //     a new one is opened.
 //
 // The planted bug etcd-watch-resume-at-current resumes at the store's
-// current revision instead; W2 (sim/check) catches what it skips.
+// current revision instead; W3 (sim/check) catches what it skips.
 
 type watchState uint8
 

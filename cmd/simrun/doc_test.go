@@ -42,7 +42,10 @@ func TestDocCommands(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// the tagged binary outlives the subtest that builds it: the later
+	// tagged commands run it too
 	var taggedBin string
+	tagDir := t.TempDir()
 	for _, c := range slices.Concat(plain, tagged) {
 		words, redirect, err := doccmd.Fields(c.Text)
 		if err != nil {
@@ -56,7 +59,7 @@ func TestDocCommands(t *testing.T) {
 			code := 0
 			if strings.Contains(c.Text, "-tags "+planted.Tag) && !planted.Enabled() {
 				if taggedBin == "" {
-					taggedBin = buildTagged(t, wd)
+					taggedBin = buildTagged(t, wd, tagDir)
 				}
 				cmd := exec.Command(taggedBin, args...)
 				cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -92,9 +95,9 @@ func TestDocCommands(t *testing.T) {
 	}
 }
 
-func buildTagged(t *testing.T, wd string) string {
+func buildTagged(t *testing.T, wd, dir string) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "simrun")
+	bin := filepath.Join(dir, "simrun")
 	cmd := exec.Command("go", "build", "-tags", planted.Tag, "-o", bin, "github.com/shardlease/shardlease/cmd/simrun")
 	cmd.Dir = wd
 	if b, err := cmd.CombinedOutput(); err != nil {

@@ -36,6 +36,7 @@ var covers = []cover{
 	{"make live-local", "make live-local", ""},
 	{"make test-chaos", "make test-chaos", ""},
 	{"make chaos", "make chaos", ""},
+	{"make test-rules", "make test-rules", ""},
 
 	{"go run ./cmd/simrun -list", "test ./cmd/simrun TestDocCommands", "go run ./cmd/simrun"},
 	{"go run ./cmd/simrun -scenario rolling-deploy -seeds 1-20", "test ./cmd/simrun TestDocCommands", "go run ./cmd/simrun"},
@@ -44,6 +45,14 @@ var covers = []cover{
 	{"go run ./cmd/simrun -seed 1 -faults partition,crash -workers 8 -shards 40 -duration 5m", "test ./cmd/simrun TestDocCommands", "go run ./cmd/simrun"},
 	{"go run ./cmd/simrun -mutation unfenced-checkpoint -seeds 1-8", "test ./cmd/simrun TestDocCommands", "go run ./cmd/simrun"},
 	{"go run -tags shardlease_mutations ./cmd/simrun -mutation engine:steal-acts-at-once -seeds 1-8", "test ./cmd/simrun TestDocCommands", "go run -tags shardlease_mutations ./cmd/simrun"},
+	{"go run ./cmd/simrun -driver -seeds 1-4", "test ./cmd/simrun TestDocCommands", "go run ./cmd/simrun"},
+	{"go run -tags shardlease_mutations ./cmd/simrun -driver -mutation engine:driver-handoff-unchecked -seeds 1-4", "test ./cmd/simrun TestDocCommands", "go run -tags shardlease_mutations ./cmd/simrun"},
+
+	// docs/soak.md's partitioned soak by hand, run whole by bash
+	{"go build -o bin/simrun ./cmd/simrun", "test ./cmd/simrun TestDocSoakByHand", "go build -o bin/simrun"},
+	{"for i in 0 1 2; do bin/simrun -soak -seeds 1-12 -partition $i/3 -parallel 1 -soak-dir soak-demo > soak-demo-$i.log & done; wait", "test ./cmd/simrun TestDocSoakByHand", "go build -o bin/simrun"},
+	{"bin/simrun -soak-merge soak-demo", "test ./cmd/simrun TestDocSoakByHand", "go build -o bin/simrun"},
+	{"make soak-partitioned SEEDS=2000 PARTS=2", "make soak-partitioned", ""},
 
 	{"live create -region eu-west-1 -table orders-leases -stream orders -shards 4", "test ./cmd/live TestDocAWSCommands", "live create -region"},
 	{"live run -region eu-west-1 -stream orders -table orders-leases -metrics-addr :9464", "test ./cmd/live TestDocAWSCommands", "live run -region"},

@@ -10,7 +10,7 @@ import (
 	"github.com/shardlease/shardlease/sim/trace"
 )
 
-// W2 is the invariant "a pending watch is reliable": the contract of
+// W3 is the invariant "a pending watch is reliable": the contract of
 // engine.PendingWatcher, on which a worker with pushed assignments relies
 // instead of polling. From the revision a watch was opened at (a
 // trace.KindWatch "open" record) until it is lost or closed, or its process
@@ -24,11 +24,11 @@ import (
 // online in the simulator: it needs each write's KindIndex record before
 // the reports of it, the true-time order of a run (All, for histories
 // merged from several processes' clocks, leaves it out).
-const W2 = "W2"
+const W3 = "W3"
 
-// w2Checker checks W2 (see W2).
-type w2Checker struct {
-	o Options
+// w3Checker checks W3 (see W3).
+type w3Checker struct {
+	o *Options // the Online's: its End moves with SetEnd
 	// events are, per watched value, the writes that left a row waiting
 	// for it, in revision order, from the lowest revision an open watch
 	// of that value still has to report
@@ -57,18 +57,18 @@ type indexEvent struct {
 	seq uint64
 }
 
-func newW2(o Options) *w2Checker {
-	return &w2Checker{o: o, events: map[string][]indexEvent{}, open: map[watchID]*watchCursor{}}
+func newW3(o *Options) *w3Checker {
+	return &w3Checker{o: o, events: map[string][]indexEvent{}, open: map[watchID]*watchCursor{}}
 }
 
-func (c *w2Checker) add(v Violation) {
+func (c *w3Checker) add(v Violation) {
 	if len(c.out) < c.o.max() {
-		v.Invariant = W2
+		v.Invariant = W3
 		c.out = append(c.out, v)
 	}
 }
 
-func (c *w2Checker) observe(r *trace.Record) {
+func (c *w3Checker) observe(r *trace.Record) {
 	switch r.Kind {
 	case trace.KindIndex:
 		if c.watched(r.Reason) {
@@ -95,7 +95,7 @@ func (c *w2Checker) observe(r *trace.Record) {
 }
 
 // watched reports whether a watch of who is open.
-func (c *w2Checker) watched(who string) bool {
+func (c *w3Checker) watched(who string) bool {
 	for id := range c.open {
 		if id.who == who {
 			return true
@@ -104,13 +104,13 @@ func (c *w2Checker) watched(who string) bool {
 	return false
 }
 
-func (c *w2Checker) close(id watchID) {
+func (c *w3Checker) close(id watchID) {
 	delete(c.open, id)
 	c.prune(id.who)
 }
 
 // change is a watch reporting the write of r.Key at revision r.Counter.
-func (c *w2Checker) change(id watchID, r *trace.Record) {
+func (c *w3Checker) change(id watchID, r *trace.Record) {
 	cur := c.open[id]
 	where := fmt.Sprintf("the watch of %s on the rows that wait for %q", who(r), id.who)
 	if cur == nil {
@@ -148,7 +148,7 @@ func firstFrom(evs []indexEvent, rev int64) int {
 
 // prune forgets the writes of who that every open watch of who has
 // reported (all of them, if none is open).
-func (c *w2Checker) prune(who string) {
+func (c *w3Checker) prune(who string) {
 	low, any := int64(0), false
 	for id, cur := range c.open {
 		if id.who == who && (!any || cur.rev < low) {
@@ -167,7 +167,7 @@ func (c *w2Checker) prune(who string) {
 
 // finish reports the writes an open watch never reported although they are
 // older than the bound.
-func (c *w2Checker) finish() []Violation {
+func (c *w3Checker) finish() []Violation {
 	ids := make([]watchID, 0, len(c.open))
 	for id := range c.open {
 		ids = append(ids, id)

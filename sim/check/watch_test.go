@@ -8,10 +8,10 @@ import (
 	"github.com/shardlease/shardlease/sim/trace"
 )
 
-// w2History builds a history of index writes and watch records: "open P
+// w3History builds a history of index writes and watch records: "open P
 // WHO REV", "index WHO KEY REV", "change P WHO KEY REV", "lost P WHO",
 // "closed P WHO", "stop P", one a second.
-func w2History(lines ...string) []trace.Record {
+func w3History(lines ...string) []trace.Record {
 	var out []trace.Record
 	for i, l := range lines {
 		f := strings.Fields(l)
@@ -45,7 +45,7 @@ func w2History(lines ...string) []trace.Record {
 	return out
 }
 
-func runW2(recs []trace.Record, end time.Duration) []Violation {
+func runW3(recs []trace.Record, end time.Duration) []Violation {
 	c := NewOnline(Options{End: end, Bound: 10 * time.Second, Forget: true})
 	for i := range recs {
 		c.Observe(&recs[i])
@@ -53,16 +53,16 @@ func runW2(recs []trace.Record, end time.Duration) []Violation {
 	rep, _ := c.Finish(nil, false)
 	var out []Violation
 	for _, v := range rep.Violations {
-		if v.Invariant == W2 {
+		if v.Invariant == W3 {
 			out = append(out, v)
 		}
 	}
 	return out
 }
 
-// TestW2 shows W2 passing a reliable watch and failing each way a watch
+// TestW3 shows W3 passing a reliable watch and failing each way a watch
 // can break its contract, on hand-made histories.
-func TestW2(t *testing.T) {
+func TestW3(t *testing.T) {
 	for _, c := range []struct {
 		name  string
 		lines []string
@@ -83,17 +83,17 @@ func TestW2(t *testing.T) {
 		{"reopened after lost", []string{"open 1 w1 4", "index w1 b 5", "lost 1 w1", "open 1 w1 6", "index w1 c 7", "change 1 w1 c 7"}, ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			vs := runW2(w2History(c.lines...), 60*time.Second)
+			vs := runW3(w3History(c.lines...), 60*time.Second)
 			switch {
 			case c.want == "" && len(vs) > 0:
-				t.Fatalf("W2 on a reliable history: %v", vs)
+				t.Fatalf("W3 on a reliable history: %v", vs)
 			case c.want != "" && (len(vs) == 0 || !strings.Contains(vs[0].Detail, c.want)):
-				t.Fatalf("W2 = %v, want a violation saying %q", vs, c.want)
+				t.Fatalf("W3 = %v, want a violation saying %q", vs, c.want)
 			}
 		})
 	}
 	// a recent write not yet reported at the end is in flight, not lost
-	if vs := runW2(w2History("open 1 w1 4", "index w1 b 5"), 8*time.Second); len(vs) > 0 {
-		t.Fatalf("W2 on a write within the bound of the end: %v", vs)
+	if vs := runW3(w3History("open 1 w1 4", "index w1 b 5"), 8*time.Second); len(vs) > 0 {
+		t.Fatalf("W3 on a write within the bound of the end: %v", vs)
 	}
 }
