@@ -97,3 +97,32 @@ func TestW3(t *testing.T) {
 		t.Fatalf("W3 on a write within the bound of the end: %v", vs)
 	}
 }
+
+// TestW3EndMovedEarlier: a run whose healing phase ended early (SetEnd)
+// judges an unreported write against its real end: one within the bound
+// of that end is in flight, not lost; one older than the bound is still
+// reported.
+func TestW3EndMovedEarlier(t *testing.T) {
+	run := func(lines ...string) []Violation {
+		c := NewOnline(Options{End: 60 * time.Second, Bound: 10 * time.Second, Forget: true})
+		recs := w3History(lines...)
+		for i := range recs {
+			c.Observe(&recs[i])
+		}
+		c.SetEnd(8 * time.Second)
+		rep, _ := c.Finish(nil, false)
+		return only(rep.Violations, W3)
+	}
+	if vs := run("open 1 w1 4", "index w1 b 5"); len(vs) > 0 {
+		t.Fatalf("W3 judged a write within the bound of the moved end against the drawn end: %v", vs)
+	}
+	c := NewOnline(Options{End: 60 * time.Second, Bound: 5 * time.Second, Forget: true})
+	for _, r := range w3History("open 1 w1 4", "index w1 b 5") {
+		c.Observe(&r)
+	}
+	c.SetEnd(30 * time.Second)
+	rep, _ := c.Finish(nil, false)
+	if vs := only(rep.Violations, W3); len(vs) != 1 || !strings.Contains(vs[0].Detail, "never reported the write of b") {
+		t.Fatalf("W3 = %v after the end moved to 30s, want the write of b at 2s never reported", vs)
+	}
+}
