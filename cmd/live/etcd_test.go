@@ -163,7 +163,7 @@ func TestEtcdCredentials(t *testing.T) {
 	// goes on to the stream, which does not answer
 	t.Setenv("AWS_ACCESS_KEY_ID", "local")
 	t.Setenv("AWS_SECRET_ACCESS_KEY", "local")
-	if out := check("run, the granted user", append(run("app"), "-etcd-password-file", pw), exitFailed, "call=DescribeStream", "did not pass within 3s"); strings.Contains(out, "refused the credentials") {
+	if out := check("run, the granted user", append(run("app"), "-etcd-password-file", pw), exitFailed, "dependency=stream", "did not pass within 3s"); strings.Contains(out, "refused the credentials") {
 		t.Errorf("run, the granted user: refused: %s", out)
 	}
 }
