@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -194,5 +195,22 @@ func (w *Worker) wakeWatches(min func(time.Duration)) {
 		if _, t := a.watch.due(w.now.Mono); t > 0 {
 			min(t)
 		}
+	}
+}
+
+// renotify: a write of the assigner on a row that waits for it (a hello's
+// delete, an assignment) that did not apply leaves the row as it was, and
+// while the assigner's watch is up no poll of the index shows it again and
+// no write reports it again: the assigner reads it again a poll interval
+// later, as its next poll would have (a hello whose delete failed kept its
+// worker out of the member list for good: swarm seeds 125 and 188 in etcd
+// worlds).
+func (w *Worker) renotify(wr *write) {
+	a := w.asg.as
+	if a == nil || !a.watch.up {
+		return
+	}
+	if (wr.kind == wDelete && strings.HasPrefix(wr.key, HelloPrefix)) || wr.kind == wAssign {
+		a.watch.note([]PendingChange{{Key: wr.key}}, w.now.Mono+w.cfg.PendingPollInterval)
 	}
 }
