@@ -146,6 +146,26 @@ func (a *assigner) members(w *Worker) []string {
 	return out
 }
 
+// learnWriter notes who wrote row when the version this assigner saw last,
+// prev, is an assignment to a worker: no one but the assignee writes the
+// row next (a worker takes only what is assigned to it, and declines
+// without a write), so a later version that another process wrote, this
+// assigner's own writes aside, is the assignee's. A worker assigned a
+// lease that takes it and releases it for its shutdown before any scan
+// shows its take is then known to be leaving, and is not given the lease
+// back.
+func (a *assigner) learnWriter(w *Worker, prev, row Lease) {
+	if row.Writer == "" || row.Writer == w.writer || row.Counter <= prev.Counter || row.Key != prev.Key {
+		return
+	}
+	if prev.Owner != "" || prev.Pending == "" || prev.Pending == AssignerPending {
+		return
+	}
+	if _, ok := a.writers[row.Writer]; !ok {
+		a.writers[row.Writer] = prev.Pending
+	}
+}
+
 // released notes the release, for its shutdown, of a lease that row now
 // shows: its writer is leaving.
 func (a *assigner) released(w *Worker, row Lease) {
@@ -294,6 +314,9 @@ func (w *Worker) onAssignerConfirm(key string, r *Result) {
 			w.sendWrite(wr)
 		}
 		return
+	}
+	if rs := w.rows.get(key); rs != nil && rs.observed && rs.obs.ok {
+		a.learnWriter(w, rs.obs.row, row)
 	}
 	a.released(w, row)
 	o := w.observeRow(row) // the freshest version this worker knows: not older than row

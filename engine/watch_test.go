@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -270,4 +271,41 @@ type watchingMemStore struct{ *MemStore }
 
 func (s *watchingMemStore) WatchPending(ctx context.Context, who string) (PendingWatch, error) {
 	return nil, errors.New("not in this test")
+}
+
+// A worker that takes a lease assigned to it and releases it for its
+// shutdown before any assigner scan has shown its take is leaving: the
+// assigner, told of the release at once by the watch, must not hand the
+// lease back to it (it learns the release's writer from its own
+// assignment), and another worker takes it within the tick.
+func TestPushedReleaseBeforeAScanIsNotAssignedBack(t *testing.T) {
+	c := pushed(t, 4)
+	for i := 0; i < 4; i++ {
+		c.stream.put(shardKey(i), 3)
+	}
+	c.start("A")
+	c.start("X")
+	c.runUntil(time.Minute, "A and X hold 2 each", func() bool { return len(c.held("A")) == 2 && len(c.held("X")) == 2 })
+	b := c.start("B")
+	c.runUntil(time.Minute, "B takes a share", func() bool { return len(c.held("B")) >= 1 })
+	keys := c.held("B")
+	c.step(b, Input{Kind: InputShutdown})
+	at := c.now
+	d := c.cfg.withDefaults().LeaseDuration
+	c.runUntil(d, "B's leases taken by A or X", func() bool { return len(c.held("A"))+len(c.held("X")) == 4 && b.stopped })
+	for _, k := range keys {
+		for _, e := range c.traceOf(TraceAssigned, "", k) {
+			if e.Mono >= at && strings.HasPrefix(e.Reason, "to B:") {
+				t.Errorf("%s assigned back to B, which released it for its shutdown, at %v: %s", k, e.Mono-at, e.Reason)
+			}
+		}
+		rel := c.traceOf(TraceLeaseReleased, "B", k)
+		if len(rel) == 0 {
+			t.Fatalf("%s not released by B", k)
+		}
+		first := max(c.firstAct("A", k, at), c.firstAct("X", k, at))
+		if gap := first - rel[len(rel)-1].Mono; gap > 100*time.Millisecond {
+			t.Errorf("%s: taken %v after B released it, want within the tick", k, gap)
+		}
+	}
 }
