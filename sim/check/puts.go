@@ -2,6 +2,7 @@ package check
 
 import (
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/shardlease/shardlease/engine"
@@ -156,11 +157,12 @@ func (pl *putLogs) trim(r *trace.Record, ks *keyState, first, last Seq) {
 		return
 	}
 	lo, hi := p.index(first), p.after(last)
+	owed := !strings.HasPrefix(r.Reason, trace.NotOwedPrefix)
 	for j := lo; j < hi; j++ {
 		x := p.at(j)
 		if x.trimmed < 0 {
 			x.trimmed = r.T
-			if x.received < 0 {
+			if x.received < 0 && owed {
 				pl.lost++
 			}
 		}

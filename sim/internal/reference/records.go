@@ -3,6 +3,7 @@ package reference
 import (
 	"math"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/shardlease/shardlease/engine"
@@ -123,6 +124,9 @@ func CheckS4(h History, o Options) ([]Violation, int) {
 		case trace.KindShardExpired:
 			expired[r.Key] = true
 		case trace.KindTrim:
+			if strings.HasPrefix(r.Reason, trace.SkippedPrefix) {
+				expired[r.Key] = true // never read, as a shard that left the stream
+			}
 			p := puts[r.Key]
 			if p == nil {
 				continue
@@ -132,8 +136,8 @@ func CheckS4(h History, o Options) ([]Violation, int) {
 			for j := lo; j < hi; j++ {
 				if p.puts[j].trimmed < 0 {
 					p.puts[j].trimmed = r.T
-					if p.puts[j].received < 0 {
-						lost++
+					if p.puts[j].received < 0 && !strings.HasPrefix(r.Reason, trace.NotOwedPrefix) {
+						lost++ // records no reader owes are not lost
 					}
 				}
 			}
@@ -294,6 +298,10 @@ func CheckS5(recs []trace.Record, o Options) []Violation {
 		case trace.KindShardExpired:
 			if _, ok := ended[r.Key]; !ok {
 				ended[r.Key] = r.T
+			}
+		case trace.KindTrim:
+			if _, ok := ended[r.Key]; !ok && strings.HasPrefix(r.Reason, trace.SkippedPrefix) {
+				ended[r.Key] = r.T // a parent never read: its children may start
 			}
 		case trace.KindReceived, trace.Delivered:
 			if r.Count == 0 || flagged[r.Key] {
