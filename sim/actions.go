@@ -124,6 +124,7 @@ func (s *simulator) act(a Action) {
 			return
 		}
 		s.fault(desc, "")
+		s.opFaultOn(p.id)
 		if a.MidAct {
 			if a.Dur > s.midActSlack() {
 				s.fs.outside = append(s.fs.outside, fmt.Sprintf("at %v a pause of %v in the middle of acting, longer than the margin allows (%v)", s.now, a.Dur, s.midActSlack()))
@@ -149,6 +150,7 @@ func (s *simulator) act(a Action) {
 			sl.desired = false
 		}
 		p.stopping = true
+		s.opShutdown(p)
 		p.restart = a.Dur
 		p.killAt = s.now + 3*s.full.LeaseDuration + 4*s.w.CallTimeout
 		s.q.push(event{at: p.killAt, kind: evKill, proc: p.id})
@@ -171,6 +173,9 @@ func (s *simulator) act(a Action) {
 		s.fault(desc, "")
 		for _, i := range a.Workers {
 			sl := s.slotOf(i)
+			if a.Kind == ActPartition && a.Target != "stream" {
+				s.opFaultOnSlot(sl)
+			}
 			for _, l := range s.links(sl, a.Target) {
 				switch a.Kind {
 				case ActPartition:
@@ -222,6 +227,7 @@ func (s *simulator) act(a Action) {
 		for _, c := range children {
 			s.emit(&trace.Record{Kind: trace.KindShardCreated, Worker: -1, Proc: -1, Key: c, Parent: id})
 		}
+		s.opSplit(id, children)
 		s.wakeShard(id)
 	case ActMerge:
 		open := s.openShards()
@@ -244,6 +250,7 @@ func (s *simulator) act(a Action) {
 		s.emit(&trace.Record{Kind: trace.KindShardClosed, Worker: -1, Proc: -1, Key: x, Last: s.shardInfo(x).EndingSequence})
 		s.emit(&trace.Record{Kind: trace.KindShardClosed, Worker: -1, Proc: -1, Key: y, Last: s.shardInfo(y).EndingSequence})
 		s.emit(&trace.Record{Kind: trace.KindShardCreated, Worker: -1, Proc: -1, Key: c, Parent: x, Parent2: y})
+		s.opMerged(x, y, c)
 		s.wakeShard(x)
 		s.wakeShard(y)
 		if s.bchance(s.w.Boundary.SlowParent) {

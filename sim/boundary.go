@@ -405,6 +405,7 @@ func (s *simulator) renewApplied(p *proc, f *inflight) {
 	case ActCutAfterRenew:
 		s.fault(fmt.Sprintf("cut w%d from the table after its renewal of %s, for %v", sl.idx, leaseKey(&f.call), p.afterRenewDur), leaseKey(&f.call))
 		sl.table.cutReq = true
+		s.opFaultOnSlot(sl)
 		s.later(Action{At: s.now + p.afterRenewDur, Kind: actHealLink, Workers: []int{sl.idx}, Target: "table"})
 		f.late = true // its reply comes, just under the timeout
 		s.armExpiryPause(p, leaseKey(&f.call), f.sent)
@@ -492,6 +493,7 @@ func (s *simulator) takeApplied(f *inflight) {
 		d := 2 * s.full.LeaseDuration
 		s.fault(fmt.Sprintf("cut w%d from the table as its lease %s is taken, for %v", sl.idx, key, d), key)
 		sl.table.cutReq = true
+		s.opFaultOnSlot(sl)
 		s.later(Action{At: s.now + d, Kind: actHealLink, Workers: []int{sl.idx}, Target: "table"})
 		s.armExpiryPause(p, key, sent)
 		return
@@ -512,6 +514,7 @@ func (s *simulator) pauseMidDelivery(p *proc, f *inflight, in *engine.Input) boo
 	s.fault(fmt.Sprintf("pause w%d in the middle of a delivery for %v (the mid-act slack)", p.slot, d), "")
 	p.holdNext = true
 	s.deliver(p, in)
+	s.opFaultOn(p.id)
 	p.paused = true
 	s.fs.lastPauseID++
 	s.fs.pauseProc[s.fs.lastPauseID] = p.id
@@ -716,6 +719,7 @@ func (s *simulator) readReplied(p *proc, f *inflight) {
 	d := 2 * s.full.LeaseDuration
 	s.fault(fmt.Sprintf("cut w%d from the table after its read of %s, for %v", sl.idx, sl.staleKey, d), sl.staleKey)
 	sl.table.cutReq = true
+	s.opFaultOnSlot(sl)
 	if s.bd.racing == nil {
 		s.bd.racing = map[string]int32{}
 	}

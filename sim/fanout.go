@@ -181,6 +181,9 @@ func (s *simulator) applyFanOut(i int, f *inflight, res *engine.Result) (parked 
 		}
 		s.expireShards()
 		res.Subscription, res.Err = s.st.Subscribe(s.ctx, c.ConsumerARN, c.Stream, c.Shard, s.resumePosition(c.Stream, c.Shard, c.Position))
+		if res.Err == nil {
+			s.notOwed(s.cl.procs[f.proc], c) // config.go
+		}
 	case engine.OpNextEvent:
 		s.slotState(i)
 		force := s.fo.force[i]

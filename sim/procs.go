@@ -188,12 +188,23 @@ func (s *simulator) stopProc(p *proc, why string) {
 	}
 	p.alive = false
 	p.held, p.hCalls, p.hNotices = nil, nil, nil
+	if why != "exit" {
+		s.opFaultOn(p.id)
+	}
 	s.emit(s.procRec(p, &trace.Record{Kind: trace.KindProcStop, Reason: why}))
 }
 
 func (s *simulator) traceEngine(p *proc, e engine.TraceEvent) {
-	if e.Kind == engine.TraceCallSent {
+	switch e.Kind {
+	case engine.TraceCallSent:
 		s.cl.stepSent = append(s.cl.stepSent, sentInfo{e.Key, e.Counter, e.Reason})
+	case engine.TraceHandingOver, engine.TraceActing:
+		s.opEngineEvent(p, &e) // ops.go
+	case engine.TraceDelivered:
+		s.opEngineEvent(p, &e)
+		s.noteTenure(p, &e) // config.go
+	case engine.TraceLeaseAcquired:
+		s.noteTenure(p, &e)
 	}
 	r := trace.Record{Kind: trace.FromEngine(e.Kind), Key: e.Key, Counter: e.Counter, Checkpoint: e.Checkpoint,
 		First: e.First, Last: e.Last, FirstSub: int32(e.FirstSub), LastSub: int32(e.LastSub), Count: e.Count, Reason: e.Reason, Previous: e.Previous}
@@ -217,6 +228,7 @@ func (s *simulator) deliver(p *proc, in *engine.Input) {
 // step runs one step of p's engine and carries out its effects.
 func (s *simulator) step(p *proc, in *engine.Input) {
 	s.cl.stepSent = s.cl.stepSent[:0]
+	s.opStepped()
 	rd := p.core.Step(engine.Now{Mono: p.clk.mono(s.now), Wall: p.clk.wall(s.now)}, *in)
 	if p.holdNext {
 		p.holdNext = false

@@ -23,6 +23,11 @@ const (
 	streamKPLPuts      // which puts are KPL aggregates
 	streamKPLProcessor // the processor's checkpoints inside aggregates
 	streamBoundary     // boundary seeking (boundary.go)
+	streamAim          // the world's aimed faults (aim.go)
+	streamAimRun       // the aimed faults' draws as the run goes
+	streamTarget       // the world's targeted fault (targeted.go)
+	streamTargetRun    // the targeted fault's draws as the run goes
+	streamOptions      // the engine options config.go draws
 )
 
 func splitmix(x uint64) uint64 {

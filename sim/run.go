@@ -49,6 +49,12 @@ type simulator struct {
 	kpl kplState
 	fs  faultState
 	bd  boundaryState // boundary seeking (boundary.go)
+	ops opState       // operations in progress (ops.go)
+	aim aimState      // aimed faults (aim.go)
+	// delivered: the processes that delivered records of a lease since
+	// they acquired it (config.go)
+	delivered map[procKey]bool
+	skipped   map[string]bool // shards skipped under LATEST (config.go)
 }
 
 // Run runs one simulation. The checkers run as it goes; the trace is kept
@@ -95,9 +101,11 @@ func run(o Options) (*Result, error) {
 	s.fs.steps = newRNG(o.Seed, streamClockSteps)
 	s.bd.rng = newRNG(o.Seed^0xb0da, streamBoundary) // not the stream that drew the world's knobs
 	s.fs.pauseProc = map[uint64]int32{}
+	s.ops.init()
 	s.fs.faultWorker = -1
 	s.rec.init(o, w)
 	s.full, _ = w.engineConfig("probe", 1).Validate()
+	s.initAim()
 	// The world: the fakes, on the run's true virtual time.
 	clk := fakes.ClockFunc(func() time.Time { return epoch.Add(s.now) })
 	s.tbl = fakes.NewLeaseTable(fakes.LeaseTableOptions{Clock: clk, Seed: o.Seed, StaleLag: s.tableLag(), IndexLag: w.Assignment.IndexLag})

@@ -39,6 +39,9 @@ func (s *simulator) onApply(i int, retry bool) {
 	p := s.cl.procs[f.proc]
 	c := &f.call
 	if !retry {
+		if s.aimApply(i, f) {
+			return // dropped or held by an aimed fault (aim.go)
+		}
 		if t, ok := s.heldApply(p, i, f); ok {
 			f.held = true // a boundary knob holds it back (boundary.go)
 			if t >= 0 {
@@ -55,6 +58,22 @@ func (s *simulator) onApply(i int, retry bool) {
 	transient := false
 	if c.Op.IsStore() {
 		switch {
+		case f.aim.throttle && !retry:
+			f.aim.throttle = false
+			res.Err = errThrottled
+			f.fault = f.aim.name("throttled")
+		case f.aim.transient && !retry:
+			// a targeted 500 (targeted.go): a write applied half the time
+			f.aim.transient = false
+			f.fault = f.aim.name("transient")
+			transient = true
+			if s.aim.trng.chance(0.5) {
+				applied = s.execStore(p, f, res)
+			} else {
+				res.Err = errTransient
+			}
+			execErr = res.Err
+			*res = engine.Result{ID: c.ID, Err: errTransient}
 		case rn.chance(s.rate(s.w.Rates.TableThrottle)) || (s.now < s.svc.tableThrUntil && rn.chance(s.svc.tableThrottle)):
 			res.Err = errThrottled
 			f.fault = "throttled"
@@ -97,6 +116,9 @@ func (s *simulator) onApply(i int, retry bool) {
 			s.execStream(f, res)
 		}
 	}
+	if f.fault != "" {
+		s.opCallFault(f)
+	}
 	renewed := applied && f.applied < 0 && f.reason == trace.WriteRenew && p.alive
 	took := applied && f.applied < 0 && f.reason == trace.WriteTake
 	assigned := applied && f.applied < 0 && f.reason == trace.WriteAssign
@@ -118,6 +140,12 @@ func (s *simulator) onApply(i int, retry bool) {
 	if assigned {
 		s.assignApplied(f) // boundary.go
 	}
+	if !retry && len(f.ops) > 0 {
+		s.opDone(p, i, f, applied) // a step of its operations (ops.go)
+	}
+	if applied && c.Op == engine.OpCreateLease && c.Lease.Checkpoint.Sequence == engine.Latest {
+		s.latestCreated(c.Lease.Key) // config.go
+	}
 	// an SDK retry of a write: the first reply is lost, the retry lands later
 	if !retry && c.Op.IsWrite() && (rn.chance(s.rate(s.w.Rates.Dup)) || s.scriptedRetry(f.reason)) {
 		f.fault = "sdk-retry"
@@ -134,12 +162,16 @@ func (s *simulator) onApply(i int, retry bool) {
 		s.release(i)
 		return
 	}
-	if l.cutRep || rn.chance(s.rate(s.w.Rates.ReplyLoss)) {
-		if l.cutRep {
+	if aimed := f.aim.reply == aimReplyLost; aimed || l.cutRep || rn.chance(s.rate(s.w.Rates.ReplyLoss)) {
+		switch {
+		case aimed:
+			f.fault = f.aim.name("reply-lost")
+		case l.cutRep:
 			f.fault = "partition-reply"
-		} else {
+		default:
 			f.fault = "reply-lost"
 		}
+		s.opCallFault(f)
 		if s.now < deadline {
 			s.schedCall(i, deadline, evTimeout)
 		} else {
@@ -147,7 +179,14 @@ func (s *simulator) onApply(i int, retry bool) {
 		}
 		return
 	}
-	at := s.replyAt(p, f, s.now+s.latency(l), deadline)
+	normal := s.now + s.latency(l)
+	at := s.replyAt(p, f, normal, deadline)
+	if f.aim.reply == aimReplyLate {
+		at = max(at, deadline-s.aim.rng.between(0, 2*time.Millisecond))
+	}
+	if at != normal {
+		s.opCallFault(f) // held back (boundary.go, aim.go)
+	}
 	if at <= deadline {
 		s.schedCall(i, at, evReply)
 	} else if s.now < deadline {
@@ -301,6 +340,9 @@ func (s *simulator) execStream(f *inflight, res *engine.Result) {
 		}
 	case engine.OpGetIterator:
 		res.Iterator, res.Err = s.st.GetShardIterator(s.ctx, c.Stream, c.Shard, s.resumePosition(c.Stream, c.Shard, c.Position))
+		if res.Err == nil {
+			s.notOwed(s.cl.procs[f.proc], c) // config.go
+		}
 	case engine.OpDescribeStream:
 		res.Stream, res.Err = s.st.DescribeStream(s.ctx, c.Stream)
 	case engine.OpGetRecords:

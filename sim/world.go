@@ -40,6 +40,13 @@ type World struct {
 	KPL        KPLWorld // KPL-aggregated records (see kpl.go)
 	// Boundary is the world's boundary seeking (see boundary.go).
 	Boundary BoundaryWorld
+	// Aim is the world's faults aimed at operations (see aim.go).
+	Aim AimWorld
+	// Target is the world's targeted fault (see targeted.go).
+	Target TargetWorld
+	// Config is the world's draws of the engine options EngineParams
+	// does not hold (see config.go).
+	Config ConfigWorld
 }
 
 // EngineParams are the drawn engine settings (zero: the engine default).
@@ -85,7 +92,7 @@ func (w World) String() string {
 		w.Workers, w.Shards, w.Chaos, w.Quiet, strings.Join(w.Faults, ","), e.LeaseDuration, e.RenewInterval, e.SafetyMargin, e.MaxClockDrift,
 		e.TakeInterval, e.ShardSyncInterval, e.MaxLeasesForWorker, e.MaxLeasesToStealAtOnce, e.GetRecordsLimit, e.IdleTimeBetweenReads, e.ConsistentTakeScans,
 		w.Rates, w.TableLatency.Base, w.TableLatency.Tail, w.StreamLatency.Base, w.StreamLatency.Tail, w.CallTimeout, w.Retention, w.PutRate, w.DriftBound, w.CheckpointPace, w.Bound, w.Balance, w.FanOut) +
-		w.policyString() + w.Assignment.String() + w.KPL.String() + w.Boundary.String()
+		w.policyString() + w.Assignment.String() + w.KPL.String() + w.Boundary.String() + w.Aim.String() + w.Target.String() + w.Config.String()
 }
 
 func (w World) policyString() string {
@@ -126,6 +133,7 @@ func (w World) engineConfig(owner string, seed uint64) engine.Config {
 	if w.FanOut.On {
 		c.Consumer, c.ConsumerName = engine.FanOut, consumerName
 	}
+	w.Config.apply(&c)
 	return c
 }
 
@@ -309,12 +317,26 @@ func drawWorld(o Options) (World, error) {
 	if err := w.drawBoundary(o, f == "" || f == "swarm", full.LeaseDuration); err != nil {
 		return w, err
 	}
+	if err := w.drawAim(o, f == "" || f == "swarm"); err != nil {
+		return w, err
+	}
+	if err := w.drawTarget(o, f == "" || f == "swarm"); err != nil {
+		return w, err
+	}
+	if err := w.drawConfig(o, f == "" || f == "swarm", full.LeaseDuration); err != nil {
+		return w, err
+	}
 
 	// the liveness bound, from the configuration
 	b := 2*full.LeaseDuration + 2*full.TakeInterval + 2*full.ShardSyncInterval + 2*full.RenewInterval +
 		8*w.CallTimeout + 4*full.IdleTimeBetweenReads + w.CheckpointPace + 10*time.Second + w.FanOut.boundExtra()
 	w.Bound = b.Round(time.Second)
 	w.Balance = full.MaxLeasesToStealAtOnce > 0 && full.MaxLeasesForWorker == 0
+	if w.Config.BalanceBy == engine.BalanceThroughput && w.Assignment.Mode != engine.AssignmentScan {
+		// an assigner that balances throughput leaves lease counts as
+		// they fall: L1 checks only that every shard is owned
+		w.Balance = false
+	}
 	if o.Seed%2 == 1 {
 		w.SkipAfter = 3
 	}

@@ -100,6 +100,9 @@ func parseArgs(args []string, stderr io.Writer) (*config, error) {
 		consumer   = fs.String("consumer", "", "how the workers read: polling, fan-out (enhanced fan-out), or empty: the swarm draws fan-out for 3 worlds in 10; default: the scenario's")
 		lifetime   = fs.Duration("subscription-lifetime", 0, "fan-out: how long a subscription lasts (0: the scenario's, or drawn from 15s to 5m)")
 		boundary   = fs.String("boundary", "", "boundary seeking (timings at the edges of the assumptions): on, off, or empty: the swarm draws it for half its worlds")
+		aim        = fs.String("aim", "", "faults aimed inside the engine's multi-write operations: on, off, or empty: the swarm draws them for 4 worlds in 10")
+		targeted   = fs.String("targeted", "", "a fault aimed at one kind of row or call alone: on, off, or empty: the swarm draws one for a quarter of its worlds")
+		options    = fs.String("options", "", "the draw of the engine options beyond the lease timings (initial position, poll and scan intervals, balance by, ...): on, off (their defaults, reading from TRIM_HORIZON), or empty: the swarm draws them")
 		parallel   = fs.Int("parallel", runtime.NumCPU(), "seeds run at a time (each seed is single-threaded and deterministic)")
 		asJSON     = fs.Bool("json", false, "print one JSON object per seed, one per line, in seed order")
 		out        = fs.String("out", "", "write summary.json and report.html to this folder (default: reports/out/SCENARIO, or reports/out/SCENARIO-seed-N for one seed)")
@@ -235,6 +238,30 @@ func parseArgs(args []string, stderr io.Writer) (*config, error) {
 		}
 		o.Boundary = *boundary
 	}
+	if set["aim"] {
+		switch *aim {
+		case "", "on", "off":
+		default:
+			return nil, usagef("-aim %q: want on or off (or empty: drawn)", *aim)
+		}
+		o.Aim = *aim
+	}
+	if set["targeted"] {
+		switch *targeted {
+		case "", "on", "off":
+		default:
+			return nil, usagef("-targeted %q: want on or off (or empty: drawn)", *targeted)
+		}
+		o.Targeted = *targeted
+	}
+	if set["options"] {
+		switch *options {
+		case "", "on", "off":
+		default:
+			return nil, usagef("-options %q: want on or off (or empty: drawn)", *options)
+		}
+		o.Options = *options
+	}
 	if set["mutation"] {
 		if *mutation != "" {
 			if _, ok := sim.Mutations[*mutation]; !ok {
@@ -327,6 +354,15 @@ func parseArgs(args []string, stderr io.Writer) (*config, error) {
 	}
 	if o.Boundary != "" {
 		c.options["boundary"] = o.Boundary
+	}
+	if o.Aim != "" {
+		c.options["aim"] = o.Aim
+	}
+	if o.Targeted != "" {
+		c.options["targeted"] = o.Targeted
+	}
+	if o.Options != "" {
+		c.options["options"] = o.Options
 	}
 	if len(o.Actions) > 0 {
 		c.options["scripted_actions"] = strconv.Itoa(len(o.Actions))
