@@ -93,7 +93,7 @@ func (w *World) drawAim(o Options, swarm bool) error {
 	default:
 		return fmt.Errorf("sim: Aim %q is not on or off (or empty: drawn by a swarm)", o.Aim)
 	}
-	if !a.On {
+	if !a.On && o.pinAim == nil {
 		return nil
 	}
 	for len(a.Kinds) == 0 {
@@ -112,6 +112,9 @@ func (w *World) drawAim(o Options, swarm bool) error {
 	}
 	a.Chance = r.rangeF(0.1, 0.6)
 	a.Max = r.intIn(2, 8)
+	if o.pinAim != nil {
+		*a = *o.pinAim
+	}
 	return nil
 }
 

@@ -450,7 +450,8 @@ func (s *simulator) renewApplied(p *proc, f *inflight) {
 //
 // So that the holder has something to deliver then, records are put to
 // the lease's shard at four moments in the last read interval and the
-// slack before its act-until time.
+// slack before its act-until time, and at four more in the margin after
+// it (which only a holder that acts past its act-until time reads).
 func (s *simulator) armExpiryPause(p *proc, key string, sent time.Duration) {
 	slack := s.midActSlack()
 	if slack <= time.Millisecond {
@@ -462,8 +463,12 @@ func (s *simulator) armExpiryPause(p *proc, key string, sent time.Duration) {
 	p.pauseDeliveryFrom, p.pauseDeliveryUntil, p.pauseDeliveryFor = until-slack, end, slack
 	p.lastActs = [2]time.Duration{until, end}
 	from := until - slack - s.full.IdleTimeBetweenReads
-	for j := 0; j < 4; j++ {
-		if at := from + time.Duration(j)*(until-from)/4; at > s.now && at < s.w.Chaos {
+	for j := 0; j < 8; j++ {
+		at := from + time.Duration(j)*(until-from)/4
+		if j >= 4 {
+			at = until + time.Duration(j-4)*(end-until)/4
+		}
+		if at > s.now && at < s.w.Chaos {
 			s.later(Action{At: at, Kind: actPutTo, Shard: key})
 		}
 	}
@@ -471,17 +476,20 @@ func (s *simulator) armExpiryPause(p *proc, key string, sent time.Duration) {
 
 // lastActAt returns when a page of records that would reach p at at,
 // within deadline, reaches it: just before one of its armed last
-// moments (armExpiryPause) that at precedes, if the deadline allows.
+// moments (armExpiryPause) that at precedes, drawn, or the other one if
+// the deadline does not allow the drawn one.
 func (s *simulator) lastActAt(p *proc, at, deadline time.Duration) time.Duration {
-	t := p.lastActs[0]
+	first, second := p.lastActs[0], p.lastActs[1]
 	if s.bd.rng.chance(0.5) {
-		t = p.lastActs[1]
+		first, second = second, first
 	}
-	t -= s.bd.rng.between(time.Microsecond, time.Millisecond)
-	if t <= at || t > deadline {
-		return at
+	for _, t := range [2]time.Duration{first, second} {
+		t -= s.bd.rng.between(time.Microsecond, time.Millisecond)
+		if t > at && t <= deadline {
+			return t
+		}
 	}
-	return t
+	return at
 }
 
 // takeApplied is a take of f's key that applied: with chance CutVictim,
@@ -547,7 +555,9 @@ func (s *simulator) replyAt(p *proc, f *inflight, at, deadline time.Duration) ti
 	}
 	late := deadline - s.bd.rng.between(0, 2*time.Millisecond)
 	switch {
-	case f.call.Op == engine.OpGetRecords && p.lastActs[1] > at && f.in.Result.Err == nil && len(f.in.Result.Page.Records) > 0:
+	case p.lastActs[1] > at && f.in.Result.Err == nil &&
+		(f.call.Op == engine.OpGetRecords && len(f.in.Result.Page.Records) > 0 || f.call.Op == engine.OpNextEvent && len(f.in.Result.Event.Records) > 0):
+		// a page of records (polled, or pushed by a subscription)
 		t := s.lastActAt(p, at, deadline)
 		f.lastAct = t != at
 		return t

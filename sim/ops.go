@@ -534,8 +534,16 @@ func (s *simulator) opEngineEvent(p *proc, e *engine.TraceEvent) {
 	}
 }
 
-// opShutdown notes that p began a graceful shutdown now.
-func (s *simulator) opShutdown(p *proc) { s.ops.down[p.id] = s.now }
+// opShutdown notes that p began a graceful shutdown now: it lets go of
+// every lease the table shows it holding.
+func (s *simulator) opShutdown(p *proc) {
+	s.ops.down[p.id] = s.now
+	for _, l := range s.tbl.Snapshot().Leases {
+		if l.Owner == p.owner && !engine.IsReserved(l.Key) {
+			s.startLetGo(p, l.Key, s.now)
+		}
+	}
+}
 
 // opStepped is called as a process's step begins: the same-step instances
 // of the step before are complete once their writes are done.

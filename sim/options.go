@@ -96,6 +96,11 @@ type Options struct {
 	// violation, and not a pass.
 	LinBudget int
 
+	// pinAim and pinTarget, set by tests, replace the drawn aimed and
+	// targeted faults of the world.
+	pinAim    *AimWorld
+	pinTarget *TargetWorld
+
 	// excerptsOf, set on the re-run that fills in excerpts, are the
 	// violations to show: with it the run keeps only the records their
 	// excerpts may show (check.InExcerpt).

@@ -92,12 +92,17 @@ func (w *World) drawTarget(o Options, swarm bool) error {
 	default:
 		return fmt.Errorf("sim: Targeted %q is not on or off (or empty: drawn by a swarm)", o.Targeted)
 	}
+	if o.pinTarget != nil {
+		*t = *o.pinTarget
+	}
 	if !t.On {
 		return nil
 	}
-	t.Target = Targets[r.IntN(len(Targets))]
-	t.Fault = TargetFaults[r.IntN(len(TargetFaults))]
-	t.Rate = r.rangeF(0.2, 0.9)
+	if o.pinTarget == nil {
+		t.Target = Targets[r.IntN(len(Targets))]
+		t.Fault = TargetFaults[r.IntN(len(TargetFaults))]
+		t.Rate = r.rangeF(0.2, 0.9)
+	}
 	return nil
 }
 
