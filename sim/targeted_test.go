@@ -46,7 +46,7 @@ func TestTargetDraws(t *testing.T) {
 func TestTargetedFaults(t *testing.T) {
 	cases := []struct {
 		target, fault, mark string
-		mode             string
+		mode                string
 	}{
 		{TargetAssignerRow, TargetThrottle, "targeted-throttled", engine.AssignmentAssigner},
 		{TargetPendingReads, TargetLoss, "targeted-", engine.AssignmentAssigner},
