@@ -55,6 +55,7 @@ type inflight struct {
 	retried  bool          // an SDK retry of the write was sent
 	applyAt  time.Duration // when its (first) apply is scheduled
 	late     bool          // its reply comes just under the timeout (boundary.go)
+	lateAt   time.Duration // its reply comes at this time, if later (boundary.go)
 	held     bool          // its apply was held back once (boundary.go)
 	holdGen  uint32        // the generation of its held apply (boundary.go)
 	lastAct  bool          // a page of records held for its process's last moment on a lease (boundary.go)

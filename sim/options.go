@@ -61,6 +61,10 @@ type Options struct {
 	// reading from TRIM_HORIZON), or "" (drawn by a swarm; other runs keep
 	// them off).
 	Options string
+	// Combo is the combination of rare things drawn on purpose (see
+	// combos.go): a name from Combos, "off", or "" (a swarm draws one for
+	// a share of its worlds; other runs go without).
+	Combo string
 	// Drifts, if set, pins the clock rate of the first len(Drifts) worker
 	// slots, each as a fraction of the run's drift bound in [-1, 1]: -1 is
 	// the slowest clock the assumptions allow, +1 the fastest. Other slots
@@ -480,6 +484,9 @@ func ReplayCommand(o Options) string {
 	}
 	if o.Options != "" {
 		s += " -options " + o.Options
+	}
+	if o.Combo != "" {
+		s += " -combo " + o.Combo
 	}
 	if o.Scenario != "" {
 		s += " -scenario " + o.Scenario

@@ -87,9 +87,10 @@ type proc struct {
 	// a delivery within [pauseDeliveryFrom, pauseDeliveryUntil) is paused
 	// in the middle for pauseDeliveryFor (ActCutAfterRenew)
 	pauseDeliveryFrom, pauseDeliveryUntil, pauseDeliveryFor time.Duration
-	// lastActs: its act-until time and view of expiry on the lease it
-	// was cut from (true times: armExpiryPause)
+	// lastActs: its act-until time and view of expiry on the lease
+	// lastKey it was cut from (true times: armExpiryPause)
 	lastActs [2]time.Duration
+	lastKey  string
 }
 
 type sentInfo struct {

@@ -28,6 +28,8 @@ const (
 	streamTarget       // the world's targeted fault (targeted.go)
 	streamTargetRun    // the targeted fault's draws as the run goes
 	streamOptions      // the engine options config.go draws
+	streamCombo        // the world's combination (combos.go)
+	streamComboRun     // the combination's actions
 )
 
 func splitmix(x uint64) uint64 {

@@ -137,6 +137,7 @@ func (s *simulator) setup() {
 	}
 	s.fs.schedule = s.drawSchedule()
 	s.fs.schedule = append(s.fs.schedule, s.boundarySchedule()...)
+	s.fs.schedule = append(s.fs.schedule, s.comboSchedule()...)
 	s.fs.schedule = append(s.fs.schedule, s.o.Actions...)
 	sort.SliceStable(s.fs.schedule, func(i, j int) bool { return s.fs.schedule[i].At < s.fs.schedule[j].At })
 	for i, a := range s.fs.schedule {

@@ -140,6 +140,9 @@ func (s *simulator) onApply(i int, retry bool) {
 	if assigned {
 		s.assignApplied(f) // boundary.go
 	}
+	if applied {
+		s.rowWritten(f) // boundary.go
+	}
 	if !retry && len(f.ops) > 0 {
 		s.opDone(p, i, f, applied) // a step of its operations (ops.go)
 	}
@@ -209,7 +212,9 @@ func (s *simulator) execStore(p *proc, f *inflight, res *engine.Result) bool {
 			f.fault = "stale-read"
 			res.Listing, res.Err = s.tbl.ListLeasesEventual(s.ctx, func(k string) time.Duration {
 				if k == sl.staleKey {
-					return max(s.w.Rates.StaleLag, s.now-sl.staleAt+time.Microsecond)
+					// as of just before the renewal its predecessor
+					// crashed after: the version that renewal replaced
+					return s.now - sl.staleAt + time.Microsecond
 				}
 				return s.w.Rates.StaleLag
 			})

@@ -47,6 +47,9 @@ type World struct {
 	// Config is the world's draws of the engine options EngineParams
 	// does not hold (see config.go).
 	Config ConfigWorld
+	// Combo is the combination of rare things the world drew on purpose
+	// (see combos.go).
+	Combo ComboWorld
 }
 
 // EngineParams are the drawn engine settings (zero: the engine default).
@@ -92,7 +95,7 @@ func (w World) String() string {
 		w.Workers, w.Shards, w.Chaos, w.Quiet, strings.Join(w.Faults, ","), e.LeaseDuration, e.RenewInterval, e.SafetyMargin, e.MaxClockDrift,
 		e.TakeInterval, e.ShardSyncInterval, e.MaxLeasesForWorker, e.MaxLeasesToStealAtOnce, e.GetRecordsLimit, e.IdleTimeBetweenReads, e.ConsistentTakeScans,
 		w.Rates, w.TableLatency.Base, w.TableLatency.Tail, w.StreamLatency.Base, w.StreamLatency.Tail, w.CallTimeout, w.Retention, w.PutRate, w.DriftBound, w.CheckpointPace, w.Bound, w.Balance, w.FanOut) +
-		w.policyString() + w.Assignment.String() + w.KPL.String() + w.Boundary.String() + w.Aim.String() + w.Target.String() + w.Config.String()
+		w.policyString() + w.Assignment.String() + w.KPL.String() + w.Boundary.String() + w.Aim.String() + w.Target.String() + w.Config.String() + w.Combo.String()
 }
 
 func (w World) policyString() string {
@@ -160,6 +163,12 @@ func drawWorld(o Options) (World, error) {
 	if w.Chaos <= 0 {
 		w.Chaos = r.between(60*time.Second, 180*time.Second).Round(time.Second)
 	}
+	swarm := strings.TrimSpace(o.Faults) == "" || strings.TrimSpace(o.Faults) == "swarm"
+	cr, err := w.drawCombo(o, swarm)
+	if err != nil {
+		return w, err
+	}
+	combo := w.combo()
 
 	// engine configuration
 	e := &w.Engine
@@ -195,6 +204,9 @@ func drawWorld(o Options) (World, error) {
 	putRate := r.rangeF(0.1, 5)
 	e.IdleTimeBetweenReads = r.between(100*time.Millisecond, 1500*time.Millisecond).Round(10 * time.Millisecond)
 	e.ConsistentTakeScans = r.chance(0.3)
+	if combo != nil && combo.engine != nil {
+		combo.engine(&w, e, cr)
+	}
 	if o.Engine != nil {
 		c := w.engineConfig("probe", 1)
 		o.Engine(&c)
@@ -325,6 +337,15 @@ func drawWorld(o Options) (World, error) {
 	}
 	if err := w.drawConfig(o, f == "" || f == "swarm", full.LeaseDuration); err != nil {
 		return w, err
+	}
+	if combo != nil && combo.world != nil {
+		combo.world(&w, cr, full)
+		if o.Workers > 0 {
+			w.Workers = o.Workers // a pinned size stays pinned
+		}
+		if o.Shards > 0 {
+			w.Shards = o.Shards
+		}
 	}
 
 	// the liveness bound, from the configuration

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -102,6 +103,7 @@ func parseArgs(args []string, stderr io.Writer) (*config, error) {
 		boundary   = fs.String("boundary", "", "boundary seeking (timings at the edges of the assumptions): on, off, or empty: the swarm draws it for half its worlds")
 		aim        = fs.String("aim", "", "faults aimed inside the engine's multi-write operations: on, off, or empty: the swarm draws them for 4 worlds in 10")
 		targeted   = fs.String("targeted", "", "a fault aimed at one kind of row or call alone: on, off, or empty: the swarm draws one for a quarter of its worlds")
+		combo      = fs.String("combo", "", "a combination of rare things drawn on purpose (see -list), off, or empty: the swarm draws one for a quarter of its worlds")
 		options    = fs.String("options", "", "the draw of the engine options beyond the lease timings (initial position, poll and scan intervals, balance by, ...): on, off (their defaults, reading from TRIM_HORIZON), or empty: the swarm draws them")
 		parallel   = fs.Int("parallel", runtime.NumCPU(), "seeds run at a time (each seed is single-threaded and deterministic)")
 		asJSON     = fs.Bool("json", false, "print one JSON object per seed, one per line, in seed order")
@@ -254,6 +256,12 @@ func parseArgs(args []string, stderr io.Writer) (*config, error) {
 		}
 		o.Targeted = *targeted
 	}
+	if set["combo"] {
+		if *combo != "" && *combo != "off" && !slices.ContainsFunc(sim.Combos, func(c sim.Combo) bool { return c.Name == *combo }) {
+			return nil, usagef("-combo %q: want one of the combinations (see -list), off, or empty (drawn)", *combo)
+		}
+		o.Combo = *combo
+	}
 	if set["options"] {
 		switch *options {
 		case "", "on", "off":
@@ -363,6 +371,9 @@ func parseArgs(args []string, stderr io.Writer) (*config, error) {
 	}
 	if o.Options != "" {
 		c.options["options"] = o.Options
+	}
+	if o.Combo != "" {
+		c.options["combo"] = o.Combo
 	}
 	if len(o.Actions) > 0 {
 		c.options["scripted_actions"] = strconv.Itoa(len(o.Actions))
@@ -482,6 +493,17 @@ func listing(w io.Writer) {
 	}
 	fmt.Fprintf(w, "\nfault classes (-faults swarm|none|all|A,B,...):\n  inside the assumptions: %s\n  outside (S1 tolerated): %s\n  enhanced fan-out worlds only (-consumer fan-out; a swarm draws them there): %s\n",
 		strings.Join(sim.FaultClasses, ", "), strings.Join(sim.OutsideClasses, ", "), strings.Join(sim.FanOutClasses, ", "))
+	fmt.Fprintln(w, "\ncombinations (-combo NAME|off), rare things a swarm draws together on purpose:")
+	for _, c := range sim.Combos {
+		fmt.Fprintf(w, "  %s (%.0f%% of swarm worlds)\n", c.Name, 100*c.Share)
+		for _, l := range wrap(c.What, 76) {
+			fmt.Fprintf(w, "      %s\n", l)
+		}
+	}
+	fmt.Fprintf(w, "\naimed faults (-aim on|off; %.0f%% of swarm worlds): %s, inside the operations %s\n",
+		100*sim.AimShare, strings.Join(sim.AimFaults, ", "), strings.Join(sim.OpKinds, ", "))
+	fmt.Fprintf(w, "targeted faults (-targeted on|off; %.0f%% of swarm worlds): %s of one kind of call: %s\n",
+		100*sim.TargetShare, strings.Join(sim.TargetFaults, ", "), strings.Join(sim.Targets, ", "))
 	fmt.Fprintln(w, "\nmutations (-mutation NAME), planted bugs the checkers must catch:")
 	for _, m := range mutationNames() {
 		fmt.Fprintf(w, "  %-22s %s\n", m, sim.Mutations[m])
