@@ -17,6 +17,7 @@ type put struct {
 	trimmed  time.Duration // -1: never
 	received time.Duration // -1: never
 	seqNo    uint64
+	notOwed  bool // trimmed as owed to no processor (trace.NotOwedPrefix)
 }
 
 // shardPuts is the records put to one shard, in sequence order. Each has
@@ -161,7 +162,7 @@ func (pl *putLogs) trim(r *trace.Record, ks *keyState, first, last Seq) {
 	for j := lo; j < hi; j++ {
 		x := p.at(j)
 		if x.trimmed < 0 {
-			x.trimmed = r.T
+			x.trimmed, x.notOwed = r.T, !owed
 			if x.received < 0 && owed {
 				pl.lost++
 			}
@@ -319,6 +320,12 @@ func (c *s4Checker) skipped(r *trace.Record, ks *keyState) {
 // received checks a batch of Count records First..Last (records lo..hi-1
 // of the shard) before they are marked received.
 func (c *s4Checker) received(r *trace.Record, p *shardPuts, first Seq, lo, hi int) {
+	span := hi - lo
+	for j := max(lo, p.base); j < hi; j++ {
+		if x := p.at(j); x.trimmed >= 0 && x.trimmed <= r.T {
+			span-- // not owed (a dropped corrupt aggregate): read past, not delivered
+		}
+	}
 	if p.base > 0 && first.Compare(p.fMax) <= 0 {
 		// the batch starts among records already received and covered
 		// (forgotten): it holds its first record and every kept one up to
@@ -327,9 +334,9 @@ func (c *s4Checker) received(r *trace.Record, p *shardPuts, first Seq, lo, hi in
 			c.add(Violation{Key: r.Key, Workers: []string{who(r)}, From: r.T, To: r.T, Seqs: []uint64{r.Seq},
 				Detail: "a batch of " + itoa(r.Count) + " records spans at least " + itoa(hi-lo+1) + " records put between " + r.First + " and " + r.Last})
 		}
-	} else if hi-lo != r.Count {
+	} else if span != r.Count {
 		c.add(Violation{Key: r.Key, Workers: []string{who(r)}, From: r.T, To: r.T, Seqs: []uint64{r.Seq},
-			Detail: "a batch of " + itoa(r.Count) + " records spans " + itoa(hi-lo) + " records put between " + r.First + " and " + r.Last})
+			Detail: "a batch of " + itoa(r.Count) + " records spans " + itoa(span) + " records put between " + r.First + " and " + r.Last})
 	}
 	st := reader(p.ks, r.Proc)
 	if st == nil {
