@@ -29,8 +29,10 @@ type ConfigWorld struct {
 	// DeregisterConsumer: a fan-out worker deregisters the consumer when it
 	// shuts down.
 	DeregisterConsumer bool
-	// DeliverCorruptAggregates: corrupt KPL aggregates (which KPL worlds
-	// put now and then) reach the processor as they were read.
+	// CorruptShare is the share of a KPL world's aggregates that are
+	// corrupt (see corrupt.go); DeliverCorruptAggregates: they reach the
+	// processor as they were read.
+	CorruptShare             float64
 	DeliverCorruptAggregates bool
 	// AdoptUnverifiedRows: the worker adopts a table without a stream
 	// marker although some of its rows name shards the stream does not
@@ -48,6 +50,7 @@ const (
 	shareAtTimestamp    = 0.15
 	shareDeregister     = 0.5 // of fan-out worlds
 	shareDeliverCorrupt = 0.5 // of KPL worlds
+	shareCorrupt        = 0.6 // of KPL worlds: some aggregates corrupt
 	shareAdoptUnknown   = 0.3
 )
 
@@ -94,6 +97,9 @@ func (w *World) drawConfig(o Options, swarm bool, lease time.Duration) error {
 	dereg, corrupt := r.chance(shareDeregister), r.chance(shareDeliverCorrupt)
 	c.DeregisterConsumer = w.FanOut.On && dereg
 	c.DeliverCorruptAggregates = w.KPL.Share > 0 && corrupt
+	if share := r.rangeF(0.02, 0.1); w.KPL.Share > 0 && r.chance(shareCorrupt) {
+		c.CorruptShare = share
+	}
 	c.AdoptUnverifiedRows = r.chance(shareAdoptUnknown)
 	return nil
 }
@@ -120,6 +126,9 @@ func (c ConfigWorld) String() string {
 	}
 	if c.DeregisterConsumer {
 		ks = append(ks, "consumer deregistered at shutdown")
+	}
+	if c.CorruptShare > 0 {
+		ks = append(ks, fmt.Sprintf("%.0f%% of aggregates corrupt", 100*c.CorruptShare))
 	}
 	if c.DeliverCorruptAggregates {
 		ks = append(ks, "corrupt aggregates delivered")

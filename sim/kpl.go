@@ -41,11 +41,16 @@ func (w *World) drawKPL(o Options, swarm bool) {
 type kplState struct {
 	puts rng // which puts aggregate, and how many user records
 	proc rng // where the processor checkpoints in an aggregate
+	// corrupt: which aggregates are corrupt; corruptSeq the one just put
+	// (corrupt.go)
+	corrupt    rng
+	corruptSeq string
 }
 
 func (k *kplState) init(seed uint64) {
 	k.puts = newRNG(seed, streamKPLPuts)
 	k.proc = newRNG(seed, streamKPLProcessor)
+	k.corrupt = newRNG(seed, streamCorrupt)
 }
 
 // putAggregate puts, in place of one plain record with hash key h·2^64+h,
@@ -63,6 +68,9 @@ func (s *simulator) putAggregate(h uint64) (shard, seq string, n int) {
 	recs := make([]kpl.UserRecord, n)
 	for i := range recs {
 		recs[i] = kpl.UserRecord{PartitionKey: s.wl.pkeys[k.puts.IntN(len(s.wl.pkeys))], ExplicitHashKey: ehk}
+	}
+	if shard, seq, ok := s.putCorrupt(recs); ok {
+		return shard, seq, 1 // one record, as the engine reads it (corrupt.go)
 	}
 	shard, seq, err := s.st.PutAggregated(streamName, recs)
 	if err != nil {

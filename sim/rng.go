@@ -30,6 +30,7 @@ const (
 	streamOptions      // the engine options config.go draws
 	streamCombo        // the world's combination (combos.go)
 	streamComboRun     // the combination's actions
+	streamCorrupt      // which KPL aggregates are corrupt (corrupt.go)
 )
 
 func splitmix(x uint64) uint64 {

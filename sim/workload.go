@@ -91,6 +91,7 @@ func (s *simulator) onPut() {
 	}
 	wl.puts++
 	s.emit(&trace.Record{Kind: trace.KindPut, Worker: -1, Proc: -1, Key: sh, First: seq, Count: n})
+	s.putDone(sh, seq) // corrupt.go
 	s.wakeShard(sh)
 	s.q.push(event{at: s.now + wl.rng.exp(s.putMean()), kind: evPut})
 }
