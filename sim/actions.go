@@ -223,12 +223,15 @@ func (s *simulator) act(a Action) {
 			panic("sim: split: " + err.Error())
 		}
 		s.wl.closed = append(s.wl.closed, closedShard{id, s.now})
-		s.emit(&trace.Record{Kind: trace.KindShardClosed, Worker: -1, Proc: -1, Key: id, Last: s.shardInfo(id).EndingSequence})
+		k := func(id string) string { return s.shardKey(streamName, id) }
+		s.emit(&trace.Record{Kind: trace.KindShardClosed, Worker: -1, Proc: -1, Key: k(id), Last: s.shardInfo(id).EndingSequence})
+		var kids []string
 		for _, c := range children {
-			s.emit(&trace.Record{Kind: trace.KindShardCreated, Worker: -1, Proc: -1, Key: c, Parent: id})
+			s.emit(&trace.Record{Kind: trace.KindShardCreated, Worker: -1, Proc: -1, Key: k(c), Parent: k(id)})
+			kids = append(kids, k(c))
 		}
-		s.opSplit(id, children)
-		s.wakeShard(id)
+		s.opSplit(k(id), kids)
+		s.wakeShard(k(id))
 	case ActMerge:
 		open := s.openShards()
 		if len(open) < 2 {
@@ -247,16 +250,17 @@ func (s *simulator) act(a Action) {
 			panic("sim: merge: " + err.Error())
 		}
 		s.wl.closed = append(s.wl.closed, closedShard{x, s.now}, closedShard{y, s.now})
-		s.emit(&trace.Record{Kind: trace.KindShardClosed, Worker: -1, Proc: -1, Key: x, Last: s.shardInfo(x).EndingSequence})
-		s.emit(&trace.Record{Kind: trace.KindShardClosed, Worker: -1, Proc: -1, Key: y, Last: s.shardInfo(y).EndingSequence})
-		s.emit(&trace.Record{Kind: trace.KindShardCreated, Worker: -1, Proc: -1, Key: c, Parent: x, Parent2: y})
-		s.opMerged(x, y, c)
-		s.wakeShard(x)
-		s.wakeShard(y)
+		k := func(id string) string { return s.shardKey(streamName, id) }
+		s.emit(&trace.Record{Kind: trace.KindShardClosed, Worker: -1, Proc: -1, Key: k(x), Last: s.shardInfo(x).EndingSequence})
+		s.emit(&trace.Record{Kind: trace.KindShardClosed, Worker: -1, Proc: -1, Key: k(y), Last: s.shardInfo(y).EndingSequence})
+		s.emit(&trace.Record{Kind: trace.KindShardCreated, Worker: -1, Proc: -1, Key: k(c), Parent: k(x), Parent2: k(y)})
+		s.opMerged(k(x), k(y), k(c))
+		s.wakeShard(k(x))
+		s.wakeShard(k(y))
 		if s.bchance(s.w.Boundary.SlowParent) {
 			// the second parent finishes far later than the first: its
 			// holder pauses (see boundary.go)
-			s.later(Action{At: s.now, Kind: ActPause, Shard: y, Dur: s.bd.rng.between(2*time.Second, 3*s.full.LeaseDuration).Round(time.Millisecond)})
+			s.later(Action{At: s.now, Kind: ActPause, Shard: k(y), Dur: s.bd.rng.between(2*time.Second, 3*s.full.LeaseDuration).Round(time.Millisecond)})
 		}
 	case ActTableThrottle:
 		s.fault(desc, "")

@@ -687,9 +687,9 @@ func (s *simulator) readsShard(f *inflight) string {
 			if s.bd.iterShard == nil {
 				s.bd.iterShard = map[string]string{}
 			}
-			s.bd.iterShard[res.Iterator] = c.Shard
+			s.bd.iterShard[res.Iterator] = s.callKey(c)
 		}
-		return c.Shard
+		return s.callKey(c)
 	case engine.OpGetRecords:
 		shard := s.bd.iterShard[c.Iterator]
 		if res.Err == nil && shard != "" {
@@ -700,7 +700,7 @@ func (s *simulator) readsShard(f *inflight) string {
 		}
 		return shard
 	case engine.OpNextEvent:
-		return c.Shard
+		return s.callKey(c)
 	}
 	return ""
 }

@@ -38,6 +38,8 @@ type ConfigWorld struct {
 	// marker although some of its rows name shards the stream does not
 	// list (a legacy table's).
 	AdoptUnverifiedRows bool
+	// Multi: the workers consume a second stream too (streams.go).
+	Multi MultiWorld
 }
 
 // The shares of the configuration draws (see drawConfig).
@@ -101,6 +103,7 @@ func (w *World) drawConfig(o Options, swarm bool, lease time.Duration) error {
 		c.CorruptShare = share
 	}
 	c.AdoptUnverifiedRows = r.chance(shareAdoptUnknown)
+	c.Multi = drawMulti(r, w)
 	return nil
 }
 
@@ -135,6 +138,9 @@ func (c ConfigWorld) String() string {
 	}
 	if c.AdoptUnverifiedRows {
 		ks = append(ks, "unverified rows adopted")
+	}
+	if m := c.Multi.String(); m != "" {
+		ks = append(ks, m)
 	}
 	if len(ks) == 0 {
 		return ""
@@ -175,18 +181,30 @@ func (s *simulator) noteTenure(p *proc, e *engine.TraceEvent) {
 	}
 }
 
-// latestCreated is the row of key created now at LATEST: under LATEST the
-// engine gives a closed shard without a lease none, and a shard whose
-// parents have no lease begins at the stream's initial position, so every
-// closed ancestor of key's shard without a row is skipped for good (a
-// shard with a descendant that has a row gets none). Their records are not
-// owed, and they count as ended for their children (trace.SkippedPrefix).
+// latestWorld reports whether the world's streams begin at LATEST.
+func (s *simulator) latestWorld() bool {
+	p := s.w.Config.InitialPosition
+	return p == engine.Latest || p == ""
+}
+
+// latestCreated is the row of key created now in a world that begins at
+// LATEST: under LATEST the engine gives a closed shard without a lease
+// none, so every closed ancestor of key's shard without a row is skipped
+// for good (a shard with a descendant that has a row gets none), whatever
+// key's own start (TRIM_HORIZON if another parent has a row). Their
+// records are not owed, and they count as ended for their children
+// (trace.SkippedPrefix).
 func (s *simulator) latestCreated(key string) {
 	seen := map[string]bool{}
+	stream, start := s.parseKey(key)
 	var walk func(id string, depth int)
 	walk = func(id string, depth int) {
-		sh := s.shardInfo(id)
-		for _, p := range sh.ParentIDs() {
+		sh, ok := s.shardOf(stream, id)
+		if !ok {
+			return
+		}
+		for _, pid := range sh.ParentIDs() {
+			p := s.shardKey(stream, pid)
 			if seen[p] || depth > 64 {
 				continue
 			}
@@ -200,7 +218,7 @@ func (s *simulator) latestCreated(key string) {
 			if !s.skipped[p] {
 				s.skipped[p] = true
 				r := trace.Record{Kind: trace.KindTrim, Worker: -1, Proc: -1, Key: p, Reason: trace.SkippedPrefix + "a closed shard without a lease under LATEST, below " + key}
-				if recs, err := s.st.Retained(streamName, p); err == nil && len(recs) > 0 {
+				if recs, err := s.st.Retained(stream, pid); err == nil && len(recs) > 0 {
 					r.First, r.Last = recs[0].Sequence, recs[len(recs)-1].Sequence
 					for i := range recs {
 						if i == 0 || recs[i].Sequence != recs[i-1].Sequence {
@@ -210,10 +228,24 @@ func (s *simulator) latestCreated(key string) {
 				}
 				s.emit(&r)
 			}
-			walk(p, depth+1)
+			walk(pid, depth+1)
 		}
 	}
-	walk(key, 0)
+	walk(start, 0)
+}
+
+// shardOf returns the stream's description of shard id.
+func (s *simulator) shardOf(stream, id string) (engine.Shard, bool) {
+	all, err := s.st.Shards(stream)
+	if err != nil {
+		return engine.Shard{}, false
+	}
+	for _, sh := range all {
+		if sh.ID == id {
+			return sh.Shard, true
+		}
+	}
+	return engine.Shard{}, false
 }
 
 // NotOwedPrefix starts the Reason of a trace.KindTrim record of records
@@ -235,7 +267,8 @@ func (s *simulator) notOwed(p *proc, c *engine.Call) {
 	if pos.Type != engine.IterLatest && pos.Type != engine.IterAtTimestamp {
 		return
 	}
-	row, ok := s.row(leaseKey(c))
+	key := s.callKey(c)
+	row, ok := s.row(key)
 	if want := engine.Latest; pos.Type == engine.IterAtTimestamp {
 		want = engine.AtTimestamp
 		if !ok || row.Checkpoint.Sequence != want {
@@ -244,7 +277,7 @@ func (s *simulator) notOwed(p *proc, c *engine.Call) {
 	} else if !ok || row.Checkpoint.Sequence != want {
 		return
 	}
-	if s.delivered[procKey{p.id, leaseKey(c)}] {
+	if s.delivered[procKey{p.id, key}] {
 		return
 	}
 	stream, shard := c.Stream, c.Shard
@@ -270,6 +303,6 @@ func (s *simulator) notOwed(p *proc, c *engine.Call) {
 			count++
 		}
 	}
-	s.emit(&trace.Record{Kind: trace.KindTrim, Worker: -1, Proc: -1, Key: shard, Reason: NotOwedPrefix + "before an iterator at " + string(pos.Type),
+	s.emit(&trace.Record{Kind: trace.KindTrim, Worker: -1, Proc: -1, Key: key, Reason: NotOwedPrefix + "before an iterator at " + string(pos.Type),
 		First: first.Sequence, Last: last.Sequence, Count: count})
 }

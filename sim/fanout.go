@@ -196,11 +196,11 @@ func (s *simulator) applyFanOut(i int, f *inflight, res *engine.Result) (parked 
 			}
 			switch {
 			case !ready:
-				s.park(i, c.Shard, wake, true)
+				s.park(i, s.callKey(c), wake, true)
 				return true
 			case s.net.rng.chance(s.rate(fw.SlowPush)):
 				f.fault = "slow-push"
-				s.park(i, c.Shard, s.now+s.net.rng.between(10*time.Millisecond, fw.SlowPushMax), false)
+				s.park(i, s.callKey(c), s.now+s.net.rng.between(10*time.Millisecond, fw.SlowPushMax), false)
 				return true
 			}
 		}

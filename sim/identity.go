@@ -69,7 +69,7 @@ func (s *simulator) recreateStream(a Action) {
 			open++
 		}
 		if rest, _ := s.st.Retained(streamName, sh.ID); len(rest) > 0 {
-			s.emit(&trace.Record{Kind: trace.KindTrim, Worker: -1, Proc: -1, Key: sh.ID, Reason: "the stream was deleted",
+			s.emit(&trace.Record{Kind: trace.KindTrim, Worker: -1, Proc: -1, Key: s.shardKey(streamName, sh.ID), Reason: "the stream was deleted",
 				First: rest[0].Sequence, Last: rest[len(rest)-1].Sequence, Count: len(rest)})
 		}
 	}

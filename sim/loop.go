@@ -42,6 +42,8 @@ func (s *simulator) loop() {
 			s.onCheckpointTimer(s.cl.procs[e.proc])
 		case evPut:
 			s.onPut()
+		case evPutSecond:
+			s.onPutSecond()
 		case evRetention:
 			s.onRetention()
 		case evAction:

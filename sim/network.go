@@ -281,7 +281,7 @@ func (s *simulator) onReply(i int, timeout bool) {
 		if f.call.Op == engine.OpGetLease && res.Err == nil {
 			s.readReplied(p, f) // boundary.go
 		}
-		r := trace.Record{Kind: trace.KindReply, Key: leaseKey(&f.call), Call: f.call.ID, Op: f.call.Op, Sent: f.sent, Applied: f.applied,
+		r := trace.Record{Kind: trace.KindReply, Key: s.callKey(&f.call), Call: f.call.ID, Op: f.call.Op, Sent: f.sent, Applied: f.applied,
 			Outcome: outcome(res.Err), Fault: f.fault, Reason: f.reason}
 		switch f.call.Op {
 		case engine.OpGetRecords:

@@ -21,6 +21,7 @@ const (
 	evKill                              // a graceful shutdown took too long
 	evSubWake                           // a parked NextEvent is answered (a = call slot<<32 | wake generation; see fanout.go)
 	evHeldApply                         // a call held back by boundary seeking reaches the table (a = call slot<<32 | hold generation; see boundary.go)
+	evPutSecond                         // the second stream's producer puts a record (streams.go)
 )
 
 // event is one entry of the queue, a plain value.

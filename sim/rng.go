@@ -31,6 +31,7 @@ const (
 	streamCombo        // the world's combination (combos.go)
 	streamComboRun     // the combination's actions
 	streamCorrupt      // which KPL aggregates are corrupt (corrupt.go)
+	streamSecond       // the second stream's producer (streams.go)
 )
 
 func splitmix(x uint64) uint64 {

@@ -55,6 +55,10 @@ type simulator struct {
 	// they acquired it (config.go)
 	delivered map[procKey]bool
 	skipped   map[string]bool // shards skipped under LATEST (config.go)
+	// keys is how rows are keyed; second the second stream's producer
+	// (streams.go)
+	keys   engine.KeyFormat
+	second rng
 }
 
 // Run runs one simulation. The checkers run as it goes; the trace is kept
@@ -105,6 +109,7 @@ func run(o Options) (*Result, error) {
 	s.fs.faultWorker = -1
 	s.rec.init(o, w)
 	s.full, _ = w.engineConfig("probe", 1).Validate()
+	s.keys = w.keyFormat()
 	s.initAim()
 	// The world: the fakes, on the run's true virtual time.
 	clk := fakes.ClockFunc(func() time.Time { return epoch.Add(s.now) })
@@ -128,8 +133,9 @@ func (s *simulator) setup() {
 	s.emit(&trace.Record{Kind: trace.KindPhase, Worker: -1, Proc: -1, Reason: "chaos"})
 	shards, _ := s.st.Shards(streamName)
 	for _, sh := range shards {
-		s.emit(&trace.Record{Kind: trace.KindShardCreated, Worker: -1, Proc: -1, Key: sh.ID})
+		s.emit(&trace.Record{Kind: trace.KindShardCreated, Worker: -1, Proc: -1, Key: s.shardKey(streamName, sh.ID)})
 	}
+	s.setupSecond() // streams.go
 	s.wl.drawIdle(len(shards), s.w.has("idle-shards"))
 	cr := newRNG(s.o.Seed, streamClock)
 	for i := 0; i < s.w.Workers; i++ {

@@ -146,7 +146,7 @@ func (s *simulator) onApply(i int, retry bool) {
 	if !retry && len(f.ops) > 0 {
 		s.opDone(p, i, f, applied) // a step of its operations (ops.go)
 	}
-	if applied && c.Op == engine.OpCreateLease && c.Lease.Checkpoint.Sequence == engine.Latest {
+	if applied && c.Op == engine.OpCreateLease && s.latestWorld() {
 		s.latestCreated(c.Lease.Key) // config.go
 	}
 	// an SDK retry of a write: the first reply is lost, the retry lands later

@@ -90,17 +90,19 @@ func (s *simulator) onPut() {
 		}
 	}
 	wl.puts++
-	s.emit(&trace.Record{Kind: trace.KindPut, Worker: -1, Proc: -1, Key: sh, First: seq, Count: n})
-	s.putDone(sh, seq) // corrupt.go
-	s.wakeShard(sh)
+	key := s.shardKey(streamName, sh)
+	s.emit(&trace.Record{Kind: trace.KindPut, Worker: -1, Proc: -1, Key: key, First: seq, Count: n})
+	s.putDone(key, seq) // corrupt.go
+	s.wakeShard(key)
 	s.q.push(event{at: s.now + wl.rng.exp(s.putMean()), kind: evPut})
 }
 
 // putTo puts one record into the open shard id (a boundary knob feeding
 // a holder near the end of its lease: see boundary.go), unless it is
 // closed or unknown.
-func (s *simulator) putTo(id string) {
-	if s.wl.noPuts {
+func (s *simulator) putTo(key string) {
+	stream, id := s.parseKey(key)
+	if s.wl.noPuts || stream != streamName {
 		return
 	}
 	for _, sh := range s.openShards() {
@@ -118,8 +120,9 @@ func (s *simulator) putTo(id string) {
 			panic("sim: put: " + err.Error())
 		}
 		s.wl.puts++
-		s.emit(&trace.Record{Kind: trace.KindPut, Worker: -1, Proc: -1, Key: key, First: seq})
-		s.wakeShard(key)
+		k := s.shardKey(streamName, key)
+		s.emit(&trace.Record{Kind: trace.KindPut, Worker: -1, Proc: -1, Key: k, First: seq})
+		s.wakeShard(k)
 		return
 	}
 }
@@ -138,8 +141,8 @@ func (s *simulator) onRetention() {
 // onTrim records records that retention hid. The stream applies
 // retention lazily, when a call or the retention pass looks at a shard, so
 // the trace shows a trim no later than a reader could observe it.
-func (s *simulator) onTrim(_, shard string, recs []engine.Record) {
-	s.emit(&trace.Record{Kind: trace.KindTrim, Worker: -1, Proc: -1, Key: shard,
+func (s *simulator) onTrim(stream, shard string, recs []engine.Record) {
+	s.emit(&trace.Record{Kind: trace.KindTrim, Worker: -1, Proc: -1, Key: s.shardKey(stream, shard),
 		First: recs[0].Sequence, Last: recs[len(recs)-1].Sequence, Count: len(recs)})
 }
 
@@ -152,7 +155,7 @@ func (s *simulator) expireShards() {
 	wl := &s.wl
 	cut := s.now - s.w.Retention
 	for wl.expCur < len(wl.closed) && wl.closed[wl.expCur].at < cut {
-		s.emit(&trace.Record{Kind: trace.KindShardExpired, Worker: -1, Proc: -1, Key: wl.closed[wl.expCur].id})
+		s.emit(&trace.Record{Kind: trace.KindShardExpired, Worker: -1, Proc: -1, Key: s.shardKey(streamName, wl.closed[wl.expCur].id)})
 		wl.expCur++
 	}
 }

@@ -119,7 +119,7 @@ func (w World) engineConfig(owner string, seed uint64) engine.Config {
 	e := w.Engine
 	c := engine.Config{
 		Owner:                  owner,
-		Streams:                []engine.StreamConfig{{Name: streamName, InitialPosition: engine.TrimHorizon}},
+		Streams:                w.streamsOf(),
 		LeaseDuration:          e.LeaseDuration,
 		RenewInterval:          e.RenewInterval,
 		SafetyMargin:           e.SafetyMargin,
@@ -135,6 +135,9 @@ func (w World) engineConfig(owner string, seed uint64) engine.Config {
 	}
 	if w.FanOut.On {
 		c.Consumer, c.ConsumerName = engine.FanOut, consumerName
+	}
+	if w.Config.Multi.On {
+		c.MultiStream, c.LegacyStream = true, w.keyFormat().LegacyStream
 	}
 	w.Config.apply(&c)
 	return c
@@ -363,7 +366,7 @@ func drawWorld(o Options) (World, error) {
 	}
 	w.Quiet = o.Quiet
 	if w.Quiet <= 0 {
-		per := (w.Shards*3+w.Workers-1)/w.Workers + 3
+		per := ((w.Shards+w.Config.Multi.Shards)*3+w.Workers-1)/w.Workers + 3
 		w.Quiet = 3*w.Bound + time.Duration(per)*(full.TakeInterval+full.LeaseDuration)
 		w.Quiet = w.Quiet.Round(time.Second)
 	}
