@@ -117,6 +117,7 @@ var Combos = []Combo{
 		engine: func(w *World, e *EngineParams, r rng) {
 			// a margin with room for a mid-act pause: at least four times
 			// what the drift needs
+			defaultTimings(e)
 			min := engine.MinSafetyMargin(e.LeaseDuration, e.MaxClockDrift)
 			hi := (e.LeaseDuration - e.RenewInterval) / 2
 			e.SafetyMargin = r.between(min*4, max(min*4, hi)).Round(time.Millisecond)
@@ -231,6 +232,17 @@ func (s *simulator) comboSchedule() []Action {
 		return nil
 	}
 	return c.schedule(s, newRNG(s.o.Seed, streamComboRun))
+}
+
+// defaultTimings sets the lease timings a world left to the engine's
+// defaults to those defaults.
+func defaultTimings(e *EngineParams) {
+	if e.LeaseDuration == 0 {
+		e.LeaseDuration, e.RenewInterval = engine.DefaultLeaseDuration, engine.DefaultRenewInterval
+	}
+	if e.MaxClockDrift == 0 {
+		e.MaxClockDrift = engine.DefaultMaxClockDrift
+	}
 }
 
 // shortLease sets a lease duration in [lo, hi] and a renew interval and

@@ -40,6 +40,8 @@ type ConfigWorld struct {
 	AdoptUnverifiedRows bool
 	// Multi: the workers consume a second stream too (streams.go).
 	Multi MultiWorld
+	// Legacy: the table starts as a KCL application left it (legacy.go).
+	Legacy LegacyWorld
 }
 
 // The shares of the configuration draws (see drawConfig).
@@ -54,6 +56,10 @@ const (
 	shareDeliverCorrupt = 0.5 // of KPL worlds
 	shareCorrupt        = 0.6 // of KPL worlds: some aggregates corrupt
 	shareAdoptUnknown   = 0.3
+	// shareDefaults: the worlds whose lease timings (LeaseDuration,
+	// RenewInterval, SafetyMargin, MaxClockDrift, TakeInterval,
+	// ShardSyncInterval, IdleTimeBetweenReads) are the engine's defaults
+	shareDefaults = 0.1
 )
 
 // drawConfig draws w's configuration options (Options.Options; a swarm
@@ -104,6 +110,7 @@ func (w *World) drawConfig(o Options, swarm bool, lease time.Duration) error {
 	}
 	c.AdoptUnverifiedRows = r.chance(shareAdoptUnknown)
 	c.Multi = drawMulti(r, w)
+	c.Legacy = drawLegacy(r, w)
 	return nil
 }
 
@@ -141,6 +148,9 @@ func (c ConfigWorld) String() string {
 	}
 	if m := c.Multi.String(); m != "" {
 		ks = append(ks, m)
+	}
+	if l := c.Legacy.String(); l != "" {
+		ks = append(ks, l)
 	}
 	if len(ks) == 0 {
 		return ""

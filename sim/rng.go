@@ -32,6 +32,8 @@ const (
 	streamComboRun     // the combination's actions
 	streamCorrupt      // which KPL aggregates are corrupt (corrupt.go)
 	streamSecond       // the second stream's producer (streams.go)
+	streamDefaults     // whether a world keeps the engine's default timings (config.go)
+	streamLegacy       // a legacy table's rows and records (legacy.go)
 )
 
 func splitmix(x uint64) uint64 {

@@ -136,6 +136,7 @@ func (s *simulator) setup() {
 		s.emit(&trace.Record{Kind: trace.KindShardCreated, Worker: -1, Proc: -1, Key: s.shardKey(streamName, sh.ID)})
 	}
 	s.setupSecond() // streams.go
+	s.setupLegacy() // legacy.go
 	s.wl.drawIdle(len(shards), s.w.has("idle-shards"))
 	cr := newRNG(s.o.Seed, streamClock)
 	for i := 0; i < s.w.Workers; i++ {

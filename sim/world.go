@@ -207,6 +207,12 @@ func drawWorld(o Options) (World, error) {
 	putRate := r.rangeF(0.1, 5)
 	e.IdleTimeBetweenReads = r.between(100*time.Millisecond, 1500*time.Millisecond).Round(10 * time.Millisecond)
 	e.ConsistentTakeScans = r.chance(0.3)
+	if swarm && newRNG(o.Seed, streamDefaults).chance(shareDefaults) && o.Options != "off" {
+		// the engine's own defaults for the timings it documents one of
+		// (config.go)
+		e.LeaseDuration, e.RenewInterval, e.SafetyMargin, e.MaxClockDrift = 0, 0, 0, 0
+		e.TakeInterval, e.ShardSyncInterval, e.IdleTimeBetweenReads = 0, 0, 0
+	}
 	if combo != nil && combo.engine != nil {
 		combo.engine(&w, e, cr)
 	}
