@@ -435,3 +435,30 @@ func countReason(es []TraceEvent, reason string) int {
 	}
 	return n
 }
+
+// An assigner that balances throughput sums the loads of its members in
+// whatever order it meets the rows (a map's): the sums must not depend on
+// that order, or two runs of one seed decide differently (swarm seed 11
+// with the combination stale-resync and BalanceBy throughput: a handoff
+// to w1 in one run, to w0 in the next). Each load is a whole number of
+// thousandths of a KB per second, added exactly.
+func TestThroughputLoadsIndependentOfOrder(t *testing.T) {
+	u := newUnit(t, Config{Assignment: AssignmentAssigner, BalanceBy: BalanceThroughput})
+	for i := 0; i < 40; i++ {
+		key := shardKey(i)
+		row := Lease{Key: key, Owner: []string{"a", "b"}[i%2], Counter: 1, ThroughputKBps: 0.1*float64(i) + 0.07}
+		u.w.obs[key] = &observation{row: row, seenAt: 0, ref: ShardRef{Stream: "s", Shard: key}, ok: true}
+	}
+	first := u.w.loads()
+	for i := 0; i < 50; i++ {
+		got := u.w.loads()
+		for m, v := range first {
+			if got[m] != v {
+				t.Fatalf("the load of %s is %v on one pass over the rows and %v on another", m, v, got[m])
+			}
+		}
+	}
+	if a, b := first["a"], first["b"]; b <= a || a == 0 {
+		t.Fatalf("loads a=%v b=%v: b's rows are the heavier ones", a, b)
+	}
+}
