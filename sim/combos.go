@@ -158,6 +158,43 @@ var Combos = []Combo{
 			}
 		},
 	},
+	{
+		Name: "stale-resync",
+		What: "several splits and merges early, finished parents deleted soon (a short lease), frequent shard syncs, " +
+			"and eventually consistent scans that show deleted rows gone and every other row as it was long ago",
+		Share: 0.06,
+		engine: func(w *World, e *EngineParams, r rng) {
+			shortLease(e, r, 3*time.Second, 6*time.Second)
+			e.ShardSyncInterval = r.between(3*time.Second, 6*time.Second).Round(time.Second)
+			e.ConsistentTakeScans = false
+		},
+		world: staleResync,
+		schedule: func(s *simulator, r rng) []Action {
+			var out []Action
+			for i := r.intIn(3, 6); i > 0; i-- {
+				kind := ActSplit
+				if r.chance(0.4) {
+					kind = ActMerge
+				}
+				out = append(out, Action{At: r.between(2*time.Second, s.w.Chaos/2).Round(time.Millisecond), Kind: kind})
+			}
+			return out
+		},
+	},
+}
+
+// staleResync is the combination stale-resync's world.
+func staleResync(w *World, r rng, full engine.Config) {
+	w.addFaults("split", "merge")
+	b := &w.Boundary
+	if !b.On {
+		*b = BoundaryWorld{On: true}
+	}
+	b.StaleMix = r.rangeF(0.5, 1)
+	w.Rates.StaleRead = max(w.Rates.StaleRead, r.rangeF(0.3, 1))
+	if w.Rates.StaleLag == 0 {
+		w.Rates.StaleLag = full.LeaseDuration
+	}
 }
 
 // calm leaves a world only the fault classes that do not strike the table
@@ -185,6 +222,16 @@ func (c ComboWorld) String() string {
 		return ""
 	}
 	return "; combination " + c.Name
+}
+
+// ComboShare returns the share of the swarm's worlds that draw a
+// combination (the sum of the Combos' shares).
+func ComboShare() float64 {
+	var s float64
+	for _, c := range Combos {
+		s += c.Share
+	}
+	return s
 }
 
 // combo returns the world's combination, nil if none.

@@ -103,7 +103,7 @@ func parseArgs(args []string, stderr io.Writer) (*config, error) {
 		boundary   = fs.String("boundary", "", "boundary seeking (timings at the edges of the assumptions): on, off, or empty: the swarm draws it for half its worlds")
 		aim        = fs.String("aim", "", "faults aimed inside the engine's multi-write operations: on, off, or empty: the swarm draws them for 4 worlds in 10")
 		targeted   = fs.String("targeted", "", "a fault aimed at one kind of row or call alone: on, off, or empty: the swarm draws one for a quarter of its worlds")
-		combo      = fs.String("combo", "", "a combination of rare things drawn on purpose (see -list), off, or empty: the swarm draws one for a quarter of its worlds")
+		combo      = fs.String("combo", "", fmt.Sprintf("a combination of rare things drawn on purpose (see -list), off, or empty: the swarm draws one for %.0f%% of its worlds", 100*sim.ComboShare()))
 		options    = fs.String("options", "", "the draw of the engine options beyond the lease timings (initial position, poll and scan intervals, balance by, ...): on, off (their defaults, reading from TRIM_HORIZON), or empty: the swarm draws them")
 		parallel   = fs.Int("parallel", runtime.NumCPU(), "seeds run at a time (each seed is single-threaded and deterministic)")
 		asJSON     = fs.Bool("json", false, "print one JSON object per seed, one per line, in seed order")
