@@ -2,7 +2,6 @@ package sim
 
 import (
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/shardlease/shardlease/engine"
@@ -147,10 +146,4 @@ func (s *simulator) onPutSecond() {
 	s.emit(&trace.Record{Kind: trace.KindPut, Worker: -1, Proc: -1, Key: key, First: seq})
 	s.wakeShard(key)
 	s.q.push(event{at: s.now + r.exp(s.secondMean()), kind: evPutSecond})
-}
-
-// isSecond reports whether key is a row of the second stream.
-func (s *simulator) isSecond(key string) bool {
-	st, _ := s.parseKey(key)
-	return strings.EqualFold(st, secondStream)
 }
