@@ -12,7 +12,7 @@ import (
 // Configuration coverage: the options of engine.Config that EngineParams
 // does not draw, drawn by the swarm's worlds from a PRNG stream of their
 // own (so that a world that draws every one at its default draws the rest
-// exactly as before). docs/simulation.md lists every option with the share
+// exactly as before). docs/simulator.md lists every option with the share
 // of worlds that draws each of its values; TestConfigShares computes the
 // shares from these draws, so the table cannot go stale.
 type ConfigWorld struct {
