@@ -31,6 +31,9 @@ type Combo struct {
 	engine   func(w *World, e *EngineParams, r rng)
 	world    func(w *World, r rng, full engine.Config)
 	schedule func(s *simulator, r rng) []Action
+	// boundary: world turns boundary seeking on with knobs of its own;
+	// calms: it takes the aimed and targeted faults away (calm).
+	boundary, calms bool
 }
 
 // Combos is the catalogue of combinations.
@@ -113,7 +116,8 @@ var Combos = []Combo{
 		What: "holders cut off the table just after a renewal while their shards are busy, every clock at the drift bound, " +
 			"the takers' scans and polls timed to the instant the leases expire in their view, replies allowed up to well past the margin, " +
 			"and a calm world otherwise (reshards and bursts at most, no other aimed or targeted fault)",
-		Share: 0.12,
+		Share:    0.12,
+		boundary: true, calms: true,
 		engine: func(w *World, e *EngineParams, r rng) {
 			// a margin with room for a mid-act pause: at least four times
 			// what the drift needs
@@ -143,7 +147,8 @@ var Combos = []Combo{
 		Name: "restart-race",
 		What: "holders crashed just after a renewal and restarted under their own id before the lease expires, their first scans stale " +
 			"(showing the row before that renewal), a taker watching each, and a calm world otherwise",
-		Share: 0.08,
+		Share:    0.08,
+		boundary: true, calms: true,
 		engine: func(w *World, e *EngineParams, r rng) {
 			e.ConsistentTakeScans = false // the restarted process resumes from an eventually consistent scan
 		},
@@ -162,7 +167,8 @@ var Combos = []Combo{
 		Name: "stale-resync",
 		What: "several splits and merges early, finished parents deleted soon (a short lease), frequent shard syncs, " +
 			"and eventually consistent scans that show deleted rows gone and every other row as it was long ago",
-		Share: 0.06,
+		Share:    0.06,
+		boundary: true,
 		engine: func(w *World, e *EngineParams, r rng) {
 			shortLease(e, r, 3*time.Second, 6*time.Second)
 			e.ShardSyncInterval = r.between(3*time.Second, 6*time.Second).Round(time.Second)
@@ -257,19 +263,41 @@ func (w *World) drawCombo(o Options, swarm bool) (rng, error) {
 		}
 		for _, c := range Combos {
 			if x < c.Share {
-				w.Combo.Name = c.Name
+				if c.overrides(o) == "" { // a pinned option wins: no combination
+					w.Combo.Name = c.Name
+				}
 				break
 			}
 			x -= c.Share
 		}
 	case "off":
 	default:
-		if !slices.ContainsFunc(Combos, func(c Combo) bool { return c.Name == o.Combo }) {
+		i := slices.IndexFunc(Combos, func(c Combo) bool { return c.Name == o.Combo })
+		if i < 0 {
 			return r, fmt.Errorf("sim: Combo %q is not one of the combinations (simrun -list), off, or empty (drawn by a swarm)", o.Combo)
+		}
+		if pin := Combos[i].overrides(o); pin != "" {
+			return r, fmt.Errorf("sim: Combo %q sets what %s pins (a combination's boundary knobs, or the calm world it needs)", o.Combo, pin)
 		}
 		w.Combo.Name = o.Combo
 	}
 	return r, nil
+}
+
+// overrides returns the pinned option of o (as a simrun flag) that c's
+// world would override, "" if none: boundary seeking pinned off for a
+// combination that seeks boundaries, aimed or targeted faults pinned on
+// for one that calms its world.
+func (c *Combo) overrides(o Options) string {
+	switch {
+	case c.boundary && o.Boundary == "off":
+		return "-boundary off"
+	case c.calms && o.Aim == "on":
+		return "-aim on"
+	case c.calms && o.Targeted == "on":
+		return "-targeted on"
+	}
+	return ""
 }
 
 // comboSchedule returns the combination's actions.
