@@ -68,7 +68,6 @@ type assignState struct {
 	resumed      bool // the start-up scan for this process's own rows is done
 	pollInFlight bool
 	nextPoll     time.Duration
-	confirming   map[string]bool // keys whose strongly consistent read is in flight
 
 	monitorInFlight bool
 	nextMonitor     time.Duration
@@ -166,6 +165,9 @@ func (w *Worker) advanceAssigned() {
 	if !a.pollInFlight && now >= a.nextPoll {
 		a.pollInFlight = true
 		a.nextPoll = now + w.jitter(w.cfg.PendingPollInterval)
+		if w.bug("poll-every-lease-duration") {
+			a.nextPoll = now + w.jitter(w.cfg.LeaseDuration)
+		}
 		w.call(Call{Op: OpListPending, Key: w.cfg.Owner}, pendingCall{purpose: forPoll})
 	}
 	if !a.indexOK {
@@ -179,7 +181,7 @@ func (w *Worker) advanceAssigned() {
 		a.nextHello = now + w.jitter(w.cfg.LeaseDuration)
 		w.hello()
 	}
-	if a.as == nil && a.resumed && !w.scanInFlight && now >= w.nextScan && w.warming() {
+	if a.as == nil && a.resumed && !w.scanInFlight && now >= w.nextScan && (w.warming() || w.bug("every-worker-scans")) {
 		w.scanInFlight = true
 		w.scanSentAt = now
 		w.nextScan = now + w.jitter(w.cfg.AssignerScanInterval)
@@ -260,35 +262,43 @@ func (w *Worker) onPoll(r *Result) {
 // confirm reads key strongly consistently before acting on what the index
 // said of it.
 func (w *Worker) confirm(key string) {
-	if w.asg.confirming[key] || w.writes[key] != nil || w.shutdown {
+	if w.shutdown {
 		return
 	}
-	if h := w.held[key]; h != nil && (h.handing || h.write != nil) {
+	rs := w.rows.get(key)
+	if rs != nil && (rs.confirming || rs.write != nil) {
+		return
+	}
+	if h := rs.heldOrNil(); h != nil && (h.handing || h.write != nil) {
 		return // already handing over, or a write of it in flight (its outcome will show the change)
 	}
-	if w.asg.confirming == nil {
-		w.asg.confirming = make(map[string]bool)
+	if rs == nil {
+		rs = w.rows.intern(key)
 	}
-	w.asg.confirming[key] = true
-	w.call(Call{Op: OpGetLease, Key: key}, pendingCall{purpose: forConfirm, key: key})
+	rs.confirming = true
+	w.call(Call{Op: OpGetLease, Key: key}, pendingCall{purpose: forConfirm, key: key, rs: rs})
 }
 
 // onConfirm acts on a row that the index said waits for this worker, as a
-// strongly consistent read shows it.
-func (w *Worker) onConfirm(key string, r *Result) {
-	delete(w.asg.confirming, key)
+// strongly consistent read shows it (rs: key's row, nil if none).
+func (w *Worker) onConfirm(key string, rs *rowState, r *Result) {
+	if rs != nil && rs.confirming {
+		rs.confirming = false
+		w.rows.tidy(rs)
+	}
 	if r.Err != nil || w.shutdown {
 		return
 	}
 	row := r.Lease
 	o := w.observeRow(row)
-	if h := w.held[key]; h != nil {
+	rs = w.rows.get(key)
+	if h := rs.heldOrNil(); h != nil {
 		if !h.gone && h.write == nil && w.adoptable(h, row) {
 			w.adopt(h, row)
 		}
 		return
 	}
-	if row.Pending != w.cfg.Owner || w.writes[key] != nil || !o.ok || w.foreign(o) || row.Checkpoint.IsShardEnd() {
+	if row.Pending != w.cfg.Owner || rs.writeOrNil() != nil || !o.ok || w.foreign(o) || row.Checkpoint.IsShardEnd() {
 		return
 	}
 	if limit := w.cfg.MaxLeasesForWorker; limit > 0 && w.leases() >= limit && row.Owner != w.cfg.Owner {
@@ -297,7 +307,7 @@ func (w *Worker) onConfirm(key string, r *Result) {
 	switch {
 	case row.Owner == "":
 		actFrom := w.now.Mono
-		if row.HandoffFrom != "" {
+		if row.HandoffFrom != "" || w.bug("receiver-waits-out-holder") {
 			// released before its thief ever acted: its previous owner may
 			// still act until its own view expires
 			actFrom = o.seenAt + w.cfg.LeaseDuration
@@ -323,6 +333,9 @@ func (w *Worker) adoptable(h *holding, row Lease) bool {
 func (w *Worker) adopt(h *holding, row Lease) {
 	h.row = row.Clone()
 	h.suspect = false
+	if w.bug("adopt-renews-validity") {
+		h.validFrom = w.now.Mono
+	}
 	if row.HandoffTo != "" && row.Pending == w.cfg.Owner && !h.handing {
 		w.handOver(h, row.HandoffTo)
 	}
@@ -345,12 +358,13 @@ func (w *Worker) handOver(h *holding, to string) {
 // hello announces this worker to the assigner.
 func (w *Worker) hello() {
 	key := HelloPrefix + w.cfg.Owner
-	if w.writes[key] != nil {
+	rs := w.rows.intern(key)
+	if rs.write != nil {
 		return
 	}
 	row := Lease{Key: key, Counter: 1, Checkpoint: SentinelCheckpoint(ShardEnd), Pending: AssignerPending}
 	wr := &write{kind: wHello, key: key, row: row}
-	w.writes[key] = wr
+	w.setWrite(rs, wr)
 	w.sendWrite(wr)
 }
 
@@ -363,7 +377,7 @@ func (w *Worker) onMonitor(r *Result) {
 	now := w.now.Mono
 	next := now + w.jitter(2*w.cfg.LeaseDuration)
 	defer func() { a.nextMonitor = next }()
-	if w.shutdown || w.heldAssigner || w.writes[AssignerKey] != nil {
+	if w.shutdown || w.asgHeld != nil || w.writeOf(AssignerKey) != nil {
 		return
 	}
 	switch {
@@ -371,7 +385,7 @@ func (w *Worker) onMonitor(r *Result) {
 		// No assigner yet: become it.
 		row := Lease{Key: AssignerKey, Owner: w.cfg.Owner, Counter: 1, Checkpoint: SentinelCheckpoint(ShardEnd)}
 		wr := &write{kind: wTake, create: true, key: AssignerKey, row: row, actFrom: now, reason: "assigner"}
-		w.writes[AssignerKey] = wr
+		w.setWrite(w.rows.intern(AssignerKey), wr)
 		w.sendWrite(wr)
 		return
 	case r.Err != nil:
@@ -383,7 +397,8 @@ func (w *Worker) onMonitor(r *Result) {
 	a.members = slices.Clone(row.Children)
 	a.depKnown = false
 	_, a.isMember = slices.BinarySearch(a.members, w.cfg.Owner)
-	if w.deputy(row.Owner) {
+	dep := w.deputy(row.Owner) && !w.bug("deputies-read-slowly")
+	if dep {
 		next = now + w.jitter(w.cfg.PendingPollInterval)
 	}
 	switch {
@@ -391,7 +406,7 @@ func (w *Worker) onMonitor(r *Result) {
 		w.take(candidate{row: row, actFrom: now, reason: "assigner"})
 	case now-o.seenAt >= w.cfg.LeaseDuration:
 		w.take(candidate{row: o.row, actFrom: o.seenAt + w.cfg.LeaseDuration, reason: "assigner"})
-	case o.seenAt < now || w.deputy(row.Owner):
+	case o.seenAt < now || dep:
 		// The version has stood still since an earlier read (or this is
 		// a deputy): look again when it would expire, if that comes
 		// before the next read. A version first seen now shows a live
@@ -404,12 +419,15 @@ func (w *Worker) onMonitor(r *Result) {
 // resumeOwn takes, from the start-up scan of a worker in assigned mode,
 // the rows its owner id holds: a process restarted under the same id goes
 // on at once. Everything else reaches it from the assigner.
-func (w *Worker) resumeOwn(rows []Lease) {
+func (w *Worker) resumeOwn(rows []*rowState) {
 	w.asg.resumed = true
-	for i := range rows {
-		o := w.obs[rows[i].Key]
-		if o == nil || !o.ok || o.row.Owner != w.cfg.Owner || o.row.Checkpoint.IsShardEnd() || w.held[o.row.Key] != nil ||
-			w.writes[o.row.Key] != nil || w.foreign(o) || w.gated(o) || o.row.HandoffTo != "" {
+	for _, rs := range rows {
+		if !rs.observed {
+			continue
+		}
+		o := &rs.obs
+		if !o.ok || o.row.Owner != w.cfg.Owner || o.row.Checkpoint.IsShardEnd() || rs.held != nil ||
+			rs.write != nil || w.foreign(o) || w.gated(o) || o.row.HandoffTo != "" {
 			continue
 		}
 		w.take(candidate{row: o.row, actFrom: w.now.Mono, reason: "resumed"})

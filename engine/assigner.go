@@ -95,8 +95,11 @@ func (w *Worker) becomeAssigner(h *holding, wr *write) {
 	// worker that died with the previous assigner is not handed leases it
 	// will never take.
 	seen := map[string]time.Duration{}
-	for _, o := range w.obs {
-		if o.ok && o.row.Owner != "" {
+	for _, rs := range w.rows.all {
+		if rs == nil || !rs.observed {
+			continue
+		}
+		if o := &rs.obs; o.ok && o.row.Owner != "" {
 			seen[o.row.Owner] = max(seen[o.row.Owner], o.seenAt)
 		}
 	}
@@ -163,6 +166,9 @@ func (w *Worker) advanceAssigner() {
 		w.scanInFlight = true
 		w.scanSentAt = now
 		w.nextScan = now + w.jitter(w.cfg.AssignerScanInterval)
+		if w.bug("assigner-scans-slowly") {
+			w.nextScan = now + w.jitter(w.cfg.TakeInterval)
+		}
 		w.call(Call{Op: OpListLeases, Consistent: true}, pendingCall{purpose: forScan})
 	}
 	if !a.pollInFlight && now >= a.nextPoll {
@@ -170,7 +176,7 @@ func (w *Worker) advanceAssigner() {
 		a.nextPoll = now + w.jitter(w.cfg.PendingPollInterval)
 		w.call(Call{Op: OpListPending, Key: AssignerPending}, pendingCall{purpose: forAssignerPoll})
 	}
-	if a.expiry > 0 && now >= a.expiry {
+	if a.expiry > 0 && now >= a.expiry && !w.bug("expiry-at-scans-only") {
 		// A lease expires now in this worker's view: assign it at once,
 		// from what the last scan showed (the write is conditioned on that
 		// version: if the holder renewed since, it fails).
@@ -186,18 +192,22 @@ func (w *Worker) assignExpired() {
 	now := w.now.Mono
 	members := a.members(w)
 	loads := w.loads()
-	var keys []string
-	for k, o := range w.obs {
-		if o.ok && o.row.Owner != "" && o.row.Owner != w.cfg.Owner && !o.row.Checkpoint.IsShardEnd() && now-o.seenAt >= w.expiredFor() &&
-			w.writes[k] == nil && w.held[k] == nil && !w.foreign(o) && !w.gated(o) {
-			keys = append(keys, k)
+	var expired []*rowState
+	for _, rs := range w.rows.all {
+		if rs == nil || !rs.observed {
+			continue
+		}
+		if o := &rs.obs; o.ok && o.row.Owner != "" && o.row.Owner != w.cfg.Owner && !o.row.Checkpoint.IsShardEnd() && now-o.seenAt >= w.expiredFor() &&
+			rs.write == nil && rs.held == nil && !w.foreign(o) && !w.gated(o) {
+			expired = append(expired, rs)
 		}
 	}
-	slices.Sort(keys)
-	for _, k := range keys {
-		to := w.leastLoaded(loads, w.obs[k].row.Owner, members)
-		w.assignTo(w.obs[k], to, "expired")
-		loads[to] += w.weight(w.obs[k].row)
+	slices.SortFunc(expired, byRowKey)
+	for _, rs := range expired {
+		o := &rs.obs
+		to := w.leastLoaded(loads, o.row.Owner, members)
+		w.assignTo(o, to, "expired")
+		loads[to] += w.weight(o.row)
 	}
 	w.noteExpiry()
 }
@@ -207,8 +217,11 @@ func (w *Worker) assignExpired() {
 func (w *Worker) noteExpiry() {
 	a := w.asg.as
 	a.expiry = 0
-	for _, o := range w.obs {
-		if o.ok && o.row.Owner != "" && o.row.Owner != w.cfg.Owner && !o.row.Checkpoint.IsShardEnd() {
+	for _, rs := range w.rows.all {
+		if rs == nil || !rs.observed {
+			continue
+		}
+		if o := &rs.obs; o.ok && o.row.Owner != "" && o.row.Owner != w.cfg.Owner && !o.row.Checkpoint.IsShardEnd() {
 			if t := o.seenAt + w.expiredFor(); t > w.now.Mono && (a.expiry == 0 || t < a.expiry) {
 				a.expiry = t
 			}
@@ -245,7 +258,7 @@ func (w *Worker) onAssignerPoll(r *Result) {
 		return
 	}
 	for _, row := range r.Listing.Leases {
-		if !a.confirming[row.Key] && w.writes[row.Key] == nil {
+		if !a.confirming[row.Key] && w.writeOf(row.Key) == nil {
 			a.confirming[row.Key] = true
 			w.call(Call{Op: OpGetLease, Key: row.Key}, pendingCall{purpose: forAssignerConfirm, key: row.Key})
 		}
@@ -266,9 +279,9 @@ func (w *Worker) onAssignerConfirm(key string, r *Result) {
 	row := r.Lease
 	if who, ok := strings.CutPrefix(key, HelloPrefix); ok {
 		a.hellos[who] = w.now.Mono
-		if w.writes[key] == nil {
+		if rs := w.rows.intern(key); rs.write == nil {
 			wr := &write{kind: wDelete, key: key, expect: ExpectOf(row)}
-			w.writes[key] = wr
+			w.setWrite(rs, wr)
 			w.sendWrite(wr)
 		}
 		return
@@ -283,7 +296,7 @@ func (w *Worker) onAssignerConfirm(key string, r *Result) {
 // assignFrom is the assigner's round over a strongly consistent scan: it
 // notes who is alive, assigns what needs an owner, cancels handoff
 // requests that went nowhere, and balances.
-func (w *Worker) assignFrom(rows []Lease) {
+func (w *Worker) assignFrom(rows []*rowState) {
 	a := w.asg.as
 	if a == nil || !w.isAssigner() || w.shutdown {
 		return
@@ -294,11 +307,11 @@ func (w *Worker) assignFrom(rows []Lease) {
 	}
 	// Liveness: an owner whose row's version changed within a lease
 	// duration in this worker's view is alive.
-	for i := range rows {
-		o := w.obs[rows[i].Key]
-		if o == nil || !o.ok {
+	for _, rs := range rows {
+		if !rs.observed || !rs.obs.ok {
 			continue
 		}
+		o := &rs.obs
 		if o.row.Owner != "" && o.row.Writer != "" {
 			a.writers[o.row.Writer] = o.row.Owner
 		}
@@ -315,9 +328,12 @@ func (w *Worker) assignFrom(rows []Lease) {
 	loads := w.loads()
 	var free []*observation
 	var why []string
-	for i := range rows {
-		o := w.obs[rows[i].Key]
-		if o == nil || !o.ok || w.foreign(o) || o.row.Checkpoint.IsShardEnd() || w.writes[o.row.Key] != nil || w.held[o.row.Key] != nil {
+	for _, rs := range rows {
+		if !rs.observed {
+			continue
+		}
+		o := &rs.obs
+		if !o.ok || w.foreign(o) || o.row.Checkpoint.IsShardEnd() || rs.write != nil || rs.held != nil {
 			continue
 		}
 		row := &o.row
@@ -329,7 +345,7 @@ func (w *Worker) assignFrom(rows []Lease) {
 			} else if now-o.seenAt >= d {
 				free, why = append(free, o), append(why, "not taken by "+row.Pending)
 			}
-		case row.Owner == a.previous && row.Writer == a.previousWriter && a.previousWriter != "" && o.seenAt <= a.firstScan:
+		case row.Owner == a.previous && (row.Writer == a.previousWriter || w.bug("previous-assigner-any-writer")) && a.previousWriter != "" && o.seenAt <= a.firstScan && !w.bug("previous-assigner-leases-wait"):
 			// The previous assigner's leases: dropped when its row expired.
 			free, why = append(free, o), append(why, "held by the previous assigner")
 		case now-o.seenAt >= w.expiredFor():
@@ -355,10 +371,11 @@ func (w *Worker) assignFrom(rows []Lease) {
 // or makes it unowned with Pending naming to. The write is conditioned on
 // the version the assigner saw.
 func (w *Worker) assignTo(o *observation, to, why string) {
-	if to == "" || w.writes[o.row.Key] != nil {
+	rs := w.rows.get(o.row.Key)
+	if to == "" || rs.writeOrNil() != nil {
 		return
 	}
-	if h := w.held[o.row.Key]; h != nil && !h.gone {
+	if h := rs.heldOrNil(); h != nil && !h.gone {
 		return // this worker holds it: never assigned away but by a handoff
 	}
 	// Handed out anew (its holder died, or let it go): its place is
@@ -386,10 +403,11 @@ func (w *Worker) assignTo(o *observation, to, why string) {
 
 // sendAssign sends one of the assigner's writes on a row it does not hold.
 func (w *Worker) sendAssign(wr *write) {
-	if w.writes[wr.key] != nil {
+	rs := w.rows.intern(wr.key)
+	if rs.write != nil {
 		return
 	}
-	w.writes[wr.key] = wr
+	w.setWrite(rs, wr)
 	w.sendWrite(wr)
 }
 
@@ -403,7 +421,7 @@ func (w *Worker) sendAssign(wr *write) {
 // died does not put its lease's expiry off by a lease duration.
 func (w *Worker) assignedApplied(wr *write) {
 	o := w.observeRow(wr.row)
-	if wr.keepsAge && o.row.Counter == wr.row.Counter && o.row.Owner == wr.row.Owner && wr.stillSince < o.seenAt {
+	if wr.keepsAge && o.row.Counter == wr.row.Counter && o.row.Owner == wr.row.Owner && wr.stillSince < o.seenAt && !w.bug("handoff-request-resets-age") {
 		o.seenAt = wr.stillSince
 	}
 	w.emit(TraceEvent{Kind: TraceAssigned, Key: wr.key, Shard: w.refOf(wr.key), Counter: wr.row.Counter, Previous: wr.previous, Reason: wr.reason})

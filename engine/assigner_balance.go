@@ -9,21 +9,25 @@ import "math"
 func (w *Worker) loads() map[string]float64 {
 	loads := map[string]float64{}
 	now := w.now.Mono
-	for _, o := range w.obs {
-		if !o.ok || o.row.Checkpoint.IsShardEnd() || (now-o.seenAt >= w.cfg.LeaseDuration && w.held[o.row.Key] == nil) {
+	for _, rs := range w.rows.all {
+		if rs == nil || !rs.observed {
+			continue
+		}
+		o := &rs.obs
+		if !o.ok || o.row.Checkpoint.IsShardEnd() || (now-o.seenAt >= w.cfg.LeaseDuration && rs.held == nil) {
 			continue
 		}
 		who := o.row.Owner
 		switch {
 		case who == "":
 			who = o.row.Pending
-		case o.row.HandoffTo != "":
+		case o.row.HandoffTo != "" && !w.bug("handoff-counted-for-source"):
 			who = o.row.HandoffTo // being handed over: the receiver's already
 		}
-		if h := w.held[o.row.Key]; h != nil && h.handing {
+		if h := rs.held; h != nil && h.handing {
 			who = h.handoffTo // this worker hands it over
 		}
-		if wr := w.writes[o.row.Key]; wr != nil && wr.kind == wAssign {
+		if wr := rs.write; wr != nil && wr.kind == wAssign {
 			// what the assigner's write in flight makes of it
 			who = wr.row.Owner
 			if wr.row.HandoffTo != "" {
@@ -42,7 +46,8 @@ func (w *Worker) loads() map[string]float64 {
 // weight is what one lease adds to its holder's load: 1, or with
 // BalanceThroughput its throughput in thousandths of a KB per second, a
 // whole number (idle shards weigh one), so that loads summed in any order
-// are the same (loads ranges over a map).
+// are the same (loads ranges over the rows in the order this worker
+// interned their keys, which another worker or run may not share).
 func (w *Worker) weight(row Lease) float64 {
 	if w.cfg.BalanceBy == BalanceThroughput {
 		return math.Round(row.ThroughputKBps*1000) + 1
@@ -74,14 +79,17 @@ func (w *Worker) full(m string) bool {
 		return false
 	}
 	n := 0
-	for k, o := range w.obs {
-		if o.ok && !o.row.Checkpoint.IsShardEnd() && (o.row.Owner == m || o.row.Owner == "" && o.row.Pending == m) && w.writes[k] == nil {
+	for _, rs := range w.rows.all {
+		if rs == nil || !rs.observed {
+			continue
+		}
+		if o := &rs.obs; o.ok && !o.row.Checkpoint.IsShardEnd() && (o.row.Owner == m || o.row.Owner == "" && o.row.Pending == m) && rs.write == nil {
 			n++
 		}
 	}
 	// writes in flight: this worker's takes, the assignments it sent
-	for _, wr := range w.writes {
-		if wr.kind == wTake && m == w.cfg.Owner && !IsReserved(wr.key) || wr.kind == wAssign && wr.row.Pending == m && wr.row.Owner == "" {
+	for _, rs := range w.writing {
+		if wr := rs.write; wr.kind == wTake && m == w.cfg.Owner && !IsReserved(wr.key) || wr.kind == wAssign && wr.row.Pending == m && wr.row.Owner == "" {
 			n++
 		}
 	}
@@ -95,7 +103,7 @@ func (w *Worker) full(m string) bool {
 // flight, and never moves a lease moved within MoveQuiet: a worker that
 // took every lease before the others joined gives them out in a few
 // rounds, not one lease a round.
-func (w *Worker) balance(rows []Lease, loads map[string]float64, members []string) {
+func (w *Worker) balance(rows []*rowState, loads map[string]float64, members []string) {
 	a := w.asg.as
 	now := w.now.Mono
 	if len(members) < 2 || w.cfg.MaxLeasesToStealAtOnce < 0 {
@@ -108,8 +116,8 @@ func (w *Worker) balance(rows []Lease, loads map[string]float64, members []strin
 		}
 	}
 	for k, at := range a.requests {
-		o := w.obs[k]
-		if wr := w.writes[k]; (wr != nil && wr.kind == wAssign && wr.row.HandoffTo != "") || (o != nil && o.row.HandoffTo != "" && now-at < 2*w.cfg.LeaseDuration) {
+		o := w.observed(k)
+		if wr := w.writeOf(k); (wr != nil && wr.kind == wAssign && wr.row.HandoffTo != "") || (o != nil && o.row.HandoffTo != "" && now-at < 2*w.cfg.LeaseDuration) {
 			outstanding++
 			continue
 		}
@@ -166,7 +174,7 @@ func (w *Worker) balance(rows []Lease, loads map[string]float64, members []strin
 		loads[to] += wt
 		outstanding++
 		if from == w.cfg.Owner {
-			if h := w.held[o.row.Key]; h != nil && !h.handing {
+			if h := w.holdingOf(o.row.Key); h != nil && !h.handing {
 				a.moved[o.row.Key] = move{now, a.epoch}
 				w.handOver(h, to) // its own lease: no request to write
 			}
@@ -191,26 +199,29 @@ func (w *Worker) balance(rows []Lease, loads map[string]float64, members []strin
 // and the least loaded member, or nil if no move narrows it: by lease
 // count a spread of two or more; by throughput the largest lease lighter
 // than the spread that cuts it by a tenth of from's load.
-func (w *Worker) pickMove(rows []Lease, from string, spread float64) *observation {
+func (w *Worker) pickMove(rows []*rowState, from string, spread float64) *observation {
 	now := w.now.Mono
 	a := w.asg.as
 	var best *observation
-	for i := range rows {
-		o := w.obs[rows[i].Key]
-		if o == nil || !o.ok || o.row.Owner != from || o.row.HandoffTo != "" || o.row.Checkpoint.IsShardEnd() ||
-			w.writes[o.row.Key] != nil || w.foreign(o) || now-o.seenAt >= w.cfg.LeaseDuration {
+	for _, rs := range rows {
+		if !rs.observed {
+			continue
+		}
+		o := &rs.obs
+		if !o.ok || o.row.Owner != from || o.row.HandoffTo != "" || o.row.Checkpoint.IsShardEnd() ||
+			rs.write != nil || w.foreign(o) || now-o.seenAt >= w.cfg.LeaseDuration {
 			continue
 		}
 		if m, ok := a.moved[o.row.Key]; ok && now-m.at < MoveQuiet && m.epoch == a.epoch {
 			continue
 		}
-		if h := w.held[o.row.Key]; h != nil && h.handing {
+		if h := rs.held; h != nil && h.handing {
 			continue
 		}
 		wt := w.weight(o.row)
 		switch {
 		case w.cfg.BalanceBy != BalanceThroughput:
-			if spread >= 2 {
+			if spread >= 2 || (spread >= 1 && w.bug("balance-spread-one")) {
 				return o // rows are sorted: the first such lease
 			}
 			return nil

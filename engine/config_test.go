@@ -78,6 +78,7 @@ func TestConfigRules(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := validConfig()
 			tc.change(&cfg)
+			plantFromEnv(&cfg)
 			errs := configErrors(t, cfg)
 			if len(errs) != 1 {
 				t.Fatalf("%d errors, want exactly one naming %q: %v", len(errs), tc.want, errs)

@@ -107,7 +107,7 @@ func (w *Worker) tickConsumer(h *holding) {
 		} else if now >= c.nextAt {
 			c.phase = cIterWait
 			w.call(Call{Op: OpGetIterator, Stream: h.ref.Stream, Shard: h.ref.Shard, Position: w.positionAfter(h)},
-				pendingCall{purpose: forIterator, key: h.key, gen: h.gen})
+				pendingCall{purpose: forIterator, key: h.key, gen: h.gen, rs: h.rs})
 		}
 	case cFetch:
 		if now >= c.nextAt && w.cfg.Consumer == FanOut {
@@ -115,7 +115,7 @@ func (w *Worker) tickConsumer(h *holding) {
 		} else if now >= c.nextAt {
 			c.phase = cFetchWait
 			w.call(Call{Op: OpGetRecords, Iterator: c.iterator, Limit: w.cfg.GetRecordsLimit},
-				pendingCall{purpose: forRecords, key: h.key, gen: h.gen})
+				pendingCall{purpose: forRecords, key: h.key, gen: h.gen, rs: h.rs})
 		}
 	case cDeliver:
 		if now >= c.nextAt && w.isActing(h) {
@@ -150,10 +150,14 @@ func (w *Worker) tickConsumer(h *holding) {
 func (w *Worker) stopConsuming(h *holding) {
 	c := &h.c
 	c.records = nil
-	if c.initialized {
+	if c.initialized && !w.bug("release-without-shutdown-notice") {
 		c.batch = w.batchID()
 		c.phase = cShutdownWait
-		w.notice(Notice{Kind: NoticeShutdownRequested, Key: h.key, Shard: h.ref, Batch: c.batch})
+		n := Notice{Kind: NoticeShutdownRequested, Key: h.key, Shard: h.ref, Batch: c.batch, Reason: ShutdownWorker}
+		if !w.shutdown && h.handing {
+			n.Reason, n.To = ShutdownHandoff, h.handoffTo
+		}
+		w.notice(n)
 		return
 	}
 	c.phase = cFinished
@@ -174,12 +178,12 @@ func (w *Worker) checkParents(h *holding) {
 	c.parentsBlocked = false
 	for _, p := range h.row.Parents {
 		w.call(Call{Op: OpGetLease, Key: w.keys.Key(ShardRef{Stream: h.ref.Stream, Shard: p})},
-			pendingCall{purpose: forParentCheck, key: h.key, gen: h.gen})
+			pendingCall{purpose: forParentCheck, key: h.key, gen: h.gen, rs: h.rs})
 	}
 }
 
 func (w *Worker) onParentCheck(pc pendingCall, r *Result) {
-	h := w.held[pc.key]
+	h := w.heldFor(pc)
 	if h == nil || h.gen != pc.gen || h.c.phase != cParents {
 		return
 	}
@@ -235,7 +239,7 @@ func (w *Worker) positionAfter(h *holding) Position {
 }
 
 func (w *Worker) onIterator(pc pendingCall, r *Result) {
-	h := w.held[pc.key]
+	h := w.heldFor(pc)
 	if h == nil || h.gen != pc.gen || h.c.phase != cIterWait {
 		return
 	}
@@ -277,7 +281,7 @@ func (w *Worker) onIterator(pc pendingCall, r *Result) {
 }
 
 func (w *Worker) onRecords(pc pendingCall, r *Result) {
-	h := w.held[pc.key]
+	h := w.heldFor(pc)
 	if h == nil || h.gen != pc.gen || h.c.phase != cFetchWait {
 		return
 	}
@@ -288,6 +292,9 @@ func (w *Worker) onRecords(pc pendingCall, r *Result) {
 	case errors.Is(r.Err, ErrExpiredIterator), errors.Is(r.Err, ErrNotFound):
 		// A new iterator after the last record delivered; if the shard is
 		// gone, getting it says so.
+		if w.bug("expired-iterator-restarts-at-checkpoint") {
+			c.position = h.row.Checkpoint
+		}
 		c.phase = cIter
 		c.nextAt = now
 		w.tickConsumer(h)
@@ -334,9 +341,12 @@ func (w *Worker) onRecords(pc pendingCall, r *Result) {
 	w.tickConsumer(h)
 }
 
-func (w *Worker) onDone(in Input) {
-	key, batch := in.Key, in.Batch
-	h := w.held[key]
+func (w *Worker) onDone(in Input, rs *rowState) {
+	batch := in.Batch
+	if rs == nil {
+		return
+	}
+	h := rs.held
 	if h == nil || h.c.batch != batch || !h.c.busyWithProcessor() {
 		return
 	}
@@ -355,7 +365,7 @@ func (w *Worker) onDone(in Input) {
 			// if it had been processed (nothing is checkpointed for it).
 			w.emit(TraceEvent{Kind: TraceBatchSkipped, Key: h.key, Shard: h.ref, Counter: h.row.Counter,
 				First: first, Last: last, Count: c.failures + 1, Reason: in.Reason})
-		case in.Failed:
+		case in.Failed && !w.bug("failed-batch-advances"):
 			// Deliver the same records again, after a pause.
 			c.failures++
 			w.emit(TraceEvent{Kind: TraceBatchFailed, Key: h.key, Shard: h.ref, Counter: h.row.Counter,

@@ -301,8 +301,8 @@ func TestGracefulRelease(t *testing.T) {
 	u.runTo(time.Second)
 	u.step(Input{Kind: InputShutdown})
 	sr := u.noticesOf(NoticeShutdownRequested, key)
-	if len(sr) != 1 || sr[0].at != time.Second {
-		t.Fatalf("shutdown-requested %v", sr)
+	if len(sr) != 1 || sr[0].at != time.Second || sr[0].n.Reason != ShutdownWorker || sr[0].n.To != "" {
+		t.Fatalf("shutdown-requested %v, want one, at 1s, for a worker shutdown", sr)
 	}
 	mid, last := u.stream.recs[key][1].Sequence, u.stream.recs[key][2].Sequence
 	n, ok := u.checkpoint(key, SequenceCheckpoint(mid))
@@ -406,5 +406,23 @@ func TestShardEndWrite(t *testing.T) {
 				t.Errorf("finished parent row not deleted")
 			}
 		})
+	}
+}
+
+// A cooperative handoff asks the processor to let go for a handoff, naming
+// the receiver: a processor can tell it from a shutdown.
+func TestHandoffSaysWhy(t *testing.T) {
+	u := newUnit(t, Config{})
+	u.holdNotices = map[NoticeKind]bool{NoticeShutdownRequested: true}
+	key := u.holding(shardKey(0), startSeq(), 3)
+	u.runTo(time.Second)
+	u.w.handOver(u.w.holdingOf(key), "w9")
+	u.step(Input{Kind: InputTick})
+	sr := u.noticesOf(NoticeShutdownRequested, key)
+	if len(sr) != 1 || sr[0].n.Reason != ShutdownHandoff || sr[0].n.To != "w9" {
+		t.Fatalf("shutdown-requested %v, want one for a handoff to w9", sr)
+	}
+	if ShutdownHandoff.String() != "handoff" || ShutdownWorker.String() != "worker shutdown" {
+		t.Errorf("names %q %q", ShutdownHandoff, ShutdownWorker)
 	}
 }

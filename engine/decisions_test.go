@@ -438,7 +438,7 @@ func TestHolderWritesAreFenced(t *testing.T) {
 			stolen.Owner, stolen.Counter = "thief", stolen.Counter+1
 			u.put(stolen)
 			u.runTo(2 * time.Second)
-			if o := u.w.obs[key]; o == nil || o.row.Owner != "thief" {
+			if o := u.w.observed(key); o == nil || o.row.Owner != "thief" {
 				t.Fatalf("the worker did not observe the thief's row")
 			}
 			from := len(u.sent)

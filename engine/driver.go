@@ -56,6 +56,27 @@ type ConsumerOptions struct {
 	Logger *slog.Logger
 }
 
+// nonNil is s, or an empty list for nil (a log line says [], not null).
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+// ShutdownBound returns how long Run may take to return once its context
+// is cancelled: ShutdownTimeout, or its default, the lease duration of
+// Config (zero fields taken at their defaults). Give a worker more than
+// that before it is killed (Kubernetes' terminationGracePeriodSeconds, a
+// systemd TimeoutStopSec), or the leases it has not released by then
+// expire instead of moving at once.
+func (o ConsumerOptions) ShutdownBound() time.Duration {
+	if o.ShutdownTimeout > 0 {
+		return o.ShutdownTimeout
+	}
+	return o.Config.withDefaults().LeaseDuration
+}
+
 // Consumer runs one worker: the decision core driven by a clock, with calls
 // to the store and the stream made concurrently and record processors run
 // on their own goroutines.
@@ -75,6 +96,7 @@ type Consumer struct {
 	nextToken   uint64
 	done        chan struct{}
 	health      *health
+	outages     *outages
 	// planted is a planted driver bug (planted_on.go): "" in every build
 	// without the shardlease_mutations tag, where bug is constant false.
 	planted string
@@ -165,6 +187,7 @@ func NewConsumer(opts ConsumerOptions) (*Consumer, error) {
 		health:      newHealth(cfg.LeaseDuration, opts.StartTimeout),
 		planted:     cfg.planted,
 	}
+	c.outages = newOutages(c.clk, c.log)
 	return c, nil
 }
 
@@ -177,7 +200,8 @@ func NewConsumer(opts ConsumerOptions) (*Consumer, error) {
 // SkipTableCheck), then the worker checks the streams and the table's
 // stream marker (see Worker.Started); nothing is written to the table
 // before those pass. Run returns:
-//   - nil after a clean shutdown that released every lease it held;
+//   - nil after a clean shutdown that released every lease it held (also
+//     when ctx is cancelled during the table check: none was taken);
 //   - a *ShutdownError when some leases could not be released (the table
 //     was unreachable, or the shutdown timed out): they expire;
 //   - an error wrapping ErrTableMissing, ErrTableSchema, ErrStreamMissing,
@@ -191,6 +215,13 @@ func (c *Consumer) Run(ctx context.Context) error {
 	defer func() { c.health.stop(c.clk.Now()) }()
 	if tc, ok := c.opts.Store.(TableChecker); ok && !c.opts.SkipTableCheck {
 		if err := c.checkTable(ctx, tc); err != nil {
+			if ctx.Err() != nil {
+				// asked to stop (SIGTERM) while the table was being
+				// checked: nothing was taken, nothing is left to release
+				c.log.Info("stopped during the start-up checks, as asked; no lease was taken")
+				return nil
+			}
+			c.log.Error("start-up check failed: the lease table", "err", err)
 			return err
 		}
 	}
@@ -263,7 +294,7 @@ func (c *Consumer) Run(ctx context.Context) error {
 			released, left := c.worker.ShutdownResult()
 			left = append(left, c.worker.Held()...)
 			err := &ShutdownError{Released: released, Left: left, Reason: fmt.Sprintf("the shutdown did not finish within %v", c.opts.ShutdownTimeout)}
-			c.log.Error("graceful shutdown timed out: leases not released will expire after the lease duration", "released", released, "left", left)
+			c.log.Error("graceful shutdown timed out: leases not released will expire after the lease duration", "released", nonNil(released), "left", nonNil(left))
 			return err
 		case <-startBy:
 			c.stopRunners()
@@ -280,7 +311,6 @@ func (c *Consumer) checkTable(ctx context.Context, tc TableChecker) error {
 		defer cancel()
 	}
 	if err := tc.CheckTable(ctx); err != nil {
-		c.log.Error("start-up check failed: the lease table", "err", err)
 		return fmt.Errorf("engine: start-up check of the lease table: %w", err)
 	}
 	return nil
@@ -296,10 +326,10 @@ func (c *Consumer) stopped(err error) error {
 	released, left := c.worker.ShutdownResult()
 	if len(left) > 0 {
 		c.log.Error("worker stopped; some leases could not be released and will expire after the lease duration",
-			"released", released, "left", left)
+			"released", nonNil(released), "left", nonNil(left))
 		return &ShutdownError{Released: released, Left: left, Reason: "their release could not be written before their own-view expiry"}
 	}
-	c.log.Info("worker stopped; every lease released", "released", released)
+	c.log.Info("worker stopped; every lease released", "released", nonNil(released))
 	return nil
 }
 
@@ -357,7 +387,7 @@ func (c *Consumer) dispatch(ctx context.Context, call Call) {
 		r := Execute(cctx, c.opts.Store, c.opts.Stream, call)
 		r.ID = call.ID
 		c.health.call(call.Op, r.Err, c.clk.Now())
-		c.logCallError(call, r.Err)
+		c.outages.call(call, r.Err)
 		c.feed(Input{Kind: InputResult, Result: r})
 	}()
 }
@@ -367,22 +397,6 @@ func (c *Consumer) feed(in Input) {
 	select {
 	case c.results <- in:
 	case <-c.done:
-	}
-}
-
-// logCallError logs a failed call at a level that fits: a missing table or
-// stream is an error a person must fix; throttling and lost conditions are
-// routine.
-func (c *Consumer) logCallError(call Call, err error) {
-	switch {
-	case err == nil, errors.Is(err, ErrConditionFailed):
-	case errors.Is(err, ErrNotFound) && (call.Op == OpListLeases || call.Op == OpListShards):
-		c.log.Error("call failed: not found", "call", call.Op.String(), "stream", call.Stream, "err", err)
-	case errors.Is(err, ErrThrottled), errors.Is(err, ErrNotFound), errors.Is(err, ErrExpiredIterator),
-		errors.Is(err, ErrResourceInUse), errors.Is(err, ErrSubscriptionEnded):
-		c.log.Debug("call failed", "call", call.Op.String(), "key", call.Key, "stream", call.Stream, "err", err)
-	default:
-		c.log.Warn("call failed", "call", call.Op.String(), "key", call.Key, "stream", call.Stream, "err", err)
 	}
 }
 

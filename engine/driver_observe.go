@@ -3,10 +3,38 @@ package engine
 import "strings"
 
 // observe is the driver's look at every trace event of its worker, before
-// the configured Tracer gets it: it logs what an operator must see. It runs
-// on the loop's goroutine, inside Step.
+// the configured Tracer gets it: it logs what an operator must see (every
+// lease taken, handed over, released or lost, with why; the assigner's
+// moves; malformed rows; dropped aggregates). It runs on the loop's
+// goroutine, inside Step.
 func (c *Consumer) observe(e TraceEvent) {
+	if e.Key == AssignerKey {
+		switch e.Kind {
+		case TraceLeaseAcquired:
+			c.log.Info("became the assigner: this worker hands leases out", "previous", e.Previous)
+		case TraceLeaseLost:
+			c.log.Warn("no longer the assigner", "cause", e.Reason)
+		case TraceLeaseReleased:
+			c.log.Info("released the assigner row")
+		}
+		return
+	}
+	if IsReserved(e.Key) {
+		return
+	}
 	switch e.Kind {
+	case TraceLeaseAcquired:
+		c.log.Info("lease taken", "lease", e.Key, "shard", e.Shard.String(), "reason", e.Reason, "previous_owner", e.Previous)
+	case TraceHandingOver:
+		c.log.Info("handing the lease over", "lease", e.Key, "shard", e.Shard.String(), "to", strings.TrimPrefix(e.Reason, "to "))
+	case TraceLeaseReleased:
+		c.log.Info("lease released", "lease", e.Key, "shard", e.Shard.String(), "reason", e.Reason)
+	case TraceLeaseLost:
+		c.log.Warn("lease lost", "lease", e.Key, "shard", e.Shard.String(), "cause", e.Reason)
+	case TraceAssigned:
+		c.log.Info("assigner: lease moved", "lease", e.Key, "shard", e.Shard.String(), "what", e.Reason, "previous_owner", e.Previous)
+	case TraceModeFallback:
+		c.log.Warn("taking leases without an assigner", "reason", e.Reason)
 	case TraceMalformedRow:
 		// The core reports each malformed key once per worker; the row is
 		// skipped (never taken, changed or deleted) until someone fixes or

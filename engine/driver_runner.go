@@ -131,7 +131,7 @@ func (r *runner) handle(ctx context.Context, n Notice) (final bool) {
 		case NoticeShardEnded:
 			err = r.proc.ShardEnded(ctx, ShardEndedInput{Shard: n.Shard, Checkpointer: cp})
 		case NoticeShutdownRequested:
-			err = r.proc.ShutdownRequested(ctx, ShutdownInput{Shard: n.Shard, Checkpointer: cp})
+			err = r.proc.ShutdownRequested(ctx, ShutdownInput{Shard: n.Shard, Checkpointer: cp, Reason: n.Reason, To: n.To})
 		case NoticeLeaseLost:
 			r.proc.LeaseLost(ctx, LeaseLostInput{Shard: n.Shard})
 		}

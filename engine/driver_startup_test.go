@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -167,5 +169,41 @@ func TestConsumerShutdownTellsTheTruth(t *testing.T) {
 	}
 	if len(se.Left) != 2 || len(se.Released) != 0 {
 		t.Errorf("released %v, left %v; want none released and both left", se.Released, se.Left)
+	}
+}
+
+// hangingCheck is a table check that answers only when its context ends
+// (an unreachable table).
+type hangingCheck struct{ *MemStore }
+
+func (hangingCheck) CheckTable(ctx context.Context) error {
+	<-ctx.Done()
+	return fmt.Errorf("describe table: %w", ctx.Err())
+}
+
+// TestStopDuringTheTableCheck: a SIGTERM (Run's context cancelled) while
+// the table is being checked stops Run cleanly: nil, an INFO line, no
+// ERROR (nothing was taken, nothing is left to release).
+func TestStopDuringTheTableCheck(t *testing.T) {
+	logs := &syncBuffer{}
+	c, err := NewConsumer(ConsumerOptions{
+		Config:    Config{Owner: "A", Streams: []StreamConfig{{Name: "s"}}},
+		Store:     hangingCheck{NewMemStore()},
+		Stream:    &lockedStream{s: newTStream(1)},
+		Processor: newRecorder().factory,
+		Logger:    slog.New(slog.NewTextHandler(logs, nil)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx) }()
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Run = %v, want nil", err)
+	}
+	if out := logs.String(); strings.Contains(out, "level=ERROR") || !strings.Contains(out, "stopped during the start-up checks, as asked") {
+		t.Errorf("logs:\n%s", out)
 	}
 }

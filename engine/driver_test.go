@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -57,6 +58,7 @@ type recorder struct {
 	cpErrs  []error
 	ended   []string
 	stopped []string
+	why     []string // of each ShutdownRequested: its reason, and to whom
 }
 
 func newRecorder() *recorder { return &recorder{got: map[string][]string{}} }
@@ -111,6 +113,7 @@ func (p *recProc) ShardEnded(ctx context.Context, in ShardEndedInput) error {
 func (p *recProc) ShutdownRequested(ctx context.Context, in ShutdownInput) error {
 	p.r.mu.Lock()
 	p.r.stopped = append(p.r.stopped, in.Shard.Shard)
+	p.r.why = append(p.r.why, strings.TrimSpace(in.Reason.String()+" "+in.To))
 	p.r.mu.Unlock()
 	return nil
 }
@@ -205,8 +208,8 @@ func TestConsumerProcessesAndReleasesOnShutdown(t *testing.T) {
 			t.Errorf("%s still owned by %q after shutdown", row.Key, row.Owner)
 		}
 	}
-	if len(rec.stopped) != 2 {
-		t.Errorf("ShutdownRequested called for %v, want both shards", rec.stopped)
+	if len(rec.stopped) != 2 || rec.why[0] != "worker shutdown" || rec.why[1] != "worker shutdown" {
+		t.Errorf("ShutdownRequested called for %v (%q), want both shards, for a worker shutdown", rec.stopped, rec.why)
 	}
 	if len(rec.cpErrs) != 0 {
 		t.Errorf("checkpoint errors: %v", rec.cpErrs)
@@ -234,6 +237,12 @@ func TestConsumersHandOverInOneProcess(t *testing.T) {
 		}
 		return n == 2
 	})
+	ra.mu.Lock()
+	handoffs := slices.Clone(ra.why)
+	ra.mu.Unlock()
+	if len(handoffs) != 2 || handoffs[0] != "handoff B" || handoffs[1] != "handoff B" {
+		t.Errorf("A's processors were asked to let go for %q, want two handoffs to B", handoffs)
+	}
 	if err := a.stop(t, clk); err != nil {
 		t.Fatalf("A: %v", err)
 	}
@@ -382,5 +391,20 @@ func TestConsumerDrawsASeed(t *testing.T) {
 	}
 	if a.worker.Config().Seed == 0 {
 		t.Fatal("the consumer kept seed 0")
+	}
+}
+
+func TestShutdownBound(t *testing.T) {
+	for _, c := range []struct {
+		o    ConsumerOptions
+		want time.Duration
+	}{
+		{ConsumerOptions{}, DefaultLeaseDuration},
+		{ConsumerOptions{Config: Config{LeaseDuration: 30 * time.Second}}, 30 * time.Second},
+		{ConsumerOptions{Config: Config{LeaseDuration: 30 * time.Second}, ShutdownTimeout: 5 * time.Second}, 5 * time.Second},
+	} {
+		if got := c.o.ShutdownBound(); got != c.want {
+			t.Errorf("ShutdownBound(%+v) = %v, want %v", c.o, got, c.want)
+		}
 	}
 }

@@ -54,7 +54,7 @@ func (w *Worker) subscribe(h *holding) {
 	c.phase = cIterWait
 	c.fo.subscribedAt = w.now.Mono
 	w.call(Call{Op: OpSubscribe, Stream: h.ref.Stream, Shard: h.ref.Shard, ConsumerARN: arn, Position: w.subscribePosition(h)},
-		pendingCall{purpose: forSubscribe, key: h.key, gen: h.gen})
+		pendingCall{purpose: forSubscribe, key: h.key, gen: h.gen, rs: h.rs})
 }
 
 // subscribePosition returns where a subscription of h starts.
@@ -69,7 +69,7 @@ func (w *Worker) subscribePosition(h *holding) Position {
 }
 
 func (w *Worker) onSubscribed(pc pendingCall, r *Result) {
-	h := w.held[pc.key]
+	h := w.heldFor(pc)
 	if h == nil || h.gen != pc.gen || h.c.phase != cIterWait {
 		if r.Err == nil && r.Subscription != "" {
 			// Not wanted any more (the lease was lost or given up).
@@ -157,11 +157,11 @@ func (w *Worker) askEvent(h *holding) {
 	c.phase = cFetchWait
 	c.fo.askedAt = w.now.Mono
 	w.call(Call{Op: OpNextEvent, Stream: h.ref.Stream, Shard: h.ref.Shard, Subscription: c.fo.handle, Wait: EventWait},
-		pendingCall{purpose: forEvent, key: h.key, gen: h.gen})
+		pendingCall{purpose: forEvent, key: h.key, gen: h.gen, rs: h.rs})
 }
 
 func (w *Worker) onEvent(pc pendingCall, r *Result) {
-	h := w.held[pc.key]
+	h := w.heldFor(pc)
 	if h == nil || h.gen != pc.gen || h.c.phase != cFetchWait {
 		return
 	}

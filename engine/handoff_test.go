@@ -94,3 +94,27 @@ func TestStolenThenRestartedThiefWaitsForVictim(t *testing.T) {
 	}
 	t.Errorf("the restarted thief never resumed %s: %v", key, c.traceOf(TraceLeaseAcquired, "B", key))
 }
+
+// A holder handing a lease over whose processor holds its batch releases
+// the lease at the handoff's deadline, half a lease duration after it
+// began, not at its next renewal after it (T2 holds the simulator's runs
+// to that).
+func TestHandoffDeadlineReleasesOnTime(t *testing.T) {
+	u := newUnit(t, Config{})
+	u.holdRecords = true // the processor never finishes its batch
+	key := u.holding(shardKey(0), startSeq(), 3)
+	u.runTo(500 * time.Millisecond)
+	h := u.w.holdingOf(key)
+	u.w.handOver(h, "other")
+	by := h.handOverBy
+	u.runTo(by + 50*time.Millisecond)
+	var sent []TraceEvent
+	for _, e := range u.trace {
+		if e.Kind == TraceCallSent && e.Key == key && e.Reason == "release" {
+			sent = append(sent, e)
+		}
+	}
+	if len(sent) == 0 || sent[0].Mono > by {
+		t.Fatalf("release sent at %v, want at the handoff's deadline %v:\n%s", sent, by, u.dump())
+	}
+}

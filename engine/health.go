@@ -1,8 +1,10 @@
 package engine
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"net"
 	"strings"
 	"sync"
 	"time"
@@ -32,12 +34,23 @@ import (
 // a missing table or stream count as failures.
 //
 // LiveReason and ReadyReason say why, in one line for humans and probe
-// logs: "ok: ..." or "not live: ..." / "not ready: ...".
+// logs: "ok: ..." or "not live: ..." / "not ready: ...". They name a
+// failing dependency's error by its class only (timeout, throttled,
+// network error, access denied, not found, error), never its text, which
+// may name the table, the endpoint or the account: they are safe in an
+// unauthenticated probe's body. TableErr and StreamErr hold the errors
+// themselves, for logs.
 type Health struct {
 	Live        bool
 	Ready       bool
 	LiveReason  string
 	ReadyReason string
+
+	// TableErr and StreamErr are the errors of the latest failed call to
+	// the lease table and the stream since their last answer (nil if the
+	// latest call was answered). Their text may name the table, the
+	// endpoint or the account: log them, do not serve them.
+	TableErr, StreamErr error
 
 	// Held is the number of leases held at the last step.
 	Held int
@@ -79,7 +92,7 @@ type answers struct {
 	name         string
 	answered     time.Time // last answer
 	failingSince time.Time // first failure since the last answer; zero if the latest call was answered
-	lastErr      string
+	lastErr      error
 }
 
 func newHealth(lease, startGrace time.Duration) *health {
@@ -130,16 +143,39 @@ func (h *health) call(op Op, err error, now time.Time) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if ok {
-		a.answered, a.failingSince, a.lastErr = now, time.Time{}, ""
+		a.answered, a.failingSince, a.lastErr = now, time.Time{}, nil
 		return
 	}
 	if a.failingSince.IsZero() {
 		a.failingSince = now
 	}
-	a.lastErr = err.Error()
-	if len(a.lastErr) > 300 {
-		a.lastErr = a.lastErr[:300] + "..."
+	a.lastErr = err
+}
+
+// ErrorClass names the class of a call's error for humans, without its
+// text: "timeout", "throttled", "access denied", "not found", "network
+// error", or "error" for anything else. Probes and aggregated outage logs
+// use it; the error itself goes to the logs once.
+func ErrorClass(err error) string {
+	var ne net.Error
+	switch {
+	case err == nil:
+		return ""
+	case errors.Is(err, ErrAccessDenied):
+		return "access denied"
+	case errors.Is(err, ErrThrottled):
+		return "throttled"
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		return "timeout"
+	case errors.Is(err, ErrNotFound), errors.Is(err, ErrTableMissing), errors.Is(err, ErrStreamMissing):
+		return "not found"
+	case errors.As(err, &ne):
+		if ne.Timeout() {
+			return "timeout"
+		}
+		return "network error"
 	}
+	return "error"
 }
 
 // answered reports whether a call's outcome shows that the service
@@ -159,7 +195,8 @@ func answered(op Op, err error) bool {
 func (h *health) report(now time.Time) Health {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	r := Health{Held: h.held, LastStep: h.lastStep, TableAnswered: h.table.answered, StreamAnswered: h.stream.answered}
+	r := Health{Held: h.held, LastStep: h.lastStep, TableAnswered: h.table.answered, StreamAnswered: h.stream.answered,
+		TableErr: h.table.lastErr, StreamErr: h.stream.lastErr}
 	switch {
 	case !h.running && h.stopped.IsZero():
 		r.LiveReason, r.ReadyReason = "not live: Run has not started", "not ready: Run has not started"
@@ -218,7 +255,7 @@ func (h *health) failing() string {
 	var parts []string
 	for _, a := range []*answers{&h.table, &h.stream} {
 		if !a.failingSince.IsZero() {
-			parts = append(parts, fmt.Sprintf("%s failing since %s: %s", a.name, stamp(a.failingSince), a.lastErr))
+			parts = append(parts, fmt.Sprintf("%s failing since %s: %s", a.name, stamp(a.failingSince), ErrorClass(a.lastErr)))
 		}
 	}
 	if len(parts) == 0 {
@@ -233,7 +270,7 @@ func (a *answers) unready(now time.Time, bound time.Duration) string {
 		return ""
 	}
 	return fmt.Sprintf("%s unreachable since %s (last answer %s ago; bound: the lease duration %s): %s",
-		a.name, stamp(a.failingSince), since(now, a.answered), bound, a.lastErr)
+		a.name, stamp(a.failingSince), since(now, a.answered), bound, ErrorClass(a.lastErr))
 }
 
 func stamp(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z07:00") }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"strings"
 	"sync"
 	"testing"
@@ -52,7 +53,10 @@ func TestHealthStates(t *testing.T) {
 	h.call(OpListLeases, denied, at(100*time.Millisecond))
 	h.call(OpListShards, nil, at(100*time.Millisecond))
 	wantHealth(t, h.report(at(time.Second)), true, false, "ok: ",
-		"not ready: starting: the start-up checks (the table, the stream, the table's stream marker) have not passed yet (lease table failing since 2026-01-02T03:04:05.100Z: UnrecognizedClientException")
+		"not ready: starting: the start-up checks (the table, the stream, the table's stream marker) have not passed yet (lease table failing since 2026-01-02T03:04:05.100Z: error)")
+	if r := h.report(at(time.Second)); strings.Contains(r.ReadyReason, "UnrecognizedClientException") || r.TableErr != denied {
+		t.Errorf("ReadyReason %q holds the error's text, or TableErr = %v", r.ReadyReason, r.TableErr)
+	}
 	// the stream answered: only the table's failure is named
 	if r := h.report(at(time.Second)).ReadyReason; strings.Contains(r, "stream failing") {
 		t.Errorf("ReadyReason %q names the stream", r)
@@ -71,7 +75,7 @@ func TestHealthStates(t *testing.T) {
 	h.stepped(at(11*time.Second), at(12*time.Second), 2)
 	wantHealth(t, h.report(at(12*time.Second)), true, true, "ok: ", "ok: ")
 	wantHealth(t, h.report(at(12*time.Second+time.Millisecond)), true, false, "ok: ",
-		"not ready: lease table unreachable since 2026-01-02T03:04:08.000Z (last answer 10.001s ago; bound: the lease duration 10s): update lease: context deadline exceeded")
+		"not ready: lease table unreachable since 2026-01-02T03:04:08.000Z (last answer 10.001s ago; bound: the lease duration 10s): timeout")
 	// a failed condition is an answer
 	h.call(OpUpdateLease, fmt.Errorf("renew: %w", ErrConditionFailed), at(13*time.Second))
 	h.stepped(at(13*time.Second), at(14*time.Second), 1)
@@ -195,15 +199,35 @@ func TestConsumerHealthFollowsATableOutage(t *testing.T) {
 	advance(t, clk, time.Minute, "unready in the outage", func() bool { return !c.Health().Ready })
 	h := c.Health()
 	wantHealth(t, h, true, false, "ok: ", "not ready: lease table unreachable since")
-	if !strings.Contains(h.ReadyReason, "connection refused") {
-		t.Errorf("ReadyReason %q does not give the last error", h.ReadyReason)
+	if strings.Contains(h.ReadyReason, "connection refused") || h.TableErr == nil || !strings.Contains(h.TableErr.Error(), "connection refused") {
+		t.Errorf("ReadyReason %q gives the error's text, or TableErr %v is not the last error", h.ReadyReason, h.TableErr)
 	}
 	if gap := clk.Now().Sub(h.TableAnswered); gap <= 10*time.Second || gap > 11*time.Second {
 		t.Errorf("unready %v after the last answer: want just past the lease duration (10s)", gap)
 	}
 
+	// a minute more of the outage: logged once when it began and in a
+	// summary every OutageSummaryEvery, never per call
+	failedAt := clk.Now().Add(-11 * time.Second)
+	advance(t, clk, 2*time.Minute, "a minute into the outage", func() bool { return clk.Now().Sub(failedAt) >= 70*time.Second })
 	store.fail(false)
 	advance(t, clk, time.Minute, "ready after the outage", func() bool { return c.Health().Ready })
+	advance(t, clk, time.Minute, "the table's return logged", func() bool { return strings.Contains(logs.String(), "lease table reachable again") })
+	out := logs.String()
+	for line, want := range map[string][2]int{
+		`level=WARN msg="lease table unreachable: calls fail; retrying`: {1, 1},
+		`level=WARN msg="lease table still unreachable"`:                {2, 3},
+		`level=INFO msg="lease table reachable again"`:                  {1, 1},
+		`level=WARN msg="call failed"`:                                  {0, 0},
+		`level=WARN msg="lease lost"`:                                   {1, 2},
+	} {
+		if n := strings.Count(out, line); n < want[0] || n > want[1] {
+			t.Errorf("%d lines %s, want %d to %d:\n%s", n, line, want[0], want[1], out)
+		}
+	}
+	if !strings.Contains(out, `msg="lease lost" owner=A lease=`) || !strings.Contains(out, "cause=\"expired") {
+		t.Errorf("a lease lost in the outage is not logged at WARN with its cause:\n%s", out)
+	}
 	if err := run.stop(t, clk); err != nil {
 		t.Logf("Run: %v", err) // the leases may have been lost in the outage
 	}
@@ -214,5 +238,17 @@ func TestConsumerHealthFollowsATableOutage(t *testing.T) {
 	store.mu.Unlock()
 	if n := strings.Count(logs.String(), `level=WARN msg="malformed lease row skipped: fix or delete it by hand" owner=A key=bad-row reason="attribute leaseCounter: want type N, got S"`); n != 1 || scans < 3 {
 		t.Errorf("the malformed row was logged %d times over %d scans, want once:\n%s", n, scans, logs.String())
+	}
+}
+
+func TestErrorClass(t *testing.T) {
+	for err, want := range map[error]string{
+		nil: "", fmt.Errorf("x: %w", ErrThrottled): "throttled", fmt.Errorf("x: %w: %w", ErrAccessDenied, errors.New("token")): "access denied",
+		fmt.Errorf("x: %w", context.DeadlineExceeded): "timeout", fmt.Errorf("x: %w", ErrTableMissing): "not found",
+		&net.OpError{Op: "dial", Err: errors.New("connection refused")}: "network error", errors.New("boom"): "error",
+	} {
+		if got := ErrorClass(err); got != want {
+			t.Errorf("ErrorClass(%v) = %q, want %q", err, got, want)
+		}
 	}
 }

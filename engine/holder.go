@@ -17,6 +17,7 @@ import (
 // (Counter) the next write expects is always known.
 type holding struct {
 	key  string
+	rs   *rowState // key's row
 	ref  ShardRef
 	gen  uint64
 	due  time.Duration // when it next needs the worker (in Worker.dueq)
@@ -79,10 +80,13 @@ func (w *Worker) actUntil(h *holding) time.Duration {
 	if w.bug("no-safety-margin") {
 		until = w.validUntil(h)
 	}
-	if c := w.heldAssignerRow(); c != nil && c != h && !c.gone {
+	if c := w.heldAssignerRow(); c != nil && c != h && !c.gone && !w.bug("assigner-leases-unbound") {
 		until = min(until, w.actUntil(c))
 	}
-	if wr := w.writes[AssignerKey]; wr != nil && wr.kind == wTake && h.key != AssignerKey {
+	if h.key == AssignerKey {
+		return until
+	}
+	if wr := w.writeOf(AssignerKey); wr != nil && wr.kind == wTake {
 		until = min(until, wr.sentAt+w.cfg.LeaseDuration-w.cfg.SafetyMargin)
 	}
 	return until
@@ -105,9 +109,11 @@ func (w *Worker) isActing(h *holding) bool {
 // acquired turns a successful take into a holding.
 func (w *Worker) acquired(wr *write) {
 	w.nextBatch++
+	rs := w.rows.intern(wr.key)
 	h := &holding{
 		key:       wr.key,
-		ref:       w.refOf(wr.key),
+		rs:        rs,
+		ref:       w.refOfRow(rs),
 		gen:       w.nextBatch,
 		row:       wr.row,
 		validFrom: w.validFromOf(wr.sentAt),
@@ -140,7 +146,7 @@ func (w *Worker) tickHolding(h *holding) {
 		w.loseLease(h, "expired: no renewal applied within the lease duration")
 		return
 	}
-	if h.handing && now >= h.handOverBy && h.write == nil && h.release == 0 {
+	if h.handing && now >= h.handOverBy && h.write == nil && h.release == 0 && !w.bug("handoff-timeout-ignored") {
 		// The processor did not let the handoff finish in time: release
 		// anyway (its later checkpoints are refused).
 		w.refuseCheckpoints(h, "the lease is being handed over")
@@ -153,7 +159,7 @@ func (w *Worker) tickHolding(h *holding) {
 		h.stoppedTraced = true
 		w.emit(TraceEvent{Kind: TraceStoppedActing, Key: h.key, Shard: h.ref, Counter: h.row.Counter, Reason: "safety margin before own-view expiry"})
 	}
-	if h.write != nil {
+	if h.write != nil && !(h.write.resolving && w.bug("write-while-resolving")) {
 		w.retryResolve(h.write)
 	} else if now >= h.retryWriteAt {
 		w.nextWrite(h)
@@ -186,7 +192,7 @@ func (w *Worker) nextWrite(h *holding) {
 		row.OwnerSwitches = 0
 		row.Counter++
 		h.write = w.newWrite()
-		*h.write = write{kind: wCheckpoint, key: h.key, expect: ExpectOf(h.row), row: row, target: target}
+		*h.write = write{kind: wCheckpoint, key: h.key, rs: h.rs, expect: ExpectOf(h.row), row: row, target: target}
 	case h.release == wShardEnd && len(h.cps) == 0 && w.isActing(h):
 		row := h.row.Clone()
 		row.Checkpoint = SentinelCheckpoint(ShardEnd)
@@ -195,20 +201,20 @@ func (w *Worker) nextWrite(h *holding) {
 		row.Children = h.children
 		row.Counter++
 		h.write = w.newWrite()
-		*h.write = write{kind: wShardEnd, key: h.key, expect: ExpectOf(h.row), row: row}
+		*h.write = write{kind: wShardEnd, key: h.key, rs: h.rs, expect: ExpectOf(h.row), row: row}
 	case releaseNow:
 		row := h.row.Clone()
 		row.Owner = ""
 		row.Counter++
 		row.HandoffTo, row.Pending = "", ""
 		switch {
-		case h.handing:
+		case h.handing && !w.bug("handoff-release-to-assigner"):
 			row.Pending = h.handoffTo // its receiver takes it at once
 		case w.asg.on && !h.control:
 			row.Pending = AssignerPending // the assigner hands it out at once
 		}
 		h.write = w.newWrite()
-		*h.write = write{kind: wRelease, key: h.key, expect: ExpectOf(h.row), row: row}
+		*h.write = write{kind: wRelease, key: h.key, rs: h.rs, expect: ExpectOf(h.row), row: row}
 	case now >= h.validFrom+w.cfg.RenewInterval || (h.row.HandoffFrom != "" && now >= h.actFrom && w.isActing(h)):
 		row := h.row.Clone()
 		row.Counter++
@@ -216,7 +222,7 @@ func (w *Worker) nextWrite(h *holding) {
 			row.Children = w.sortedMembers()
 		}
 		h.write = w.newWrite()
-		*h.write = write{kind: wRenew, key: h.key, expect: ExpectOf(h.row), row: row}
+		*h.write = write{kind: wRenew, key: h.key, rs: h.rs, expect: ExpectOf(h.row), row: row}
 	default:
 		return
 	}
@@ -250,7 +256,7 @@ func (w *Worker) holderWriteApplied(h *holding, wr *write) {
 	h.suspect = false
 	h.writeBackoff = 0
 	h.row = wr.row
-	w.observeRow(wr.row)
+	w.observe(h.rs, wr.row)
 	if wr.kind != wRelease && wr.kind != wShardEnd {
 		h.validFrom = w.validFromOf(wr.sentAt)
 		if h.stoppedTraced && w.now.Mono < w.actUntil(h) {
@@ -347,14 +353,14 @@ func (w *Worker) loseLease(h *holding, reason string) {
 		// reply comes later must not be acted on (soak seed 16892: S1, a
 		// deposed assigner acted on a take sent before it lost its row,
 		// which its successor had reassigned at once).
-		for _, wr := range w.writes {
-			if wr.kind == wTake && wr.row.Writer == old && !IsReserved(wr.key) {
+		for _, rs := range w.writing {
+			if wr := rs.write; wr.kind == wTake && wr.row.Writer == old && !IsReserved(wr.key) && !w.bug("deposed-take-acted") {
 				wr.deposed = true
 			}
 		}
 		w.asg.as = nil
-		for _, k := range slices.Clone(w.heldKeys) {
-			if o := w.held[k]; o != nil && o != h && !o.gone {
+		for _, o := range slices.Clone(w.held) {
+			if o != h && !o.gone {
 				w.loseLease(o, "the assigner row was lost: "+reason)
 				w.dueq.set(o, w.now.Mono)
 			}
@@ -379,16 +385,18 @@ func (w *Worker) beginShutdown() {
 		return
 	}
 	w.shutdown = true
-	w.down.held = len(w.heldKeys)
-	for _, k := range w.heldKeys {
-		h := w.held[k]
+	w.down.held = len(w.held)
+	for _, h := range w.held {
 		h.c.shutdown = !h.control
 		w.dueq.set(h, w.now.Mono)
 	}
 }
 
-func (w *Worker) onCheckpointRequest(key string, cp Checkpoint, token uint64) {
-	h := w.held[key]
+func (w *Worker) onCheckpointRequest(key string, rs *rowState, cp Checkpoint, token uint64) {
+	var h *holding
+	if rs != nil {
+		h = rs.held
+	}
 	var ref ShardRef
 	if h != nil {
 		ref = h.ref // refOf(key), which a holding keeps from its start
@@ -407,6 +415,8 @@ func (w *Worker) onCheckpointRequest(key string, cp Checkpoint, token uint64) {
 		// The lease is being given up: a checkpoint queued now could only
 		// be written after the release, and would never be answered.
 		reject(ErrLeaseLost, "the lease is being released")
+	case h.handing && w.bug("handoff-refuses-checkpoints"):
+		reject(ErrLeaseLost, "the lease is being handed over")
 	case !w.isActing(h):
 		reject(ErrLeaseLost, "not acting: the lease is near its own-view expiry or not yet safe to use")
 	case cp.Validate() != nil:
@@ -442,6 +452,9 @@ func (h *holding) wakeTimes(w *Worker, min func(time.Duration)) {
 		min(w.actUntil(h))
 	}
 	min(h.actFrom)
+	if h.handing && h.release == 0 {
+		min(h.handOverBy) // the handoff's deadline: release anyway
+	}
 	if h.write == nil {
 		min(h.validFrom + w.cfg.RenewInterval)
 		min(h.retryWriteAt)

@@ -93,6 +93,9 @@ func (w *Worker) provenOurs(ref ShardRef, row Lease) bool {
 	if row.StreamID != "" {
 		return row.StreamID == w.identity(ref.Stream)
 	}
+	if w.bug("unproven-row-ended") {
+		return true // a row without the stream's identity taken for the stream's
+	}
 	for _, s := range w.sync.shards[ref.Stream] {
 		if s.ID == ref.Shard || s.Parent == ref.Shard || s.AdjacentParent == ref.Shard {
 			return true

@@ -50,6 +50,11 @@ type Notice struct {
 	// n+1 after n failed deliveries of them in a row.
 	Attempt int
 
+	// Reason (ShutdownRequested) says why the lease is let go; To names
+	// the worker it is handed to.
+	Reason ShutdownReason
+	To     string
+
 	Token      uint64     // CheckpointDone: the request's token
 	Checkpoint Checkpoint // CheckpointDone: the checkpoint asked for
 	Err        error      // CheckpointDone: nil when written, else why not

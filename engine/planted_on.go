@@ -25,6 +25,43 @@ var plantedBugs = map[string]string{
 	"assigner-takes-over-at-once": "a deputy takes the assigner row over as soon as it reads it, without waiting for it to expire: two assigners act at once, and the new one reassigns the old one's leases while it still acts on them",
 	"handoff-before-release":      "the assigner moves a lease for balance by assigning it to the receiver at once, not by asking its holder to hand it over: the receiver acts before the holder let go",
 	"assigner-early-expiry":       "the assigner takes a lease for expired after half a lease duration standing still, before its holder's own view has expired",
+	// issue 17: a planted bug for every claim
+	"resume-waits":                            "a worker restarted under the same owner id waits a lease duration before it acts on the leases it resumes, as if they were another owner's",
+	"assigner-scans-slowly":                   "the assigner scans the table every take interval (a lease duration), not every AssignerScanInterval: it sees a dead holder's last renewal late, and the failover takes longer",
+	"expiry-at-scans-only":                    "the assigner assigns an expired lease at its next scan, not at the moment it expires in its view",
+	"poll-every-lease-duration":               "a worker reads the rows that wait for it every lease duration, not every PendingPollInterval: assignments and handoffs wait",
+	"receiver-waits-out-holder":               "the receiver of an assignment or a handoff waits a lease duration from when it saw the row before it acts, although the previous holder has released it or its view has expired",
+	"handoff-release-to-assigner":             "a holder that hands a lease over releases it to the assigner, not to the receiver it was asked to hand it to: the move costs another poll and assignment",
+	"deputies-read-slowly":                    "the assigner's deputies read the assigner row every two lease durations, as the other workers do: a dead assigner is replaced late",
+	"handoff-request-resets-age":              "a handoff request (which renews nothing) restarts the assigner's timing of the lease: a request that reaches a holder that has just died puts its expiry off by a lease duration",
+	"previous-assigner-leases-wait":           "a new assigner does not reassign the leases of the assigner whose expired row it took over at once, but waits a lease duration for them to expire",
+	"observation-reset-on-reread":             "a re-read of an unchanged row resets when the worker first saw its version (KCL issue #1803): a lease the assigner reads every scan never expires in its view",
+	"balance-spread-one":                      "the assigner moves a lease for balance when the most loaded member holds one more than the least loaded, not two: the move is undone by the next",
+	"handoff-counted-for-source":              "the assigner counts a lease being handed over for its holder, not its receiver: the next round moves another lease from the same holder, past the fair share",
+	"steal-from-equal":                        "a worker taking leases itself steals from the most loaded worker while that holds only one more than it, not two: steals go back and forth",
+	"handoff-refuses-checkpoints":             "a holder handing a lease over refuses the checkpoints its processor asks for at ShutdownRequested: the final checkpoint is lost to the handoff",
+	"release-without-shutdown-notice":         "a lease let go for a shutdown or a handoff is released without telling the processor (no ShutdownRequested): it gets no chance to checkpoint",
+	"child-at-latest":                         "shard sync creates the leases of children of splits and merges at LATEST, not TRIM_HORIZON: records put to a child before its first read are skipped",
+	"descendant-check-dropped":                "shard sync creates a lease for a shard with no row even if a descendant has one: a finished parent whose row was deleted is re-created and read again",
+	"delete-before-children-started":          "shard sync deletes a finished parent's row before every child has a row: the next sync sees neither and re-creates the parent",
+	"sync-never-abandons":                     "shard sync decides from a round whose scan is older than half a lease duration (a worker paused with its replies held) instead of abandoning it",
+	"failed-batch-advances":                   "a batch the processor failed is passed over as if it had been processed: its records are not delivered again",
+	"expired-iterator-restarts-at-checkpoint": "after an expired iterator the worker reads again from the lease's stored checkpoint, not after the last record delivered: records reach the processor twice, out of order",
+	"adopt-renews-validity":                   "a holder that adopts the assigner's handoff request (or its cancellation) starts its validity anew, although that write renewed nothing: it acts past the assigner's view of its expiry",
+	"assigner-leases-unbound":                 "the assigner acts on its own leases until their own expiry, not only while its assigner row is valid: its successor reassigns them at once while it still acts",
+	"deposed-take-acted":                      "a take sent by an assigner that has lost its row is acted on when its reply comes, although its successor may have reassigned the lease (soak seed 16892)",
+	"previous-assigner-any-writer":            "a new assigner reassigns at once every lease its predecessor's owner id holds, not only those written by the process whose row expired: a lease taken later is reassigned while held (swarm seed 57)",
+	"condition-failed-is-lost":                "a holder's write whose condition failed is taken for a lost lease without the re-read that finds its own version (KCL's hole: an SDK retry of an applied write read as a lost lease)",
+	"ghost-ignored":                           "a write found applied by a re-read counts its validity from its own send, not from an earlier attempt at the same version that may be the one that landed",
+	"take-ignores-handoff-from":               "a worker taking leases itself acts at once on a lease released before its thief acted (handoffFrom set), while the previous holder may still act",
+	"handoff-timeout-ignored":                 "a holder handing a lease over waits for its processor however long it takes, instead of releasing anyway after half a lease duration: the lease stays being handed over",
+	"write-while-resolving":                   "a holder sends its next write of a lease (a renewal) while the outcome of the last one is still being resolved: two writes expect one version",
+	// Bugs that only a named test sees (TestTestsCatchPlantedBugs runs
+	// that test with the bug planted and requires it to fail).
+	"config-margin-unchecked":       "configuration: a safety margin too small for the drift bound is accepted",
+	"malformed-reported-every-scan": "a malformed row of the table is reported at every scan, not once per key",
+	"unproven-row-ended":            "a row without the stream's identity is taken for the stream's without the listing's proof: rows of another stream that shares the table may be ended or deleted",
+	"every-worker-scans":            "every worker, not only the assigner (and a deputy that has seen it stand still), scans the table every AssignerScanInterval: reads per shard-hour grow with the workers",
 	// Bugs of the production driver (Consumer): only the driver simulation
 	// (package sim/driversim) runs it; the simulator drives the core alone.
 	"driver-handoff-unchecked": "driver: the runner hands a batch to the processor without checking the lease's act-until time, so a batch delivered before a pause reaches the processor after the lease has moved",
@@ -37,6 +74,10 @@ func init() {
 
 // bug reports whether the planted bug name is active in this worker.
 func (w *Worker) bug(name string) bool { return w.cfg.planted == name }
+
+// bug reports whether the planted bug name is active in this
+// configuration (its validation).
+func (c *Config) bug(name string) bool { return c.planted == name }
 
 // bug reports whether the planted driver bug name is active in this
 // consumer.

@@ -21,9 +21,10 @@ type Processor interface {
 	// ShardEnded is called after the last record of a closed shard. The
 	// engine writes SHARD_END once it returns.
 	ShardEnded(ctx context.Context, in ShardEndedInput) error
-	// ShutdownRequested is called when the worker shuts down gracefully;
-	// checkpoint what has been processed. The lease is released once it
-	// returns.
+	// ShutdownRequested is called when the worker lets the lease go on
+	// purpose: it shuts down gracefully, or it hands the lease over to
+	// another worker (a balance move); in.Reason says which. Checkpoint
+	// what has been processed. The lease is released once it returns.
 	ShutdownRequested(ctx context.Context, in ShutdownInput) error
 	// LeaseLost is called when the lease was lost (taken by another
 	// worker, or expired). Checkpoints are refused from then on; the
@@ -70,6 +71,34 @@ type ShardEndedInput struct {
 type ShutdownInput struct {
 	Shard        ShardRef
 	Checkpointer Checkpointer
+	// Reason says why the lease is let go; To names the worker it is
+	// handed to (ShutdownHandoff).
+	Reason ShutdownReason
+	To     string
+}
+
+// ShutdownReason says why a processor is asked to let its lease go
+// (Processor.ShutdownRequested).
+type ShutdownReason uint8
+
+const (
+	// ShutdownWorker: the worker shuts down (Run's context was
+	// cancelled); it releases every lease.
+	ShutdownWorker ShutdownReason = iota + 1
+	// ShutdownHandoff: the worker goes on running and hands this lease
+	// over to another (the assigner moves it for balance); the receiver
+	// starts from the checkpoint written now.
+	ShutdownHandoff
+)
+
+func (r ShutdownReason) String() string {
+	switch r {
+	case ShutdownWorker:
+		return "worker shutdown"
+	case ShutdownHandoff:
+		return "handoff"
+	}
+	return "unknown"
 }
 
 // LeaseLostInput is the argument of Processor.LeaseLost.

@@ -272,10 +272,10 @@ func (w *Worker) fail(err error) {
 		return
 	}
 	w.err = err
-	for _, k := range slices.Clone(w.heldKeys) {
-		if h := w.held[k]; h != nil {
-			w.loseLease(h, "the worker stopped: "+err.Error())
-			w.tick(h)
+	for _, h := range slices.Clone(w.held) {
+		if cur := w.holdingOf(h.key); cur != nil {
+			w.loseLease(cur, "the worker stopped: "+err.Error())
+			w.tick(cur)
 		}
 	}
 	w.emit(TraceEvent{Kind: TraceFailed, Reason: err.Error()})

@@ -126,8 +126,7 @@ func (w *Worker) onSyncScan(r *Result) {
 	} else {
 		w.nextScan = w.now.Mono + w.jitter(w.cfg.TakeInterval)
 	}
-	w.observeListing(r.Listing)
-	w.onTable(r.Listing.Leases)
+	w.onTable(w.observeListing(r.Listing))
 	for _, sc := range w.cfg.Streams {
 		s.waiting += 2
 		w.call(Call{Op: OpListShards, Stream: sc.Name}, pendingCall{purpose: forSyncShards, key: sc.Name, gen: s.round})
@@ -177,7 +176,7 @@ func (w *Worker) finishSync() {
 	if !s.scanned || w.shutdown || w.stopped {
 		return
 	}
-	if age := w.now.Mono - s.sentAt; age > maxSyncAge(w.cfg) {
+	if age := w.now.Mono - s.sentAt; age > maxSyncAge(w.cfg) && !w.bug("sync-never-abandons") {
 		// The round's scan and listings are too old to decide from: the
 		// worker was paused (or its replies were held) after it sent
 		// them, and meanwhile a shard may have been created, finished and
@@ -245,7 +244,7 @@ func (w *Worker) syncStream(sc *StreamConfig) (deferred bool) {
 			return v
 		}
 		v := hasRow(id)
-		if !v && depth < 64 {
+		if !v && depth < 64 && !w.bug("descendant-check-dropped") {
 			for _, c := range children[id] {
 				if cover(c, depth+1) {
 					v = true
@@ -284,6 +283,9 @@ func (w *Worker) syncStream(sc *StreamConfig) (deferred bool) {
 		start := sc.InitialPosition
 		if parentHasRow {
 			start = TrimHorizon
+			if w.bug("child-at-latest") {
+				start = Latest
+			}
 		} else if sh.Closed() && sc.InitialPosition == Latest {
 			state[sh.ID] = settled
 			return settled
@@ -301,7 +303,8 @@ func (w *Worker) syncStream(sc *StreamConfig) (deferred bool) {
 
 func (w *Worker) create(stream string, sh Shard, start string) {
 	key := w.keys.Key(ShardRef{Stream: stream, Shard: sh.ID})
-	if w.writes[key] != nil {
+	rs := w.rows.intern(key)
+	if rs.write != nil {
 		return
 	}
 	parents := sh.ParentIDs()
@@ -315,7 +318,7 @@ func (w *Worker) create(stream string, sh Shard, start string) {
 		StreamID:        w.identity(stream),
 	}
 	wr := &write{kind: wCreate, key: key, row: row}
-	w.writes[key] = wr
+	w.setWrite(rs, wr)
 	w.sendWrite(wr)
 }
 
@@ -349,7 +352,7 @@ func deleteGrace(c Config) time.Duration { return 2 * c.LeaseDuration }
 func (w *Worker) cleanup(sc *StreamConfig, children map[string][]string, listed map[string]int) {
 	var keys []string
 	for k, row := range w.sync.rows {
-		if ref, ok := w.keys.Parse(k); ok && ref.Stream == sc.Name && row.Checkpoint.IsShardEnd() && w.writes[k] == nil && w.held[k] == nil &&
+		if ref, ok := w.keys.Parse(k); ok && ref.Stream == sc.Name && row.Checkpoint.IsShardEnd() && w.writeOf(k) == nil && w.holdingOf(k) == nil &&
 			w.provenOurs(ref, row) {
 			keys = append(keys, k)
 		}
@@ -357,7 +360,7 @@ func (w *Worker) cleanup(sc *StreamConfig, children map[string][]string, listed 
 	slices.Sort(keys)
 	for _, k := range keys {
 		row := w.sync.rows[k]
-		if o := w.obs[k]; o == nil || o.row.Counter != row.Counter || o.row.Owner != row.Owner || w.now.Mono-o.seenAt < deleteGrace(w.cfg) {
+		if o := w.observed(k); o == nil || o.row.Counter != row.Counter || o.row.Owner != row.Owner || w.now.Mono-o.seenAt < deleteGrace(w.cfg) {
 			continue // not finished long enough in this worker's view
 		}
 		ref, _ := w.keys.Parse(k)
@@ -368,7 +371,7 @@ func (w *Worker) cleanup(sc *StreamConfig, children map[string][]string, listed 
 		started := true
 		for _, c := range kids {
 			child, ok := w.sync.rows[w.keys.Key(ShardRef{Stream: sc.Name, Shard: c})]
-			if !ok || (child.Owner == "" && child.Checkpoint.IsStart()) {
+			if (!ok && !w.bug("delete-before-children-started")) || (ok && child.Owner == "" && child.Checkpoint.IsStart()) {
 				started = false
 				break
 			}
@@ -377,7 +380,7 @@ func (w *Worker) cleanup(sc *StreamConfig, children map[string][]string, listed 
 			continue
 		}
 		wr := &write{kind: wDelete, key: k, expect: ExpectOf(row)}
-		w.writes[k] = wr
+		w.setWrite(w.rows.intern(k), wr)
 		w.sendWrite(wr)
 	}
 }

@@ -25,35 +25,61 @@ type observation struct {
 }
 
 func (w *Worker) refOf(key string) ShardRef {
-	if o := w.obs[key]; o != nil {
-		return o.ref
+	if rs := w.rows.get(key); rs != nil {
+		return rs.ref
 	}
 	ref, _ := w.keys.Parse(key)
 	return ref
 }
 
+// refOfRow is refOf of rs's key (rs nil: the zero ShardRef).
+func (w *Worker) refOfRow(rs *rowState) ShardRef {
+	if rs == nil {
+		return ShardRef{}
+	}
+	return rs.ref
+}
+
+// observed returns what this worker observed of key's row, nil if
+// nothing.
+func (w *Worker) observed(key string) *observation {
+	if rs := w.rows.get(key); rs != nil && rs.observed {
+		return &rs.obs
+	}
+	return nil
+}
+
 // forget drops what this worker observed of key's row.
 func (w *Worker) forget(key string) {
-	delete(w.obs, key)
-	if key == AssignerKey {
+	if rs := w.rows.get(key); rs != nil {
+		w.forgetRow(rs)
+	}
+}
+
+func (w *Worker) forgetRow(rs *rowState) {
+	rs.observed = false
+	rs.obs = observation{}
+	if rs.key == AssignerKey {
 		w.asgObs = nil
 	}
+	w.rows.tidy(rs)
 }
 
 // observeRow records row as seen now. Rows older than the one already seen
 // (a stale read) are ignored.
 func (w *Worker) observeRow(row Lease) *observation {
-	o := w.obs[row.Key]
-	if o == nil {
-		ref, ok := w.keys.Parse(row.Key)
-		if ok {
-			_, ok = w.streams[ref.Stream]
-		}
-		o = &observation{row: row, seenAt: w.now.Mono, ref: ref, ok: ok}
+	return w.observe(w.rows.intern(row.Key), row)
+}
+
+// observe is observeRow of rs, row.Key's row.
+func (w *Worker) observe(rs *rowState, row Lease) *observation {
+	o := &rs.obs
+	if !rs.observed {
+		rs.observed = true
+		*o = observation{row: row, seenAt: w.now.Mono, ref: rs.ref, ok: rs.ok}
 		if w.bug("expiry-by-wall-clock") {
 			o.seenWall = w.wallClock("a lease version observed")
 		}
-		w.obs[row.Key] = o
 		if row.Key == AssignerKey {
 			w.asgObs = o
 		}
@@ -70,6 +96,9 @@ func (w *Worker) observeRow(row Lease) *observation {
 		}
 	default:
 		o.row = row
+		if w.bug("observation-reset-on-reread") {
+			o.seenAt = w.now.Mono // KCL issue #1803
+		}
 	}
 	return o
 }
@@ -87,14 +116,13 @@ func (w *Worker) onScan(r *Result) {
 		w.nextScan = w.now.Mono + w.jitter(w.cfg.RenewInterval)
 		return
 	}
-	w.observeListing(r.Listing)
-	w.onTable(r.Listing.Leases)
+	w.onTable(w.observeListing(r.Listing))
 }
 
-// onTable acts on a scan of the table: in assigned mode the assigner
-// assigns and every worker resumes its own rows at start; otherwise the
-// worker takes leases itself.
-func (w *Worker) onTable(rows []Lease) {
+// onTable acts on a scan of the table (its rows, in key order): in
+// assigned mode the assigner assigns and every worker resumes its own
+// rows at start; otherwise the worker takes leases itself.
+func (w *Worker) onTable(rows []*rowState) {
 	switch {
 	case !w.asg.on:
 		w.takeLeases(rows)
@@ -106,15 +134,16 @@ func (w *Worker) onTable(rows []Lease) {
 	}
 }
 
-// observeListing records a full scan of the table.
-func (w *Worker) observeListing(l Listing) {
+// observeListing records a full scan of the table. It returns the rows of
+// the listing, in key order, valid until the next listing.
+func (w *Worker) observeListing(l Listing) []*rowState {
 	w.sync.scans++
 	gen := w.sync.scans
 	for _, m := range l.Malformed {
 		if w.malformed == nil {
 			w.malformed = make(map[string]bool)
 		}
-		if !w.malformed[m.Key] {
+		if !w.malformed[m.Key] || w.bug("malformed-reported-every-scan") {
 			w.malformed[m.Key] = true
 			w.emit(TraceEvent{Kind: TraceMalformedRow, Key: m.Key, Reason: m.Reason})
 		}
@@ -124,24 +153,27 @@ func (w *Worker) observeListing(l Listing) {
 	}
 	wasLeader := w.syncLeader
 	w.syncLeader = true
+	rows := w.scanRows[:0]
 	for i := range l.Leases {
-		o := w.observeRow(l.Leases[i])
+		rs := w.rows.intern(l.Leases[i].Key)
+		o := w.observe(rs, l.Leases[i])
 		o.scan = gen
+		rows = append(rows, rs)
 		if own := l.Leases[i].Owner; own != "" && own < w.cfg.Owner {
 			w.syncLeader = false
 		}
 	}
+	w.scanRows = rows
 	if w.syncLeader && !wasLeader {
 		// the backup's next sync may be far: the new leader's is due
 		w.sync.next = min(w.sync.next, w.now.Mono+w.jitter(w.cfg.ShardSyncInterval))
 	}
-	for k, o := range w.obs {
-		if o.scan != gen {
-			if w.writes[k] == nil && w.held[k] == nil {
-				w.forget(k)
-			}
+	for _, rs := range w.rows.all {
+		if rs != nil && rs.observed && rs.obs.scan != gen && rs.write == nil && rs.held == nil {
+			w.forgetRow(rs)
 		}
 	}
+	return rows
 }
 
 func byKey(a, b Lease) int { return cmp.Compare(a.Key, b.Key) }
@@ -153,7 +185,7 @@ func (w *Worker) gated(o *observation) bool {
 		return false
 	}
 	for _, p := range o.row.Parents {
-		po := w.obs[w.keys.Key(ShardRef{Stream: o.ref.Stream, Shard: p})]
+		po := w.observed(w.keys.Key(ShardRef{Stream: o.ref.Stream, Shard: p}))
 		if po != nil && !po.row.Checkpoint.IsShardEnd() {
 			return true
 		}
@@ -173,7 +205,7 @@ type candidate struct {
 // if none is free, at most MaxLeasesToStealAtOnce from the most-loaded
 // worker, only while that worker holds at least two more than this one (so
 // stealing never oscillates).
-func (w *Worker) takeLeases(rows []Lease) {
+func (w *Worker) takeLeases(rows []*rowState) {
 	if w.shutdown {
 		return
 	}
@@ -195,15 +227,17 @@ func (w *Worker) takeLeases(rows []Lease) {
 		owners       []string
 		inflight     int
 	)
-	for _, wr := range w.writes {
-		if wr.kind == wTake {
+	for _, rs := range w.writing {
+		if rs.write.kind == wTake {
 			inflight++
 		}
 	}
-	for i := range rows {
-		key := rows[i].Key
-		o := w.obs[key]
-		if o == nil || !o.ok || o.row.Checkpoint.IsShardEnd() || w.gated(o) {
+	for _, rs := range rows {
+		if !rs.observed {
+			continue
+		}
+		o := &rs.obs
+		if !o.ok || o.row.Checkpoint.IsShardEnd() || w.gated(o) {
 			continue
 		}
 		if w.foreign(o) {
@@ -211,11 +245,11 @@ func (w *Worker) takeLeases(rows []Lease) {
 			continue
 		}
 		total++
-		if w.held[key] != nil {
+		if rs.held != nil {
 			mine++
 			continue
 		}
-		if w.writes[key] != nil {
+		if rs.write != nil {
 			continue
 		}
 		row := &o.row
@@ -223,7 +257,7 @@ func (w *Worker) takeLeases(rows []Lease) {
 		// under the same id) may be acted on at once, unless a handoff is
 		// pending on it: then its previous owner may still be acting.
 		quiet := now
-		if row.HandoffFrom != "" {
+		if row.HandoffFrom != "" && !w.bug("take-ignores-handoff-from") {
 			quiet = o.seenAt + w.cfg.LeaseDuration
 		}
 		switch {
@@ -285,6 +319,9 @@ func (w *Worker) takeLeases(rows []Lease) {
 		}
 	}
 	n := min(target-have, w.cfg.MaxLeasesToStealAtOnce, (counts[victim]-have)/2)
+	if w.bug("steal-from-equal") {
+		n = min(target-have, w.cfg.MaxLeasesToStealAtOnce, counts[victim]-have)
+	}
 	if n <= 0 {
 		return
 	}
@@ -304,14 +341,18 @@ func (w *Worker) takeLeases(rows []Lease) {
 // take sends a conditional take of c.row, unless a write of the row is in
 // flight or the worker holds it.
 func (w *Worker) take(c candidate) {
-	if w.writes[c.row.Key] != nil {
+	rs := w.rows.intern(c.row.Key)
+	if rs.write != nil {
 		return
 	}
-	if h := w.held[c.row.Key]; h != nil && !h.gone {
+	if h := rs.held; h != nil && !h.gone {
 		return
 	}
 	if w.bug("steal-acts-at-once") {
 		c.actFrom = w.now.Mono
+	}
+	if c.reason == "resumed" && w.bug("resume-waits") {
+		c.actFrom = w.now.Mono + w.cfg.LeaseDuration
 	}
 	row := c.row.Clone()
 	prev, prevWriter := row.Owner, row.Writer
@@ -321,7 +362,7 @@ func (w *Worker) take(c candidate) {
 	row.Owner = w.cfg.Owner
 	row.Counter++
 	row.Pending, row.HandoffTo = "", ""
-	if ref := w.refOf(row.Key); row.StreamID == "" && w.provenOurs(ref, row) {
+	if ref := rs.ref; row.StreamID == "" && w.provenOurs(ref, row) {
 		// A row from before stream identities (KCL, an earlier
 		// shardlease) of a shard the listing shows: it is this stream's,
 		// and says so from now on. Rows the listing does not prove stay
@@ -339,7 +380,7 @@ func (w *Worker) take(c candidate) {
 		}
 	}
 	wr := &write{kind: wTake, key: row.Key, expect: ExpectOf(c.row), row: row, actFrom: c.actFrom, reason: c.reason, previous: prev, prevWriter: prevWriter}
-	w.writes[row.Key] = wr
+	w.setWrite(rs, wr)
 	w.sendWrite(wr)
 }
 

@@ -36,6 +36,9 @@ type unit struct {
 	// that a test starts where the worker starts taking leases.
 	testStart bool
 
+	// afterStep, if set, runs after every Step
+	afterStep func()
+
 	out     []Call // calls held for reply, in order
 	sent    []timedCall
 	notices []timedNotice
@@ -71,6 +74,7 @@ func newUnit(t *testing.T, cfg Config) *unit {
 		cfg.Assignment = AssignmentScan // the tests of the take rules; assigned mode has its own
 	}
 	cfg.Trace = func(e TraceEvent) { u.trace = append(u.trace, e) }
+	plantFromEnv(&cfg)
 	w, err := NewWorker(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -131,6 +135,9 @@ func (u *unit) step(in Input) {
 		rd := u.w.Step(Now{Mono: u.now, Wall: time.Unix(1_700_000_000, 0).Add(u.now)}, in)
 		u.wake = rd.WakeAt
 		u.stopped = rd.Stopped
+		if u.afterStep != nil {
+			u.afterStep()
+		}
 		calls := slices.Clone(rd.Calls)
 		notices := slices.Clone(rd.Notices)
 		for _, c := range calls {

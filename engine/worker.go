@@ -4,6 +4,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -33,9 +34,12 @@ type Worker struct {
 	nextBatch uint64
 	pending   map[uint64]pendingCall
 
-	// The table as this worker has seen it: one observation per key.
-	obs map[string]*observation
-	// asgObs is obs[AssignerKey] (nil if none), looked at on every step
+	// rows is the table as this worker deals with it: per lease key
+	// (interned), its observation, holding, write in flight and ghosts
+	// (rows.go).
+	rows rowTable
+	// asgObs is the observation of AssignerKey (nil if none), looked at
+	// on every step
 	asgObs *observation
 	// writer is the Lease.Writer of every row this worker writes; it is
 	// drawn anew (writerEpoch) when the worker loses the assigner row.
@@ -45,27 +49,32 @@ type Worker struct {
 	// smaller than this worker's (see syncInterval).
 	syncLeader bool
 
-	// Leases held, by key; heldKeys is kept sorted for deterministic
-	// iteration.
-	held     map[string]*holding
-	heldKeys []string
-	// heldAssigner: held has the assigner row (AssignerKey)
-	heldAssigner bool
+	// Leases held (each also its row's rowState.held), sorted by key for
+	// deterministic iteration.
+	held []*holding
+	// asgHeld is the holding of the assigner row (AssignerKey), nil if
+	// none
+	asgHeld *holding
 	// dueq orders held leases by when each next needs the worker;
-	// affected is the lease the current input concerns.
-	dueq     dueQueue
-	affected string
+	// affected is the row the current input concerns (affectedKey its
+	// key: see rowTable.current).
+	dueq        dueQueue
+	affected    *rowState
+	affectedKey string
 	// retrying counts takes, creates and deletes whose resolving read
 	// failed and waits to be sent again.
 	retrying int
-	// Writes in flight for keys not held (takes, creates, deletes).
-	writes map[string]*write
+	// writing are the rows with a write in flight that are not held
+	// (takes, creates, deletes, assignments, hellos: rowState.write), in
+	// no order.
+	writing []*rowState
 	// spareWrites are applied holder writes kept for reuse (newWrite)
 	spareWrites []*write
 	// Keys of malformed rows already reported.
 	malformed map[string]bool
-	// Writes of unknown outcome read as not applied, by key (see ghost).
-	ghosts map[string][]ghost
+	// the rows of the listing being acted on (see observeListing), in key
+	// order, reused from scan to scan
+	scanRows []*rowState
 
 	started      bool
 	start        startState
@@ -86,7 +95,8 @@ type pendingCall struct {
 	purpose purpose
 	op      Op
 	key     string
-	gen     uint64 // the holding's generation, for consumer calls
+	gen     uint64    // the holding's generation, for consumer calls
+	rs      *rowState // key's row when the call was made, if key is a lease key
 }
 
 type purpose uint8
@@ -123,10 +133,6 @@ func NewWorker(cfg Config) (*Worker, error) {
 		trace:      c.Trace,
 		streams:    make(map[string]*StreamConfig, len(c.Streams)),
 		pending:    make(map[uint64]pendingCall),
-		obs:        make(map[string]*observation),
-		held:       make(map[string]*holding),
-		writes:     make(map[string]*write),
-		ghosts:     make(map[string][]ghost),
 		syncLeader: true, // until a listing shows a smaller owner
 		writer:     writerOf(c.Seed),
 		asg:        assignState{on: c.Assignment == AssignmentAssigner},
@@ -134,6 +140,7 @@ func NewWorker(cfg Config) (*Worker, error) {
 	for i := range c.Streams {
 		w.streams[c.Streams[i].Name] = &c.Streams[i]
 	}
+	w.rows = newRowTable(w.parseKey)
 	return w, nil
 }
 
@@ -146,24 +153,41 @@ func (w *Worker) Config() Config { return w.cfg }
 // Held returns the keys of the leases the worker holds, sorted (not the
 // assigner row: see IsAssigner).
 func (w *Worker) Held() []string {
-	return slices.DeleteFunc(slices.Clone(w.heldKeys), IsReserved)
+	keys := make([]string, 0, len(w.held))
+	for _, h := range w.held {
+		if !IsReserved(h.key) {
+			keys = append(keys, h.key)
+		}
+	}
+	return keys
 }
 
 // leases returns how many leases the worker holds (not the assigner row).
 func (w *Worker) leases() int {
-	if w.heldAssigner {
-		return len(w.heldKeys) - 1
+	if w.asgHeld != nil {
+		return len(w.held) - 1
 	}
-	return len(w.heldKeys)
+	return len(w.held)
 }
 
-// heldAssignerRow returns the holding of the assigner row, nil if none
-// (without a map lookup in the common case: not held).
-func (w *Worker) heldAssignerRow() *holding {
-	if !w.heldAssigner {
-		return nil
+// heldAssignerRow returns the holding of the assigner row, nil if none.
+func (w *Worker) heldAssignerRow() *holding { return w.asgHeld }
+
+// heldFor returns the holding of the lease call pc was made for, nil if
+// the worker holds none.
+func (w *Worker) heldFor(pc pendingCall) *holding {
+	if rs := w.rows.current(pc.rs, pc.key); rs != nil {
+		return rs.held
 	}
-	return w.held[AssignerKey]
+	return nil
+}
+
+// holdingOf returns the holding of key, nil if the worker holds none.
+func (w *Worker) holdingOf(key string) *holding {
+	if rs := w.rows.get(key); rs != nil {
+		return rs.held
+	}
+	return nil
 }
 
 // IsAssigner reports whether the worker is the assigner (see
@@ -174,7 +198,7 @@ func (w *Worker) IsAssigner() bool { return w.isAssigner() }
 // time: it holds the lease, has waited out any previous holder, and is
 // before the safety margin of its own view of expiry.
 func (w *Worker) Acting(key string) bool {
-	h := w.held[key]
+	h := w.holdingOf(key)
 	return h != nil && w.isActing(h)
 }
 
@@ -185,7 +209,7 @@ func (w *Worker) Acting(key string) bool {
 // that was descheduled or a process that was paused) checks this bound at
 // the moment of hand-off: past it the lease may belong to another worker.
 func (w *Worker) ActingUntil(key string) time.Duration {
-	h := w.held[key]
+	h := w.holdingOf(key)
 	if h == nil || !w.isActing(h) {
 		return 0
 	}
@@ -213,16 +237,16 @@ func (w *Worker) Step(now Now, in Input) Ready {
 		w.started = true
 		w.beginStart()
 	}
-	w.affected = ""
+	w.affected, w.affectedKey = nil, ""
 	switch in.Kind {
 	case InputResult:
 		w.onResult(&in.Result)
 	case InputDone:
-		w.affected = in.Key
-		w.onDone(in)
+		w.affect(w.rows.get(in.Key), in.Key)
+		w.onDone(in, w.affected)
 	case InputCheckpoint:
-		w.affected = in.Key
-		w.onCheckpointRequest(in.Key, in.Checkpoint, in.Token)
+		w.affect(w.rows.get(in.Key), in.Key)
+		w.onCheckpointRequest(in.Key, w.affected, in.Checkpoint, in.Token)
 	case InputShutdown:
 		w.beginShutdown()
 	}
@@ -262,15 +286,15 @@ func (w *Worker) onResult(r *Result) {
 		return // a duplicate or unknown reply
 	}
 	delete(w.pending, r.ID)
-	w.affected = pc.key
+	w.affect(pc.rs, pc.key)
 	switch pc.purpose {
 	case forScan:
 		w.scanInFlight = false
 		w.onScan(r)
 	case forWrite:
-		w.onWriteResult(pc.key, r)
+		w.onWriteResult(w.rows.current(pc.rs, pc.key), r)
 	case forResolve:
-		w.onResolveResult(pc.key, r)
+		w.onResolveResult(w.rows.current(pc.rs, pc.key), r)
 	case forParentCheck:
 		w.onParentCheck(pc, r)
 	case forIterator:
@@ -294,7 +318,7 @@ func (w *Worker) onResult(r *Result) {
 	case forPoll:
 		w.onPoll(r)
 	case forConfirm:
-		w.onConfirm(pc.key, r)
+		w.onConfirm(pc.key, w.rows.current(pc.rs, pc.key), r)
 	case forMonitor:
 		w.onMonitor(r)
 	case forAssignerPoll:
@@ -306,13 +330,19 @@ func (w *Worker) onResult(r *Result) {
 	}
 }
 
+// affect notes the row the current input concerns: rs, the row of key
+// when the call was made (nil: look key up).
+func (w *Worker) affect(rs *rowState, key string) {
+	w.affected, w.affectedKey = rs, key
+}
+
 // advance takes every action that the input and time allow: it ticks the
 // lease the input concerns and every lease that is due, then scans and
 // syncs when their time has come.
 func (w *Worker) advance() {
 	now := w.now.Mono
-	if h := w.held[w.affected]; h != nil {
-		w.tick(h)
+	if rs := w.rows.current(w.affected, w.affectedKey); rs != nil && rs.held != nil {
+		w.tick(rs.held)
 	}
 	for len(w.dueq) > 0 && w.dueq.firstDue() <= now {
 		w.tick(w.dueq.first())
@@ -321,7 +351,7 @@ func (w *Worker) advance() {
 		w.retryWrites()
 	}
 	if w.shutdown {
-		if len(w.held) == 0 && len(w.writes) == 0 && w.fanOutDeregistered() {
+		if len(w.held) == 0 && len(w.writing) == 0 && w.fanOutDeregistered() {
 			w.stopped = true
 		}
 		return
@@ -353,15 +383,15 @@ func (w *Worker) advance() {
 // retryWrites re-sends the resolving reads of takes, creates and deletes
 // whose earlier read failed.
 func (w *Worker) retryWrites() {
-	var due []string
-	for k, wr := range w.writes {
-		if wr.resolving && wr.id == 0 && w.now.Mono >= wr.retryAt {
-			due = append(due, k)
+	var due []*rowState
+	for _, rs := range w.writing {
+		if wr := rs.write; wr.resolving && wr.id == 0 && w.now.Mono >= wr.retryAt {
+			due = append(due, rs)
 		}
 	}
-	slices.Sort(due)
-	for _, k := range due {
-		w.resolve(w.writes[k])
+	slices.SortFunc(due, byRowKey)
+	for _, rs := range due {
+		w.resolve(rs.write)
 	}
 }
 
@@ -398,8 +428,8 @@ func (w *Worker) wake() time.Duration {
 	}
 	w.fanOutWake(min)
 	if w.retrying > 0 {
-		for _, wr := range w.writes {
-			if wr.resolving && wr.id == 0 {
+		for _, rs := range w.writing {
+			if wr := rs.write; wr.resolving && wr.id == 0 {
 				min(wr.retryAt)
 			}
 		}
@@ -461,12 +491,17 @@ func (w *Worker) tick(h *holding) {
 	if h.gone {
 		w.dropSubscription(h)
 		w.dueq.remove(h)
-		delete(w.held, h.key)
-		if h.key == AssignerKey {
-			w.heldAssigner = false
+		// whatever holds h.key now is dropped (h itself but in a step
+		// that replaced it: see addHeld)
+		if i, ok := slices.BinarySearchFunc(w.held, h.key, byHoldingKey); ok {
+			w.held = slices.Delete(w.held, i, i+1)
 		}
-		if i, ok := slices.BinarySearch(w.heldKeys, h.key); ok {
-			w.heldKeys = slices.Delete(w.heldKeys, i, i+1)
+		if h.key == AssignerKey {
+			w.asgHeld = nil
+		}
+		if rs := w.rows.get(h.key); rs != nil {
+			rs.held = nil
+			w.rows.tidy(rs)
 		}
 		return
 	}
@@ -478,17 +513,66 @@ func (w *Worker) tick(h *holding) {
 // replaced.
 func (w *Worker) addHeld(h *holding) {
 	h.qidx = -1
-	if old := w.held[h.key]; old != nil {
-		w.dueq.remove(old)
+	if i, found := slices.BinarySearchFunc(w.held, h.key, byHoldingKey); found {
+		w.dueq.remove(w.held[i])
+		w.held[i] = h
 	} else {
-		i, _ := slices.BinarySearch(w.heldKeys, h.key)
-		w.heldKeys = slices.Insert(w.heldKeys, i, h.key)
+		w.held = slices.Insert(w.held, i, h)
 	}
-	w.held[h.key] = h
+	h.rs.held = h
 	if h.key == AssignerKey {
-		w.heldAssigner = true
+		w.asgHeld = h
 	}
 	w.dueq.set(h, w.now.Mono)
+}
+
+func byHoldingKey(h *holding, key string) int { return strings.Compare(h.key, key) }
+
+func byRowKey(a, b *rowState) int { return strings.Compare(a.key, b.key) }
+
+// parseKey returns the shard a lease key names and whether it is a shard
+// of a stream this worker consumes.
+func (w *Worker) parseKey(key string) (ShardRef, bool) {
+	ref, ok := w.keys.Parse(key)
+	if ok {
+		_, ok = w.streams[ref.Stream]
+	}
+	return ref, ok
+}
+
+// setWrite makes wr the write in flight on rs, a row not held.
+func (w *Worker) setWrite(rs *rowState, wr *write) {
+	if rs.write == nil {
+		rs.writing = int32(len(w.writing))
+		w.writing = append(w.writing, rs)
+	}
+	rs.write = wr
+	wr.rs = rs
+}
+
+// clearWrite ends the write in flight on rs (a row not held), if any.
+func (w *Worker) clearWrite(rs *rowState) {
+	if rs == nil || rs.write == nil {
+		return
+	}
+	i, last := int(rs.writing), len(w.writing)-1
+	if i != last {
+		w.writing[i] = w.writing[last]
+		w.writing[i].writing = int32(i)
+	}
+	w.writing[last] = nil
+	w.writing = w.writing[:last]
+	rs.write, rs.writing = nil, -1
+	w.rows.tidy(rs)
+}
+
+// writeOf returns the write in flight on key's row if the worker does not
+// hold it, nil if none.
+func (w *Worker) writeOf(key string) *write {
+	if rs := w.rows.get(key); rs != nil {
+		return rs.write
+	}
+	return nil
 }
 
 // writerOf returns the Lease.Writer of a worker seeded with seed: the seed

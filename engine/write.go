@@ -34,6 +34,7 @@ func (k writeKind) String() string { return writeNames[k] }
 type write struct {
 	kind   writeKind
 	key    string
+	rs     *rowState // key's row (set by setWrite, or by the holder)
 	id     uint64
 	expect Expect
 	row    Lease // the row written (zero for deletes)
@@ -93,6 +94,9 @@ const maxSpareWrites = 8
 func (w *Worker) sendWrite(wr *write) {
 	wr.sentAt = w.now.Mono
 	wr.row.Writer = w.writer
+	if wr.rs == nil {
+		wr.rs = w.rows.get(wr.key)
+	}
 	wr.resolving = false
 	c := Call{Key: wr.key}
 	switch {
@@ -107,25 +111,29 @@ func (w *Worker) sendWrite(wr *write) {
 		c.Lease = wr.row
 		c.Expect = wr.expect
 	}
-	wr.id = w.call(c, pendingCall{purpose: forWrite, key: wr.key})
+	wr.id = w.call(c, pendingCall{purpose: forWrite, key: wr.key, rs: wr.rs})
 	if w.trace != nil {
-		w.emit(TraceEvent{Kind: TraceCallSent, Key: wr.key, Shard: w.refOf(wr.key), Counter: wr.row.Counter, Checkpoint: wr.row.Checkpoint, Reason: wr.kind.String()})
+		w.emit(TraceEvent{Kind: TraceCallSent, Key: wr.key, Shard: w.refOfRow(wr.rs), Counter: wr.row.Counter, Checkpoint: wr.row.Checkpoint, Reason: wr.kind.String()})
 	}
 }
 
-// findWrite returns the write of key with call id, if it is still wanted.
-func (w *Worker) findWrite(key string, id uint64) *write {
-	if h := w.held[key]; h != nil && h.write != nil && h.write.id == id {
+// findWrite returns the write on row rs with call id, if it is still
+// wanted.
+func (w *Worker) findWrite(rs *rowState, id uint64) *write {
+	if rs == nil {
+		return nil
+	}
+	if h := rs.held; h != nil && h.write != nil && h.write.id == id {
 		return h.write
 	}
-	if wr := w.writes[key]; wr != nil && wr.id == id {
+	if wr := rs.write; wr != nil && wr.id == id {
 		return wr
 	}
 	return nil
 }
 
-func (w *Worker) onWriteResult(key string, r *Result) {
-	wr := w.findWrite(key, r.ID)
+func (w *Worker) onWriteResult(rs *rowState, r *Result) {
+	wr := w.findWrite(rs, r.ID)
 	if wr == nil {
 		return
 	}
@@ -140,7 +148,11 @@ func (w *Worker) onWriteResult(key string, r *Result) {
 		w.writeNotApplied(wr, false)
 	default:
 		wr.condFailed = errors.Is(r.Err, ErrConditionFailed)
-		if h := w.held[key]; h != nil && wr.condFailed {
+		if h := rs.held; h != nil && wr.condFailed && w.bug("condition-failed-is-lost") {
+			w.writeSuperseded(wr) // KCL's hole: an SDK retry of an applied write read as a lost lease
+			return
+		}
+		if h := rs.held; h != nil && wr.condFailed {
 			h.suspect = true // stop acting at once until resolved
 		}
 		w.resolve(wr)
@@ -154,11 +166,11 @@ func (w *Worker) resolve(wr *write) {
 	}
 	wr.resolving = true
 	wr.retryAt = 0
-	wr.id = w.call(Call{Op: OpGetLease, Key: wr.key}, pendingCall{purpose: forResolve, key: wr.key})
+	wr.id = w.call(Call{Op: OpGetLease, Key: wr.key}, pendingCall{purpose: forResolve, key: wr.key, rs: wr.rs})
 }
 
-func (w *Worker) onResolveResult(key string, r *Result) {
-	wr := w.findWrite(key, r.ID)
+func (w *Worker) onResolveResult(rs *rowState, r *Result) {
+	wr := w.findWrite(rs, r.ID)
 	if wr == nil || !wr.resolving {
 		return
 	}
@@ -172,8 +184,8 @@ func (w *Worker) onResolveResult(key string, r *Result) {
 			// The row may have been written by an earlier write of the
 			// same row at the same version (see ghost): the validity it
 			// gives starts at the earliest such send.
-			for _, g := range w.ghosts[wr.key] {
-				if g.expect == wr.expect && g.row.Equal(r.Lease) && g.sentAt < wr.sentAt {
+			for _, g := range rs.ghosts {
+				if g.expect == wr.expect && g.row.Equal(r.Lease) && g.sentAt < wr.sentAt && !w.bug("ghost-ignored") {
 					wr.sentAt = g.sentAt
 				}
 			}
@@ -183,18 +195,18 @@ func (w *Worker) onResolveResult(key string, r *Result) {
 			w.addGhost(wr)
 			w.writeNotApplied(wr, false)
 		default:
-			if h := w.held[wr.key]; h != nil && h.write == wr && w.adoptable(h, r.Lease) {
+			if h := rs.held; h != nil && h.write == wr && w.adoptable(h, r.Lease) {
 				// The assigner changed the row (a handoff request, or its
 				// cancellation): still this worker's lease. Write again on
 				// the new version.
 				w.emitResolved(wr, "not applied: the assigner changed the row")
-				w.observeRow(r.Lease)
+				w.observe(rs, r.Lease)
 				h.write = nil
 				w.adopt(h, r.Lease)
 				break
 			}
 			w.emitResolved(wr, "superseded")
-			w.observeRow(r.Lease)
+			w.observe(rs, r.Lease)
 			w.writeSuperseded(wr)
 		}
 	case errors.Is(r.Err, ErrNotFound):
@@ -210,7 +222,7 @@ func (w *Worker) onResolveResult(key string, r *Result) {
 		wr.backoff = w.nextBackoff(wr.backoff)
 		wr.retryAt = w.now.Mono + wr.backoff
 		wr.id = 0
-		if w.writes[wr.key] == wr {
+		if rs.write == wr {
 			// Not held: retryWrites sends it again (a held lease's tick
 			// does that for its own write).
 			wr.awaiting = true
@@ -240,7 +252,8 @@ type ghost struct {
 
 // addGhost remembers wr as a write that may yet land (or may have).
 func (w *Worker) addGhost(wr *write) {
-	gs := w.ghosts[wr.key]
+	rs := w.rows.intern(wr.key)
+	gs := rs.ghosts
 	for i, g := range gs {
 		if g.expect == wr.expect && g.row.Equal(wr.row) {
 			gs[i].sentAt = min(g.sentAt, wr.sentAt)
@@ -250,12 +263,12 @@ func (w *Worker) addGhost(wr *write) {
 	if len(gs) >= 4 {
 		gs = gs[1:] // keep the few most recent
 	}
-	w.ghosts[wr.key] = append(gs, ghost{expect: wr.expect, row: wr.row, sentAt: wr.sentAt})
+	rs.ghosts = append(gs, ghost{expect: wr.expect, row: wr.row, sentAt: wr.sentAt})
 }
 
 func (w *Worker) emitResolved(wr *write, how string) {
 	if w.trace != nil {
-		w.emit(TraceEvent{Kind: TraceResolved, Key: wr.key, Shard: w.refOf(wr.key), Counter: wr.row.Counter, Reason: wr.kind.String() + " " + how})
+		w.emit(TraceEvent{Kind: TraceResolved, Key: wr.key, Shard: w.refOfRow(wr.rs), Counter: wr.row.Counter, Reason: wr.kind.String() + " " + how})
 	}
 }
 
@@ -267,40 +280,46 @@ func (w *Worker) retryResolve(wr *write) {
 }
 
 func (w *Worker) writeApplied(wr *write) {
-	delete(w.ghosts, wr.key) // the row moved on: no earlier attempt can land
+	rs := w.rows.current(wr.rs, wr.key)
+	if rs != nil {
+		rs.ghosts = nil // the row moved on: no earlier attempt can land
+	}
 	switch wr.kind {
 	case wTake:
-		delete(w.writes, wr.key)
 		w.observeRow(wr.row)
+		w.clearWrite(rs)
 		w.acquired(wr)
 	case wCreate:
-		delete(w.writes, wr.key)
+		w.clearWrite(rs)
 		w.emit(TraceEvent{Kind: TraceLeaseCreated, Key: wr.key, Shard: w.refOf(wr.key), Checkpoint: wr.row.Checkpoint})
 		// A new lease is free: look for it soon rather than at the next
 		// take interval.
 		w.nextScan = min(w.nextScan, w.now.Mono+200*time.Millisecond)
 	case wDelete:
-		delete(w.writes, wr.key)
+		w.clearWrite(rs)
 		w.forget(wr.key)
 		w.emit(TraceEvent{Kind: TraceLeaseDeleted, Key: wr.key, Shard: w.refOf(wr.key)})
 	case wAssign:
-		delete(w.writes, wr.key)
+		w.clearWrite(rs)
 		w.assignedApplied(wr)
 	case wHello:
-		delete(w.writes, wr.key)
+		w.clearWrite(rs)
 	default:
-		if h := w.held[wr.key]; h != nil {
-			w.holderWriteApplied(h, wr)
+		if rs != nil && rs.held != nil {
+			w.holderWriteApplied(rs.held, wr)
 		}
 	}
+	w.rows.tidy(rs)
 }
 
 func (w *Worker) writeNotApplied(wr *write, throttled bool) {
+	rs := w.rows.current(wr.rs, wr.key)
 	switch wr.kind {
 	case wTake, wCreate, wDelete, wAssign, wHello:
-		delete(w.writes, wr.key)
+		w.clearWrite(rs)
 	default:
-		if h := w.held[wr.key]; h != nil {
+		if rs != nil && rs.held != nil {
+			h := rs.held
 			h.write = nil
 			h.suspect = false
 			if throttled {
@@ -312,17 +331,22 @@ func (w *Worker) writeNotApplied(wr *write, throttled bool) {
 }
 
 func (w *Worker) writeSuperseded(wr *write) {
-	delete(w.ghosts, wr.key)
+	rs := w.rows.current(wr.rs, wr.key)
+	if rs != nil {
+		rs.ghosts = nil
+	}
 	switch wr.kind {
 	case wTake, wCreate, wDelete, wAssign, wHello:
-		delete(w.writes, wr.key)
+		w.clearWrite(rs)
 	default:
-		if h := w.held[wr.key]; h != nil {
+		if rs != nil && rs.held != nil {
+			h := rs.held
 			h.write = nil
 			h.taken = true
 			w.loseLease(h, "condition failed: the row changed under "+wr.kind.String())
 		}
 	}
+	w.rows.tidy(rs)
 }
 
 // nextBackoff doubles prev within [100ms, 5s], with jitter.

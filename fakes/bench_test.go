@@ -67,3 +67,37 @@ func BenchmarkUpdateLease(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkGeneratedPutGetRecords measures one generated record put as it
+// arrives (PutGenerated) and one GetRecords that returns it, on a 16-shard
+// generated stream (a tenth of the records KPL aggregates of 2..8) read
+// through each shard's iterator chain: BenchmarkPutGetRecords's loop on a
+// stream that stores nothing.
+func BenchmarkGeneratedPutGetRecords(b *testing.B) {
+	k, clock := newKinesis(b, KinesisOptions{})
+	must(b, k.CreateGeneratedStream("s", 16, GeneratedRecords{Rate: 1000, AggregateShare: 0.1, AggregateMax: 8}))
+	its := map[string]string{}
+	for i := 0; i < 16; i++ {
+		it, err := k.GetShardIterator(ctx, "s", shardID(i), engine.Position{Type: engine.IterLatest})
+		must(b, err)
+		its[shardID(i)] = it
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		at, ok := k.NextArrival("s")
+		if !ok {
+			b.Fatal("no arrival")
+		}
+		clock.Set(at)
+		p, ok, err := k.PutGenerated("s")
+		if err != nil || !ok {
+			b.Fatalf("%v %v", ok, err)
+		}
+		page, err := k.GetRecords(ctx, its[p.Shard], 100)
+		if err != nil || len(page.Records) != 1 {
+			b.Fatalf("%v %v", page, err)
+		}
+		its[p.Shard] = page.NextIterator
+	}
+}

@@ -38,17 +38,21 @@ func TestLeaseTableContract(t *testing.T) {
 
 func TestKinesisContract(t *testing.T) {
 	for _, tc := range []struct {
-		name string
-		opts fakes.KinesisOptions
+		name      string
+		opts      fakes.KinesisOptions
+		generated bool
 	}{
-		{"default", fakes.KinesisOptions{}},
-		{"omit_child_shards", fakes.KinesisOptions{OmitChildShards: true}},
-		{"separate_end_page", fakes.KinesisOptions{SeparateEndPage: true}},
+		{"default", fakes.KinesisOptions{}, false},
+		{"omit_child_shards", fakes.KinesisOptions{OmitChildShards: true}, false},
+		{"separate_end_page", fakes.KinesisOptions{SeparateEndPage: true}, false},
+		// a generated stream at rate 0 holds the records put explicitly
+		// only, each in a segment of its own, numbered by its shard
+		{"generated_stream", fakes.KinesisOptions{}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			clock := fakes.NewManualClock(time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC))
 			tc.opts.Clock = clock
-			streamtest.Run(t, &kinesisHarness{k: fakes.NewKinesis(tc.opts), clock: clock})
+			streamtest.Run(t, &kinesisHarness{k: fakes.NewKinesis(tc.opts), clock: clock, generated: tc.generated})
 		})
 	}
 }
@@ -57,10 +61,11 @@ func TestKinesisContract(t *testing.T) {
 // records by the MD5 of their partition key only, so Put searches for a
 // partition key that lands on the wanted shard.
 type kinesisHarness struct {
-	k       *fakes.Kinesis
-	clock   *fakes.ManualClock
-	streams int
-	puts    int
+	k         *fakes.Kinesis
+	clock     *fakes.ManualClock
+	streams   int
+	puts      int
+	generated bool // streams made by CreateGeneratedStream (at rate 0)
 }
 
 var _ streamtest.Expirer = (*kinesisHarness)(nil)
@@ -71,7 +76,13 @@ func (h *kinesisHarness) CreateStream(t *testing.T, shards int) string {
 	t.Helper()
 	h.streams++
 	name := fmt.Sprintf("stream-%d", h.streams)
-	if err := h.k.CreateStream(name, shards); err != nil {
+	create := h.k.CreateStream
+	if h.generated {
+		create = func(name string, shards int) error {
+			return h.k.CreateGeneratedStream(name, shards, fakes.GeneratedRecords{})
+		}
+	}
+	if err := create(name, shards); err != nil {
 		t.Fatalf("CreateStream: %v", err)
 	}
 	return name
@@ -136,17 +147,19 @@ func (h *kinesisHarness) ExpireIterators(t *testing.T) { h.k.ExpireIterators() }
 // and with a consumer activation delay.
 func TestKinesisFanOutContract(t *testing.T) {
 	for _, tc := range []struct {
-		name string
-		opts fakes.FanOutOptions
+		name      string
+		opts      fakes.FanOutOptions
+		generated bool
 	}{
-		{"service_timings", fakes.FanOutOptions{}},
-		{"slow_activation_small_events", fakes.FanOutOptions{Activation: 20 * time.Second, MaxEventRecords: 3}},
+		{"service_timings", fakes.FanOutOptions{}, false},
+		{"slow_activation_small_events", fakes.FanOutOptions{Activation: 20 * time.Second, MaxEventRecords: 3}, false},
+		{"generated_stream", fakes.FanOutOptions{MaxEventRecords: 3}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			clock := fakes.NewManualClock(time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC))
 			k := fakes.NewKinesis(fakes.KinesisOptions{Clock: clock})
 			k.SetFanOutOptions(tc.opts)
-			streamtest.RunFanOut(t, &fanOutHarness{kinesisHarness: kinesisHarness{k: k, clock: clock}, opts: tc.opts})
+			streamtest.RunFanOut(t, &fanOutHarness{kinesisHarness: kinesisHarness{k: k, clock: clock, generated: tc.generated}, opts: tc.opts})
 			if n := k.OpenSubscriptions(); n == 0 {
 				t.Fatal("no subscription left open: the suite gives some up, not all")
 			}

@@ -22,6 +22,12 @@
 // a malformed row, an injected custom error) is what the engine treats as an
 // unknown outcome.
 //
+// A stream is stored (CreateStream: every record put is kept, compactly)
+// or generated (CreateGeneratedStream: records are derived from the seed,
+// the shard and the position whenever they are read, arrivals from
+// counter-based Poisson processes, so that a day of retention costs no
+// memory per record; see GeneratedRecords and arrivals.go).
+//
 // Hot paths (UpdateLease, PutRecord, GetRecords) avoid fmt and allocate
 // little; the documentation of each method states who owns the slices it
 // returns.

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math/big"
+	"math/bits"
 )
 
 // hashKey is a Kinesis hash key: an unsigned 128-bit integer.
@@ -51,6 +52,28 @@ func (a hashKey) dec() hashKey {
 	}
 	a.lo--
 	return a
+}
+
+// add returns a+b (wrapping at 2^128).
+func (a hashKey) add(b hashKey) hashKey {
+	lo, carry := bits.Add64(a.lo, b.lo, 0)
+	hi, _ := bits.Add64(a.hi, b.hi, carry)
+	return hashKey{hi, lo}
+}
+
+// sub returns a-b (wrapping at 0).
+func (a hashKey) sub(b hashKey) hashKey {
+	lo, borrow := bits.Sub64(a.lo, b.lo, 0)
+	hi, _ := bits.Sub64(a.hi, b.hi, borrow)
+	return hashKey{hi, lo}
+}
+
+// scale returns ⌊a·u / 2^64⌋, which is at most a.
+func (a hashKey) scale(u uint64) hashKey {
+	hi, lo := bits.Mul64(a.hi, u)
+	mid, _ := bits.Mul64(a.lo, u)
+	lo, carry := bits.Add64(lo, mid, 0)
+	return hashKey{hi + carry, lo}
 }
 
 // big returns a as a big.Int.

@@ -54,26 +54,45 @@ func (h *history) write(v version, horizon time.Time) {
 
 // prune drops every version superseded at or before horizon: it keeps the
 // newest version written at or before horizon (the one current at horizon)
-// and every later one.
+// and every later one. Versions kept are moved to the front of the array
+// only when no more of them are kept than dropped; otherwise the slice
+// starts later in its array (append moves them when it grows it), so that
+// a long history (a lag of minutes, a row written every second) costs no
+// copy of the whole history per write.
 func (h *history) prune(horizon time.Time) {
 	i := h.keepFrom(horizon)
 	if i == 0 {
 		return
 	}
-	n := copy(h.v, h.v[i:])
-	clear(h.v[n:]) // drop references held by the old versions
-	h.v = h.v[:n]
+	if n := len(h.v) - i; n <= i {
+		copy(h.v, h.v[i:])
+		clear(h.v[n:]) // drop references held by the old versions
+		h.v = h.v[:n]
+		return
+	}
+	clear(h.v[:i])
+	h.v = h.v[i:]
 }
 
 // keepFrom returns the index of the newest version written at or before
-// horizon, or 0 if there is none.
+// horizon, or 0 if there is none. Versions are in the order written, so
+// their times never decrease.
 func (h *history) keepFrom(horizon time.Time) int {
-	for i := len(h.v) - 1; i > 0; i-- {
-		if !h.v[i].at.After(horizon) {
-			return i
+	v := h.v
+	if n := len(v); n < 2 || !v[n-1].at.After(horizon) {
+		return max(n-1, 0) // none, or the current one
+	}
+	// the first index in [1, n) written after horizon, less one
+	lo, hi := 1, len(v)-1
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if v[m].at.After(horizon) {
+			hi = m
+		} else {
+			lo = m + 1
 		}
 	}
-	return 0
+	return lo - 1
 }
 
 // candidates returns the versions that were current at some time within

@@ -83,7 +83,7 @@ func (k *Kinesis) decodeIterator(it string) (st iterState, ok bool) {
 		return st, false
 	}
 	s := k.byIndex[stream]
-	if shard >= len(s.shards) || words[1] > uint64(s.shards[shard].log.len()) || words[3] > k.serial {
+	if shard >= len(s.shards) || words[1] > uint64(s.shards[shard].count()) || words[3] > k.serial {
 		return st, false
 	}
 	st.stream, st.shard, st.pos, st.issued, st.serial = stream, shard, int(words[1]), int64(words[2]), words[3]
@@ -146,12 +146,16 @@ func (k *Kinesis) iteratorAt(stream, shard string, pos engine.Position, now time
 	case engine.IterTrimHorizon:
 		i = first
 	case engine.IterLatest:
-		i = sh.log.len()
+		i = sh.count()
 	case engine.IterAtTimestamp:
 		if pos.Timestamp.IsZero() {
 			return "", &callError{op: op, subject: stream, sub: shard, msg: "AT_TIMESTAMP without a timestamp", err: ErrInvalidArgument}
 		}
-		i = max(first, sh.log.search(func(r *krec) bool { return r.arrival >= at }))
+		if sh.gen != nil {
+			i = max(first, sh.gen.firstFrom(at, &sh.gen.read))
+		} else {
+			i = max(first, sh.log.search(func(r *krec) bool { return r.arrival >= at }))
+		}
 	case engine.IterAtSequenceNumber, engine.IterAfterSequenceNumber:
 		if msg := k.checkSequence(s, sh, pos.Sequence); msg != "" {
 			return "", &callError{op: op, subject: stream, sub: shard, msg: msg, err: ErrInvalidArgument}
@@ -175,7 +179,7 @@ func (k *Kinesis) checkSequence(s *kstream, sh *kshard, seq string) string {
 	}
 	end := sh.info.EndingSequence
 	if end == "" {
-		end = sh.seq.format(s.seq.last())
+		end = sh.seq.format(sh.lastNumber())
 	}
 	if compareDecimal([]byte(seq), end) > 0 {
 		return "sequence number " + seq + " is after the shard's last " + end
@@ -238,7 +242,7 @@ func (k *Kinesis) read(st iterState, ok bool, limit int, now time.Time) (engine.
 		return engine.RecordsPage{}, &callError{op: op, subject: s.name, sub: sh.info.ID, msg: "older than the iterator TTL", err: engine.ErrExpiredIterator}
 	}
 	pos := max(st.pos, k.trim(sh, now))
-	n := sh.log.len()
+	n := sh.count()
 	end := min(pos+limit, n)
 	var page engine.RecordsPage
 	if end > pos {

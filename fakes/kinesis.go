@@ -51,6 +51,11 @@ type KinesisOptions struct {
 	// caller sees every trim no later than any reader could observe it. It
 	// must not call back into the fake.
 	OnTrim func(stream, shard string, trimmed []engine.Record)
+	// OnTrimRange, if set, is called where OnTrim is, with the sequence
+	// numbers of the first and last records just hidden and their count
+	// only: it costs nothing per record (a generated stream's records
+	// are made when they are read). The same rules hold.
+	OnTrimRange func(stream, shard, first, last string, count int)
 	// FreeTrimmed frees records past retention (in chunks of 64): a stream
 	// then holds what retention keeps, not everything ever put, and
 	// Records returns the records still held. Readers see no difference: a read never returns trimmed
@@ -68,7 +73,9 @@ type KinesisOptions struct {
 // only makes them unreadable), so that checkers can see everything ever
 // put. They are stored compactly (a sequence counter, an arrival offset, a
 // partition key index: 24 bytes, plus the data if any) and become
-// engine.Records when read. Faults are injected through the embedded Faults on ListShards,
+// engine.Records when read. A stream made by CreateGeneratedStream stores
+// none: its records are derived again whenever they are read (see
+// GeneratedRecords). Faults are injected through the embedded Faults on ListShards,
 // GetShardIterator and GetRecords; ExpireIterators expires every issued
 // iterator.
 //
@@ -99,11 +106,13 @@ type kstream struct {
 	rng     *rand.Rand // the fake's: draws each new shard's sequence layout
 	shards  []*kshard  // creation order: shards[i] is shardId-<i>
 	byID    map[string]*kshard
-	open    []*kshard // open shards sorted by starting hash key
+	open    []*kshard    // open shards sorted by starting hash key
+	listing shardListing // ListShards' answer, shared (listing.go)
 	// the partition keys and data of its records, each stored once
 	pkeys  []string
 	pkeyOf map[string]uint32
-	data   [][]byte // data[0] is nil
+	data   [][]byte   // data[0] is nil
+	gen    *genStream // a generated stream's (generate.go); nil if stored
 }
 
 // kshard is one shard of a stream.
@@ -115,7 +124,8 @@ type kshard struct {
 	children    []string
 	created     time.Time
 	closed      time.Time // zero while open
-	log         recordLog
+	log         recordLog // a stored stream's records
+	gen         *genShard // a generated stream's (generate.go)
 	seq         seqLayout // how its counters are written as sequence numbers
 	trimmed     int       // records[:trimmed] are past retention
 	lastArrival int64     // arrival times (from the origin) never decrease within a shard
@@ -158,6 +168,11 @@ func (k *Kinesis) Stats() Stats { return k.stats }
 // CreateStream creates stream name with shardCount open shards that split
 // the hash key space evenly, with ids shardId-000000000000 upwards.
 func (k *Kinesis) CreateStream(name string, shardCount int) error {
+	return k.createStream(name, shardCount, nil)
+}
+
+// createStream creates a stream, generated if gen is not nil.
+func (k *Kinesis) createStream(name string, shardCount int, gen *genStream) error {
 	if err := validStreamName(name); err != nil {
 		return err
 	}
@@ -168,12 +183,18 @@ func (k *Kinesis) CreateStream(name string, shardCount int) error {
 		return &callError{msg: "CreateStream " + name + ": shard count " + strconv.Itoa(shardCount) + " out of [1, 2^20]", err: ErrInvalidArgument}
 	}
 	s := &kstream{name: name, index: len(k.byIndex), seq: newSeqGen(), rng: k.rng, byID: make(map[string]*kshard),
-		pkeyOf: make(map[string]uint32), data: [][]byte{nil}}
+		pkeyOf: make(map[string]uint32), data: [][]byte{nil}, gen: gen}
 	now := k.clock.Now()
 	for _, r := range evenRanges(shardCount) {
 		s.addShard(r[0], r[1], "", "", now)
 	}
 	s.reindexOpen()
+	if gen != nil {
+		for _, sh := range s.shards {
+			k.startGen(s, sh, false, now)
+		}
+		gen.rebuild(s.open)
+	}
 	k.createdAt(s, now)
 	k.streams[name] = s
 	k.byIndex = append(k.byIndex, s)
@@ -209,6 +230,7 @@ func (s *kstream) addShard(start, end hashKey, parent, adjacent string, now time
 	}
 	s.shards = append(s.shards, sh)
 	s.byID[sh.info.ID] = sh
+	s.listing.forget()
 	return sh
 }
 
@@ -283,6 +305,10 @@ func (k *Kinesis) PutRecordWithHash(stream, partitionKey string, hi, lo uint64, 
 // put appends a record with hash key h to the open shard of s that owns h.
 func (k *Kinesis) put(s *kstream, partitionKey string, h hashKey, data []byte) (shardID, sequence string, err error) {
 	sh := s.route(h)
+	if sh.gen != nil {
+		shardID, sequence = k.putStored(s, sh, partitionKey, data)
+		return shardID, sequence, nil
+	}
 	now := int64(k.clock.Now().Sub(k.origin))
 	if now < sh.lastArrival {
 		now = sh.lastArrival
@@ -310,7 +336,9 @@ func (k *Kinesis) put(s *kstream, partitionKey string, h hashKey, data []byte) (
 
 // ListShards returns the shards of stream that Kinesis lists: every open
 // shard and every closed one closed within the retention period, sorted by
-// id. The slice belongs to the caller.
+// id. The slice is shared by every caller until the stream's shards
+// change (a shard added or closed, a closed one past retention) and must
+// not be modified.
 func (k *Kinesis) ListShards(ctx context.Context, stream string) ([]engine.Shard, error) {
 	const op = engine.OpListShards
 	now := k.clock.Now()
@@ -322,12 +350,7 @@ func (k *Kinesis) ListShards(ctx context.Context, stream string) ([]engine.Shard
 	if s := k.streams[stream]; s == nil {
 		err = &callError{op: op, subject: stream, msg: "no such stream", err: engine.ErrNotFound}
 	} else {
-		out = make([]engine.Shard, 0, len(s.open))
-		for _, sh := range s.shards {
-			if k.listed(sh, now) {
-				out = append(out, sh.info)
-			}
-		}
+		out = k.listing(s, now)
 	}
 	if err = k.end(op, stream, "", err); err != nil {
 		return nil, err
@@ -348,7 +371,13 @@ func (k *Kinesis) trim(sh *kshard, now time.Time) int {
 	if horizon <= sh.trimmedBefore {
 		return sh.trimmed // nothing new past retention
 	}
-	from, n := sh.trimmed, sh.log.len()
+	from := sh.trimmed
+	if sh.gen != nil {
+		sh.gen.genTrim(sh, horizon)
+		k.onTrim(sh, from)
+		return sh.trimmed
+	}
+	n := sh.log.len()
 	if from < n {
 		c := sh.log.at(from)
 		for c.i < n && c.cur.arrival < horizon {
@@ -356,9 +385,7 @@ func (k *Kinesis) trim(sh *kshard, now time.Time) int {
 		}
 		sh.trimmed = c.i
 	}
-	if k.opts.OnTrim != nil && sh.trimmed > from {
-		k.opts.OnTrim(sh.stream.name, sh.info.ID, k.records(sh.stream, sh, from, sh.trimmed))
-	}
+	k.onTrim(sh, from)
 	if k.opts.FreeTrimmed {
 		sh.log.freeBefore(sh.trimmed)
 	}
@@ -368,6 +395,20 @@ func (k *Kinesis) trim(sh *kshard, now time.Time) int {
 		sh.trimmedBefore = sh.log.get(sh.trimmed).arrival
 	}
 	return sh.trimmed
+}
+
+// onTrim calls the trim hooks for the records from..sh.trimmed-1 just
+// hidden, if any.
+func (k *Kinesis) onTrim(sh *kshard, from int) {
+	if sh.trimmed <= from {
+		return
+	}
+	if k.opts.OnTrim != nil {
+		k.opts.OnTrim(sh.stream.name, sh.info.ID, k.records(sh.stream, sh, from, sh.trimmed))
+	}
+	if k.opts.OnTrimRange != nil {
+		k.opts.OnTrimRange(sh.stream.name, sh.info.ID, sh.sequenceAt(from), sh.sequenceAt(sh.trimmed-1), sh.trimmed-from)
+	}
 }
 
 // ExpireIterators makes every shard iterator issued so far expired: a
@@ -446,7 +487,7 @@ func (k *Kinesis) Shards(stream string) ([]ShardInfo, error) {
 			CreatedAt: sh.created,
 			ClosedAt:  sh.closed,
 			Listed:    k.listed(sh, now),
-			Records:   sh.log.len(),
+			Records:   sh.count(),
 			Trimmed:   k.trim(sh, now),
 		}
 	}
@@ -462,7 +503,7 @@ func (k *Kinesis) Records(stream, shard string) ([]engine.Record, error) {
 	if err != nil {
 		return nil, err
 	}
-	return k.records(s, sh, sh.log.held(), sh.log.len()), nil
+	return k.records(s, sh, sh.held(), sh.count()), nil
 }
 
 // Retained returns the records of the shard that retention still keeps,
@@ -472,7 +513,22 @@ func (k *Kinesis) Retained(stream, shard string) ([]engine.Record, error) {
 	if err != nil {
 		return nil, err
 	}
-	return k.records(s, sh, k.trim(sh, k.clock.Now()), sh.log.len()), nil
+	return k.records(s, sh, k.trim(sh, k.clock.Now()), sh.count()), nil
+}
+
+// RetainedRange returns the sequence numbers of the first and last
+// records of the shard that retention still keeps, and how many there are
+// ("", "", 0 if none): Retained's bounds, without making its records.
+func (k *Kinesis) RetainedRange(stream, shard string) (first, last string, n int, err error) {
+	_, sh, err := k.lookup(0, stream, shard)
+	if err != nil {
+		return "", "", 0, err
+	}
+	from, to := k.trim(sh, k.clock.Now()), sh.count()
+	if from >= to {
+		return "", "", 0, nil
+	}
+	return sh.sequenceAt(from), sh.sequenceAt(to - 1), to - from, nil
 }
 
 // Trimmed returns how many records of the shard are past retention now

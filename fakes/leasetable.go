@@ -65,7 +65,9 @@ type LeaseTable struct {
 	clock Clock
 	rng   *rand.Rand
 	lag   time.Duration
-	rows  map[string]*history
+	// keys interns the table's keys: each call finds its key's row
+	// history and pending index entries with one probe
+	keys  map[string]*tableKey
 	order []*history // rows sorted by key
 	stats Stats
 
@@ -85,7 +87,7 @@ func NewLeaseTable(opts LeaseTableOptions) *LeaseTable {
 		clock: c,
 		rng:   rand.New(rand.NewPCG(opts.Seed, opts.Seed^0x5eed1ea5e7ab1e)),
 		lag:   max(opts.StaleLag, 0),
-		rows:  make(map[string]*history),
+		keys:  make(map[string]*tableKey),
 		index: newPendingIndex(opts.IndexLag),
 
 		noIndex: opts.NoIndex,
@@ -165,7 +167,7 @@ func (t *LeaseTable) GetLease(ctx context.Context, key string) (engine.Lease, er
 	}
 	var l engine.Lease
 	var err error
-	h := t.rows[key]
+	h := t.row(key)
 	switch {
 	case h == nil || h.current().state == rowAbsent:
 		err = &callError{op: op, subject: key, msg: "no such lease", err: engine.ErrNotFound}
@@ -187,14 +189,15 @@ func (t *LeaseTable) CreateLease(ctx context.Context, l engine.Lease) error {
 		return err
 	}
 	var err error
-	h := t.rows[l.Key]
+	tk := t.keys[l.Key]
+	h := tk.row()
 	switch {
 	case l.Key == "":
 		err = &callError{op: op, msg: "empty leaseKey", err: ErrInvalidArgument}
 	case h != nil && h.current().state != rowAbsent:
 		err = newConditionError(op, l.Key, true, engine.Expect{}, h)
 	default:
-		t.write(l.Key, version{at: now, state: rowPresent, lease: l.Clone()}, now)
+		t.writeRow(tk, l.Key, version{at: now, state: rowPresent, lease: l.Clone()}, now)
 	}
 	return t.end(op, l.Key, err)
 }
@@ -210,10 +213,10 @@ func (t *LeaseTable) UpdateLease(ctx context.Context, expect engine.Expect, l en
 		return err
 	}
 	var err error
-	if h := t.rows[l.Key]; !matches(h, expect) {
-		err = newConditionError(op, l.Key, false, expect, h)
+	if tk := t.keys[l.Key]; !matches(tk.row(), expect) {
+		err = newConditionError(op, l.Key, false, expect, tk.row())
 	} else {
-		t.writeRow(h, l.Key, version{at: now, state: rowPresent, lease: l.Clone()}, now)
+		t.writeRow(tk, l.Key, version{at: now, state: rowPresent, lease: l.Clone()}, now)
 	}
 	return t.end(op, l.Key, err)
 }
@@ -228,10 +231,10 @@ func (t *LeaseTable) DeleteLease(ctx context.Context, key string, expect engine.
 		return err
 	}
 	var err error
-	if h := t.rows[key]; !matches(h, expect) {
-		err = newConditionError(op, key, false, expect, h)
+	if tk := t.keys[key]; !matches(tk.row(), expect) {
+		err = newConditionError(op, key, false, expect, tk.row())
 	} else {
-		t.write(key, version{at: now, state: rowAbsent}, now)
+		t.writeRow(tk, key, version{at: now, state: rowAbsent}, now)
 	}
 	return t.end(op, key, err)
 }
@@ -261,7 +264,7 @@ func (t *LeaseTable) Put(l engine.Lease) error {
 // Remove deletes the row key unconditionally (well formed or not), as an
 // operator would. It is neither faulted nor counted.
 func (t *LeaseTable) Remove(key string) {
-	if h := t.rows[key]; h != nil && h.current().state != rowAbsent {
+	if h := t.row(key); h != nil && h.current().state != rowAbsent {
 		now := t.clock.Now()
 		t.write(key, version{at: now, state: rowAbsent}, now)
 	}
@@ -315,27 +318,75 @@ func (t *LeaseTable) end(op engine.Op, key string, err error) error {
 // horizon returns the oldest time a stale read may reflect.
 func (t *LeaseTable) horizon(now time.Time) time.Time { return now.Add(-t.lag) }
 
+// tableKey is one key of the table: its row's history (nil: no version
+// a read can return) and its entries in the pending index.
+type tableKey struct {
+	name string
+	h    *history
+	pend []pendAt
+}
+
+// row returns k's history, nil if k is nil or has none.
+func (k *tableKey) row() *history {
+	if k == nil {
+		return nil
+	}
+	return k.h
+}
+
+// row returns the history of key, nil if none.
+func (t *LeaseTable) row(key string) *history { return t.keys[key].row() }
+
+// intern returns key's tableKey, created if new.
+func (t *LeaseTable) intern(key string) *tableKey {
+	tk := t.keys[key]
+	if tk == nil {
+		tk = &tableKey{name: key}
+		t.keys[key] = tk
+	}
+	return tk
+}
+
+// dropRow forgets the history of k, which no read can return any more,
+// and k itself if the index has nothing of it either.
+func (t *LeaseTable) dropRow(k *tableKey) {
+	k.h = nil
+	if len(k.pend) == 0 {
+		delete(t.keys, k.name)
+	}
+}
+
 // write makes v the current version of key, creating or forgetting the
 // key's history as needed. v.lease must already be a private copy.
 func (t *LeaseTable) write(key string, v version, now time.Time) {
-	t.writeRow(t.rows[key], key, v, now)
+	t.writeRow(t.keys[key], key, v, now)
 }
 
-// writeRow is write with h the key's history (t.rows[key], nil if none).
-func (t *LeaseTable) writeRow(h *history, key string, v version, now time.Time) {
-	t.index.update(key, v.lease.Pending, now) // "" for a row gone or malformed
+// writeRow is write with tk the key's tableKey (nil if none).
+func (t *LeaseTable) writeRow(tk *tableKey, key string, v version, now time.Time) {
+	if tk == nil {
+		if v.state == rowAbsent && v.lease.Pending == "" {
+			return // nothing to write, nothing to index
+		}
+		tk = t.intern(key)
+	}
+	t.index.update(tk, v.lease.Pending, now) // "" for a row gone or malformed
+	h := tk.h
 	if h == nil {
 		if v.state == rowAbsent {
+			if len(tk.pend) == 0 {
+				delete(t.keys, key)
+			}
 			return
 		}
 		h = newHistory(key)
-		t.rows[key] = h
+		tk.h = h
 		i, _ := t.find(key)
 		t.order = slices.Insert(t.order, i, h)
 	}
 	h.write(v, t.horizon(now))
 	if h.gone() {
-		delete(t.rows, key)
+		t.dropRow(tk)
 		if i, ok := t.find(key); ok {
 			t.order = slices.Delete(t.order, i, i+1)
 		}
@@ -360,7 +411,7 @@ func (t *LeaseTable) list(now time.Time, consistent, prune bool) engine.Listing 
 		if prune {
 			h.prune(horizon)
 			if h.gone() {
-				delete(t.rows, key)
+				t.dropRow(t.keys[key])
 				continue
 			}
 			t.order[n] = h
@@ -399,7 +450,7 @@ func (t *LeaseTable) listAt(now, at time.Time) engine.Listing {
 		key := h.key
 		h.prune(horizon)
 		if h.gone() {
-			delete(t.rows, key)
+			t.dropRow(t.keys[key])
 			continue
 		}
 		t.order[n] = h
@@ -432,7 +483,7 @@ func (t *LeaseTable) listEach(now time.Time, lagOf func(string) time.Duration) e
 		key := h.key
 		h.prune(horizon)
 		if h.gone() {
-			delete(t.rows, key)
+			t.dropRow(t.keys[key])
 			continue
 		}
 		t.order[n] = h

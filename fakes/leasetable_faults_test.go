@@ -214,13 +214,13 @@ func TestLeaseTableHistoryBounded(t *testing.T) {
 	}
 	// Versions current within the last second: the one at the horizon and
 	// the ten after it.
-	if got := len(tb.rows["k"].v); got > 11 {
+	if got := len(tb.row("k").v); got > 11 {
 		t.Fatalf("history holds %d versions", got)
 	}
 	tb0, _ := newTable(t, 0, 1)
 	must(t, tb0.CreateLease(ctx, lease("k", "", 0)))
 	must(t, tb0.UpdateLease(ctx, engine.Expect{}, lease("k", "w", 1)))
-	if got := len(tb0.rows["k"].v); got != 1 {
+	if got := len(tb0.row("k").v); got != 1 {
 		t.Fatalf("without lag, history holds %d versions", got)
 	}
 }

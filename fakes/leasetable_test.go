@@ -255,8 +255,8 @@ func TestLeaseTableStaleReads(t *testing.T) {
 			if tc.step/3 < lag && !sawDeleted {
 				t.Errorf("never saw a deleted row within the lag")
 			}
-			if len(tb.rows) != 0 || len(tb.order) != 0 {
-				t.Errorf("deleted keys not forgotten after the lag: %d rows, %d in order", len(tb.rows), len(tb.order))
+			if len(tb.keys) != 0 || len(tb.order) != 0 {
+				t.Errorf("deleted keys not forgotten after the lag: %d rows, %d in order", len(tb.keys), len(tb.order))
 			}
 		})
 	}

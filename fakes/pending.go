@@ -3,6 +3,7 @@ package fakes
 import (
 	"context"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/shardlease/shardlease/engine"
@@ -11,12 +12,12 @@ import (
 // pendingIndex is the lease table's index of the Pending attribute, as
 // DynamoDB keeps a sparse global secondary index: eventually consistent,
 // each key's entry lagging its row by up to the index lag. It keeps, per
-// key, the Pending values of the row's recent versions with the time each
-// became current, and per value the keys that may show it.
+// key (in its tableKey), the Pending values of the row's recent versions
+// with the time each became current, and per value the keys that may
+// show it.
 type pendingIndex struct {
 	lag     time.Duration
-	byKey   map[string][]pendAt
-	byValue map[string]map[string]struct{}
+	byValue map[string]map[*tableKey]struct{}
 }
 
 type pendAt struct {
@@ -25,12 +26,12 @@ type pendAt struct {
 }
 
 func newPendingIndex(lag time.Duration) *pendingIndex {
-	return &pendingIndex{lag: max(lag, 0), byKey: map[string][]pendAt{}, byValue: map[string]map[string]struct{}{}}
+	return &pendingIndex{lag: max(lag, 0), byValue: map[string]map[*tableKey]struct{}{}}
 }
 
 // update records that key's row has Pending p from now on.
-func (x *pendingIndex) update(key, p string, now time.Time) {
-	us := x.byKey[key]
+func (x *pendingIndex) update(key *tableKey, p string, now time.Time) {
+	us := key.pend
 	if len(us) == 0 && p == "" {
 		return
 	}
@@ -48,18 +49,18 @@ func (x *pendingIndex) update(key, p string, now time.Time) {
 	if p != "" {
 		keys := x.byValue[p]
 		if keys == nil {
-			keys = map[string]struct{}{}
+			keys = map[*tableKey]struct{}{}
 			x.byValue[p] = keys
 		}
 		keys[key] = struct{}{}
 	}
-	x.byKey[key] = us
+	key.pend = us
 }
 
 // visibleAt returns the Pending of key as of seen.
-func (x *pendingIndex) visibleAt(key string, seen time.Time) string {
+func (x *pendingIndex) visibleAt(key *tableKey, seen time.Time) string {
 	p := ""
-	for _, u := range x.byKey[key] {
+	for _, u := range key.pend {
 		if u.at.After(seen) {
 			break
 		}
@@ -74,21 +75,21 @@ func (x *pendingIndex) visibleAt(key string, seen time.Time) string {
 // the index lag.
 func (x *pendingIndex) query(who string, now time.Time, lagOf func(string) time.Duration) []string {
 	var out []string
-	keys := make([]string, 0, len(x.byValue[who]))
+	keys := make([]*tableKey, 0, len(x.byValue[who]))
 	for key := range x.byValue[who] {
 		keys = append(keys, key)
 	}
-	slices.Sort(keys) // lagOf draws in key order
+	slices.SortFunc(keys, func(a, b *tableKey) int { return strings.Compare(a.name, b.name) }) // lagOf draws in key order
 	for _, key := range keys {
 		seen := now.Add(-x.lag)
 		if lagOf != nil {
-			seen = now.Add(-min(max(lagOf(key), 0), x.lag))
+			seen = now.Add(-min(max(lagOf(key.name), 0), x.lag))
 		}
 		if x.visibleAt(key, seen) == who {
-			out = append(out, key)
+			out = append(out, key.name)
 			continue
 		}
-		us := x.byKey[key]
+		us := key.pend
 		if us[len(us)-1].pending != who && !slices.ContainsFunc(us, func(u pendAt) bool { return u.pending == who && u.at.After(now.Add(-x.lag)) }) {
 			delete(x.byValue[who], key)
 		}

@@ -176,6 +176,9 @@ func (k *Kinesis) records(s *kstream, sh *kshard, from, to int) []engine.Record 
 	if to <= from {
 		return nil
 	}
+	if sh.gen != nil {
+		return k.genRecords(sh, from, to)
+	}
 	out := make([]engine.Record, to-from)
 	c := sh.log.at(from)
 	for i := range out {
@@ -199,8 +202,11 @@ func (k *Kinesis) RecordAfter(stream, shard, seq string) (engine.Record, bool, e
 		return engine.Record{}, false, err
 	}
 	i := s.search(sh, seq, true)
-	if i == sh.log.len() {
+	if i == sh.count() {
 		return engine.Record{}, false, nil
+	}
+	if sh.gen != nil {
+		return k.genRecords(sh, i, i+1)[0], true, nil
 	}
 	r := sh.log.get(i)
 	return k.record(s, sh, &r), true, nil
@@ -209,11 +215,54 @@ func (k *Kinesis) RecordAfter(stream, shard, seq string) (engine.Record, bool, e
 // search returns the index of the first record of sh with a sequence
 // number at or above seq (above, with after).
 func (s *kstream) search(sh *kshard, seq string, after bool) int {
+	if sh.gen != nil {
+		return sh.gen.genSearch(sh, seq, after)
+	}
 	var buf [maxSeqDigits + 20]byte
 	return sh.log.search(func(r *krec) bool {
 		c := compareDecimal(sh.seq.appendFormat(buf[:0], r.n), seq)
 		return c > 0 || c == 0 && !after
 	})
+}
+
+// count returns how many records were ever put to sh.
+func (sh *kshard) count() int {
+	if sh.gen != nil {
+		return sh.gen.n
+	}
+	return sh.log.len()
+}
+
+// held returns the index of the oldest record sh can still return: every
+// one of a generated shard.
+func (sh *kshard) held() int {
+	if sh.gen != nil {
+		return 0
+	}
+	return sh.log.held()
+}
+
+// counter returns the sequence counter of record j of sh, a generated
+// shard: its own counter runs from its starting number's.
+func (sh *kshard) counter(j int) uint64 { return sh.seq.n0 + 1 + uint64(j) }
+
+// sequenceAt returns the sequence number of record i of sh (held).
+func (sh *kshard) sequenceAt(i int) string {
+	if sh.gen != nil {
+		return sh.seq.format(sh.counter(i))
+	}
+	return sh.seq.format(sh.log.get(i).n)
+}
+
+// lastNumber returns the counter of the latest sequence number sh has
+// issued or covers: a stored stream numbers its shards' records from one
+// counter, so its latest number; a generated shard its last record's (or
+// its starting number's).
+func (sh *kshard) lastNumber() uint64 {
+	if sh.gen != nil {
+		return sh.counter(sh.gen.n - 1)
+	}
+	return sh.stream.seq.last()
 }
 
 // compareDecimal compares the decimal numbers a and b (valid, leading

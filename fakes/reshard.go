@@ -1,6 +1,7 @@
 package fakes
 
 import (
+	"math"
 	"math/big"
 	"time"
 
@@ -36,6 +37,11 @@ func (k *Kinesis) SplitShard(stream, shard, newStartingHashKey string) ([]string
 	b := s.addShard(at, sh.end, shard, "", now)
 	sh.children = []string{a.info.ID, b.info.ID}
 	s.reindexOpen()
+	if s.gen != nil {
+		k.startGen(s, a, sh.gen.quiet, now)
+		k.startGen(s, b, sh.gen.quiet, now)
+		s.gen.rebuild(s.open)
+	}
 	return []string{a.info.ID, b.info.ID}, nil
 }
 
@@ -88,6 +94,10 @@ func (k *Kinesis) MergeShards(stream, shard, adjacentShard string) (string, erro
 	a.children = []string{c.info.ID}
 	b.children = []string{c.info.ID}
 	s.reindexOpen()
+	if s.gen != nil {
+		k.startGen(s, c, a.gen.quiet && b.gen.quiet, now)
+		s.gen.rebuild(s.open)
+	}
 	return c.info.ID, nil
 }
 
@@ -104,9 +114,17 @@ func (k *Kinesis) reshardable(call, stream, shard string) (*kstream, *kshard, er
 }
 
 // closeShard closes sh at the clock's reading: its EndingSequence is the
-// next number of the stream, above every record it holds.
+// next number of the stream (of a generated shard, its own), above every
+// record it holds. A generated shard gets no more records: what it holds
+// is what it had when it closed.
 func (k *Kinesis) closeShard(s *kstream, sh *kshard) {
-	sh.info.EndingSequence = sh.seq.format(s.seq.take())
+	if sh.gen != nil {
+		sh.info.EndingSequence = sh.seq.format(sh.counter(sh.gen.n))
+		sh.gen.next, sh.gen.tip = math.MaxInt64, segCursor{}
+	} else {
+		sh.info.EndingSequence = sh.seq.format(s.seq.take())
+	}
+	s.listing.forget()
 	sh.closed = k.clock.Now()
 	if last := k.origin.Add(time.Duration(sh.lastArrival)); sh.closed.Before(last) {
 		sh.closed = last

@@ -16,9 +16,11 @@ import (
 //
 // One counter per stream still orders every number issued after another
 // above it within a shard: a shard's starting number, its records, and its
-// ending number in that order. Numbers of different shards are not
-// comparable (a child may number its records with fewer digits than its
-// parent did), as on Kinesis, where nothing promises they are.
+// ending number in that order. (A generated stream's shard counts from its
+// starting number's counter on its own: record j has counter n0+1+j, its
+// end n0+1+count; the layouts are the same.) Numbers of different shards
+// are not comparable (a child may number its records with fewer digits
+// than its parent did), as on Kinesis, where nothing promises they are.
 const (
 	maxSeqDigits = 129 // the API's longest sequence number
 	loDigits     = 18  // digits of a layout's low part

@@ -76,16 +76,26 @@ func TestPutRecordWithHash(t *testing.T) {
 	}
 }
 
-// TestOnTrim: the hook sees every record retention hides, once, no later
-// than a reader could.
+// TestOnTrim: the hooks see every record retention hides, once, no later
+// than a reader could: OnTrim the records, OnTrimRange their bounds.
 func TestOnTrim(t *testing.T) {
 	clock := NewManualClock(defaultStart)
 	var trimmed []string
+	ranges := 0
 	k := NewKinesis(KinesisOptions{Clock: clock, Retention: time.Minute, OnTrim: func(stream, shard string, recs []engine.Record) {
 		if stream != "s" || shard != "shardId-000000000000" {
 			t.Errorf("trim of %s/%s", stream, shard)
 		}
 		trimmed = append(trimmed, seqs(recs)...)
+	}, OnTrimRange: func(stream, shard, first, last string, n int) {
+		// called after OnTrim, with its records' bounds
+		if n < 1 || len(trimmed) < n {
+			t.Fatalf("OnTrimRange of %d records after OnTrim's %d", n, len(trimmed))
+		}
+		if got := trimmed[len(trimmed)-n:]; stream != "s" || got[0] != first || got[n-1] != last {
+			t.Errorf("OnTrimRange %s/%s %s..%s (%d), OnTrim ends with %v", stream, shard, first, last, n, got)
+		}
+		ranges += n
 	}})
 	must(t, k.CreateStream("s", 1))
 	var put []string
@@ -107,8 +117,8 @@ func TestOnTrim(t *testing.T) {
 	if len(trimmed) != 6 || page.Records[0].Sequence != put[6] {
 		t.Fatalf("trimmed %v, read from %s", trimmed, page.Records[0].Sequence)
 	}
-	if _, err := k.Shards("s"); err != nil || len(trimmed) != 6 {
-		t.Fatalf("trimmed twice: %v %v", trimmed, err)
+	if _, err := k.Shards("s"); err != nil || len(trimmed) != 6 || ranges != 6 {
+		t.Fatalf("trimmed twice: %v (%d by ranges) %v", trimmed, ranges, err)
 	}
 }
 

@@ -169,7 +169,7 @@ func (k *Kinesis) endedAt(s *ksub, now time.Time) error {
 func (k *Kinesis) event(s *ksub, now time.Time) engine.SubscriptionEvent {
 	sh := s.shard
 	pos := max(s.pos, k.trim(sh, now))
-	n := sh.log.len()
+	n := sh.count()
 	end := min(pos+k.fanOutState().opts.MaxEventRecords, n)
 	var ev engine.SubscriptionEvent
 	if end > pos {
@@ -189,8 +189,9 @@ func (k *Kinesis) event(s *ksub, now time.Time) engine.SubscriptionEvent {
 		s.cont = ev.Records[len(ev.Records)-1].Sequence
 	case end == n:
 		// Caught up on an open shard: everything numbered so far is
-		// covered (sequence numbers are stream-wide and increasing).
-		s.cont = sh.seq.format(s.stream.seq.last())
+		// covered (a stored stream's sequence numbers are stream-wide and
+		// increasing; a generated shard's its own).
+		s.cont = sh.seq.format(sh.lastNumber())
 	}
 	ev.Continuation = s.cont
 	return ev
@@ -255,7 +256,7 @@ func (k *Kinesis) SubscriptionReady(sub string) (ready bool, endsAt time.Time, o
 		return true, endsAt, true
 	}
 	sh := s.shard
-	return max(s.pos, k.trim(sh, now)) < sh.log.len() || !sh.closed.IsZero(), endsAt, true
+	return max(s.pos, k.trim(sh, now)) < sh.count() || !sh.closed.IsZero(), endsAt, true
 }
 
 // OpenSubscriptions returns how many subscriptions are held and not

@@ -109,6 +109,9 @@ func (s *fanOutStream) NextEvent(ctx context.Context, h string, wait time.Durati
 	case err == nil && (len(ev.Records) > 0 || ev.Continuation != "" || ev.End):
 		f.events.Inc()
 		s.m.setMillisBehind(ref, ev.MillisBehind)
+		if len(ev.Records) == 0 {
+			s.m.firstRead(ref, s.m.now())
+		}
 	case errors.Is(err, engine.ErrResourceInUse):
 		f.ends.WithLabelValues("taken-over").Inc()
 	case errors.Is(err, engine.ErrSubscriptionExpired):

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -19,6 +20,11 @@ type Options struct {
 	// Registerer is where the metrics are registered. Nil: a registry of
 	// their own, with the Go and process collectors, which Handler serves.
 	Registerer prometheus.Registerer
+	// LeaseDuration and SafetyMargin are the engine's (Config); zero: the
+	// engine's defaults (engine.DefaultLeaseDuration, a tenth of the lease
+	// duration). The fleet series judge by them whether a lease's owner
+	// still acts.
+	LeaseDuration, SafetyMargin time.Duration
 }
 
 // Metrics are one worker's metrics. Its wrappers and Tracer are safe for
@@ -44,18 +50,38 @@ type Metrics struct {
 	inARow       *prometheus.GaugeVec
 	skipped      *prometheus.CounterVec
 	kplDropped   *prometheus.CounterVec
+	renewFailed  *prometheus.CounterVec
+	acquire      *prometheus.HistogramVec
 	fo           *fanOutMetrics
+	fleet        *fleet
+	owner        string
+	now          func() time.Time
 
-	mu      sync.Mutex
-	keys    map[string]engine.ShardRef // leases held
-	classes map[classKey][]string      // write class by (key, counter written), from TraceCallSent
+	mu        sync.Mutex
+	keys      map[string]engine.ShardRef // leases held
+	classes   map[classKey][]string      // write class by (key, counter written), from TraceCallSent
+	mayTakeAt map[string]time.Time       // lease key -> when this worker learned it may take it
+	acquiring map[engine.ShardRef]acquiring
+	iterators map[string]engine.ShardRef // shard iterator -> the shard it reads
 }
 
 var latency = []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}
 
+// acquireBuckets are the buckets of the acquire latency: from milliseconds
+// (an assignment read, taken and read at once) to a minute.
+var acquireBuckets = []float64{.01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60}
+
 // New makes the metrics and registers them.
 func New(o Options) (*Metrics, error) {
-	m := &Metrics{reg: o.Registerer, keys: map[string]engine.ShardRef{}, classes: map[classKey][]string{}}
+	m := &Metrics{reg: o.Registerer, owner: o.Owner, now: time.Now, keys: map[string]engine.ShardRef{}, classes: map[classKey][]string{},
+		mayTakeAt: map[string]time.Time{}, acquiring: map[engine.ShardRef]acquiring{}, iterators: map[string]engine.ShardRef{}}
+	lease, margin := o.LeaseDuration, o.SafetyMargin
+	if lease <= 0 {
+		lease = engine.DefaultLeaseDuration
+	}
+	if margin <= 0 {
+		margin = lease / 10
+	}
 	if m.reg == nil {
 		r := prometheus.NewRegistry()
 		r.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -97,7 +123,7 @@ func New(o Options) (*Metrics, error) {
 		"Checkpoint writes by result: written (landed in the table) or rejected (refused by the engine: lease lost, not acting, out of range).", "result")
 	m.records = counter("shardlease_records_processed_total", "Records the processors handled without error.")
 	m.batches = counter("shardlease_batches_processed_total", "Batches the processors handled without error.")
-	m.millisBehind = gaugeVec("shardlease_millis_behind_latest", "MillisBehindLatest of the last batch of each held shard.", "stream", "shard")
+	m.millisBehind = gaugeVec("shardlease_millis_behind_latest", "MillisBehindLatest of the latest page (GetRecords) or event (enhanced fan-out) read from each held shard, with records or not.", "stream", "shard")
 	m.malformed = gauge("shardlease_malformed_rows",
 		"Rows of the lease table that are not leases (a missing or wrongly typed attribute), in the latest scan; they are skipped, never changed.")
 	m.failed = counter("shardlease_batches_failed_total", "Deliveries of a batch that the processor failed (the batch is delivered again unless a failure policy skips it).")
@@ -107,9 +133,16 @@ func New(o Options) (*Metrics, error) {
 	m.kplDropped = counterVec("shardlease_kpl_aggregates_dropped_total",
 		"KPL-aggregated records read but not de-aggregated, by cause: corrupt (MD5 mismatch or malformed; delivered as read with DeliverCorruptAggregates, action=delivered) or hash-range (user records outside the shard's range, which the KPL puts again).",
 		"cause", "action")
+	m.renewFailed = counterVec("shardlease_renew_failures_total",
+		"Lease renewals that did not succeed, by outcome (condition-failed: the lease was lost; throttled, timeout, error: the renewal may be retried until the lease expires). Renewals of any outcome are shardlease_renew_duration_seconds_count.", "outcome")
+	m.acquire = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "shardlease_lease_acquire_duration_seconds", ConstLabels: cl, Buckets: acquireBuckets,
+		Help: "Lease acquire latency: from when this worker may take a lease (it read the assignment naming it; taking leases itself, it sent the take of a free or expired lease) to its first delivery of the shard's records, or its first read of the shard that found none; by the take's reason (assigned, unowned, expired, stolen, resumed)."},
+		[]string{"reason"})
 	m.fo = newFanOutMetrics(cl)
+	m.fleet = newFleet(cl, lease, margin, func() time.Time { return m.now() })
 	for _, c := range append([]prometheus.Collector{m.held, m.taken, m.stolen, m.lost, m.released, m.renew, m.storeCalls, m.streamCalls,
-		m.checkpoints, m.records, m.batches, m.millisBehind, m.malformed, m.failed, m.inARow, m.skipped, m.kplDropped}, m.fo.collectors()...) {
+		m.checkpoints, m.records, m.batches, m.millisBehind, m.malformed, m.failed, m.inARow, m.skipped, m.kplDropped,
+		m.renewFailed, m.acquire, m.fleet}, m.fo.collectors()...) {
 		if err := m.reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -127,6 +160,9 @@ func New(o Options) (*Metrics, error) {
 	m.skipped.WithLabelValues("handed-off")
 	m.kplDropped.WithLabelValues("corrupt", "dropped")
 	m.kplDropped.WithLabelValues("hash-range", "dropped")
+	for _, o := range []string{OutcomeCondition, OutcomeThrottled, OutcomeTimeout, OutcomeError} {
+		m.renewFailed.WithLabelValues(o)
+	}
 	return m, nil
 }
 
@@ -163,9 +199,23 @@ func (m *Metrics) Tracer(next engine.Tracer) engine.Tracer {
 }
 
 func (m *Metrics) trace(e engine.TraceEvent) {
+	if engine.IsReserved(e.Key) {
+		// the assigner row is held like a lease, but it is not a shard's
+		switch {
+		case e.Key != engine.AssignerKey:
+		case e.Kind == engine.TraceLeaseAcquired:
+			m.fleet.setAssigner(true, m.owner, e.Previous)
+		case e.Kind == engine.TraceLeaseLost, e.Kind == engine.TraceLeaseReleased:
+			m.fleet.setAssigner(false, "", "")
+		}
+		return
+	}
 	switch e.Kind {
 	case engine.TraceCallSent:
 		m.sent(e.Key, e.Counter, e.Reason)
+		if e.Reason == "take" {
+			m.mayTake(e.Key, m.now())
+		}
 	case engine.TraceLeaseAcquired:
 		m.taken.WithLabelValues(e.Reason).Inc()
 		if e.Reason == "stolen" {
@@ -174,7 +224,10 @@ func (m *Metrics) trace(e engine.TraceEvent) {
 		m.mu.Lock()
 		m.keys[e.Key] = e.Shard
 		m.held.Set(float64(len(m.keys)))
+		m.acquiredLocked(e, m.now())
 		m.mu.Unlock()
+	case engine.TraceDelivered:
+		m.firstRead(e.Shard, m.now())
 	case engine.TraceLeaseLost, engine.TraceLeaseReleased:
 		if e.Kind == engine.TraceLeaseLost {
 			m.lost.WithLabelValues(LostCause(e.Reason)).Inc()
@@ -185,6 +238,7 @@ func (m *Metrics) trace(e engine.TraceEvent) {
 		if ref, ok := m.keys[e.Key]; ok {
 			m.millisBehind.DeleteLabelValues(ref.Stream, ref.Shard)
 			m.inARow.DeleteLabelValues(ref.Stream, ref.Shard)
+			m.endAcquiringLocked(ref)
 		}
 		delete(m.keys, e.Key)
 		m.held.Set(float64(len(m.keys)))

@@ -101,6 +101,9 @@ func (m *Metrics) storeCall(op engine.Op, class string, start time.Time, err err
 	m.storeCalls.WithLabelValues(op.String(), class, Outcome(err)).Observe(d)
 	if class == "renew" {
 		m.renew.Observe(d)
+		if err != nil {
+			m.renewFailed.WithLabelValues(Outcome(err)).Inc()
+		}
 	}
 }
 
@@ -128,6 +131,14 @@ func (s *store) ListPending(ctx context.Context, who string) ([]engine.Lease, er
 	start := time.Now()
 	rows, err := pi.ListPending(ctx, who)
 	s.m.storeCall(engine.OpListPending, "", start, err)
+	if err == nil {
+		at := s.m.now()
+		for _, r := range rows {
+			if r.Owner == "" && r.Pending == who {
+				s.m.mayTake(r.Key, at) // assigned to this worker
+			}
+		}
+	}
 	return rows, err
 }
 
@@ -142,6 +153,9 @@ func (s *store) ListLeases(ctx context.Context, consistent bool) (engine.Listing
 	s.m.storeCall(engine.OpListLeases, "", start, err)
 	if err == nil {
 		s.m.malformed.Set(float64(len(l.Malformed)))
+		if consistent {
+			s.m.fleet.observe(l, s.m.now())
+		}
 	}
 	return l, err
 }

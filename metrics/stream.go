@@ -47,6 +47,9 @@ func (s *stream) GetShardIterator(ctx context.Context, name, shard string, pos e
 	start := time.Now()
 	it, err := s.next.GetShardIterator(ctx, name, shard, pos)
 	s.observe(engine.OpGetIterator, start, err)
+	if err == nil {
+		s.m.iterator(it, engine.ShardRef{Stream: name, Shard: shard})
+	}
 	return it, err
 }
 
@@ -54,5 +57,8 @@ func (s *stream) GetRecords(ctx context.Context, iterator string, limit int) (en
 	start := time.Now()
 	p, err := s.next.GetRecords(ctx, iterator, limit)
 	s.observe(engine.OpGetRecords, start, err)
+	if err == nil {
+		s.m.page(iterator, p, s.m.now())
+	}
 	return p, err
 }

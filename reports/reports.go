@@ -38,6 +38,9 @@ type Violation struct {
 // Seed is the outcome of one seed: a line of `simrun -json` and an entry
 // of summary.json.
 type Seed struct {
+	// Schema is SeedSchema: the version of this object's fields, for
+	// scripts that read simrun -json (and summary.json).
+	Schema   int      `json:"schema"`
 	Scenario string   `json:"scenario"`
 	Seed     uint64   `json:"seed"`
 	Mutation string   `json:"mutation,omitempty"`
@@ -58,6 +61,13 @@ type Seed struct {
 
 	Violations []Violation `json:"violations"`
 	Tolerated  []Violation `json:"tolerated,omitempty"`
+	// Lin is the outcome of the linearizability check of the lease
+	// table's history: "ok", "illegal" (a violation, its keys in
+	// LinIllegal), "unknown" (some key ran out of budget: LinTimedOut of
+	// them; not a violation) or "skipped".
+	Lin         string   `json:"lin"`
+	LinIllegal  []string `json:"lin_illegal,omitempty"`
+	LinTimedOut int      `json:"lin_timed_out,omitempty"`
 
 	// The handoff figures (see sim.Figures): failovers follow an unplanned
 	// end of the old owner's tenure (lease lost or expired, process
@@ -65,13 +75,19 @@ type Seed struct {
 	// graceful shutdown or a cooperative handoff; both are timed from the
 	// old owner's last act to the new owner's first. LeaseDurationMs is
 	// the world's lease duration, their unit.
-	LeaseDurationMs            float64 `json:"lease_duration_ms"`
-	Failovers                  int     `json:"failovers"`
-	FailoverP50Ms              float64 `json:"failover_p50_ms"`
-	FailoverP99Ms              float64 `json:"failover_p99_ms"`
-	FailoverMaxMs              float64 `json:"failover_max_ms"`
-	PlannedMoves               int     `json:"planned_moves"`
-	CheckpointedMoves          int     `json:"planned_moves_checkpointed"`
+	LeaseDurationMs   float64 `json:"lease_duration_ms"`
+	Failovers         int     `json:"failovers"`
+	FailoverP50Ms     float64 `json:"failover_p50_ms"`
+	FailoverP99Ms     float64 `json:"failover_p99_ms"`
+	FailoverMaxMs     float64 `json:"failover_max_ms"`
+	PlannedMoves      int     `json:"planned_moves"`
+	CheckpointedMoves int     `json:"planned_moves_checkpointed"`
+	// BoundedFailovers, BoundedMoves and BoundedTakeovers count the
+	// failovers, planned moves and assigner takeovers held to their
+	// derived bounds (T1, T2, T3).
+	BoundedFailovers           int     `json:"bounded_failovers"`
+	BoundedMoves               int     `json:"bounded_moves"`
+	BoundedTakeovers           int     `json:"bounded_takeovers"`
 	HandoffGapP50Ms            float64 `json:"handoff_gap_p50_ms"`
 	HandoffGapP99Ms            float64 `json:"handoff_gap_p99_ms"`
 	HandoffGapMaxMs            float64 `json:"handoff_gap_max_ms"`
@@ -92,22 +108,66 @@ type Seed struct {
 	// Error is set, and nothing else but Scenario and Seed, when the run
 	// could not start (its configuration was rejected).
 	Error string `json:"error,omitempty"`
+	// Runner is what ran the seed: RunnerSim (the simulator, a pure
+	// function of the seed) or RunnerDriver (the production driver in
+	// virtual time, sim/driversim: its verdicts hold, its trace hash may
+	// differ run to run).
+	Runner string `json:"runner"`
+	// Reproduced, for a failing driver seed, says how often re-runs of
+	// the seed failed too ("3 of 4 re-runs").
+	Reproduced string `json:"reproduced,omitempty"`
+}
+
+// Runners (Seed.Runner).
+const (
+	RunnerSim    = "sim"
+	RunnerDriver = "driver"
+)
+
+// SeedSchema is the version of Seed's fields (Seed.Schema): 3 added
+// runner and reproduced (driver worlds), 2 schema and lin; 1 (no schema
+// field) was before.
+const SeedSchema = 3
+
+// linStatus names the outcome of the Lin check.
+func linStatus(l sim.LinResult) string {
+	switch {
+	case l.Skipped || !l.Checked:
+		return "skipped"
+	case len(l.Illegal) > 0:
+		return "illegal"
+	case l.Unknown:
+		return "unknown"
+	}
+	return "ok"
 }
 
 // NewSeed summarizes one run. wall is the wall time the run took.
 func NewSeed(scenario string, o sim.Options, res *sim.Result, wall time.Duration) Seed {
-	s := Seed{Scenario: scenario, Seed: res.World.Seed, Mutation: o.Mutation, OK: res.OK(), Tier: res.Tier(), Outside: res.Outside,
+	s := Seed{Schema: SeedSchema, Scenario: scenario, Seed: res.World.Seed, Mutation: o.Mutation, OK: res.OK(), Tier: res.Tier(), Outside: res.Outside,
 		TraceHash: fmt.Sprintf("%016x", res.TraceHash), Events: res.Events, Records: res.Records,
 		VirtualSeconds: res.VirtualSeconds, WallSeconds: round(wall.Seconds(), 4),
 		Workers: res.World.Workers, Shards: res.World.Shards, Faults: res.World.Faults, Actions: len(res.Schedule),
-		Violations: violations(res.Violations), Tolerated: violations(res.Tolerated), Replay: res.Replay}
+		Violations: Violations(res.Violations), Tolerated: Violations(res.Tolerated), Replay: res.Replay, Runner: RunnerSim}
 	if s.Faults == nil {
 		s.Faults = []string{}
 	}
+	s.Lin, s.LinIllegal, s.LinTimedOut = linStatus(res.Lin), res.Lin.Illegal, res.Lin.TimedOut
 	if s.Tolerated != nil && len(s.Tolerated) == 0 {
 		s.Tolerated = nil
 	}
-	f := res.Figures
+	s.SetFigures(res.Figures)
+	if len(res.Ops) > 0 {
+		s.Ops = map[string][4]int{}
+		for _, c := range res.Ops {
+			s.Ops[c.Kind] = [4]int{c.Instances, c.Windows, c.Faulted, c.Struck}
+		}
+	}
+	return s
+}
+
+// SetFigures sets the handoff and cost figures of s.
+func (s *Seed) SetFigures(f sim.Figures) {
 	s.LeaseDurationMs = ms(f.LeaseDuration)
 	s.Failovers = f.Failovers
 	s.FailoverP50Ms = ms(f.FailoverP50)
@@ -115,6 +175,7 @@ func NewSeed(scenario string, o sim.Options, res *sim.Result, wall time.Duration
 	s.FailoverMaxMs = ms(f.FailoverMax)
 	s.PlannedMoves = f.PlannedMoves
 	s.CheckpointedMoves = f.CheckpointedMoves
+	s.BoundedFailovers, s.BoundedMoves, s.BoundedTakeovers = f.Bounded[0], f.Bounded[1], f.Bounded[2]
 	s.HandoffGapP50Ms = ms(f.HandoffGapP50)
 	s.HandoffGapP99Ms = ms(f.HandoffGapP99)
 	s.HandoffGapMaxMs = ms(f.HandoffGapMax)
@@ -126,16 +187,10 @@ func NewSeed(scenario string, o sim.Options, res *sim.Result, wall time.Duration
 	s.StreamOpsPerShardHour = round(f.StreamOpsPerShardHour, 1)
 	s.Puts = f.Puts
 	s.LostToRetention = f.LostToRetention
-	if len(res.Ops) > 0 {
-		s.Ops = map[string][4]int{}
-		for _, c := range res.Ops {
-			s.Ops[c.Kind] = [4]int{c.Instances, c.Windows, c.Faulted, c.Struck}
-		}
-	}
-	return s
 }
 
-func violations(vs []check.Violation) []Violation {
+// Violations renders vs, the excerpt of the first only.
+func Violations(vs []check.Violation) []Violation {
 	out := []Violation{}
 	for i, v := range vs {
 		x := Violation{Invariant: v.Invariant, Shard: v.Key, Detail: v.Detail, Workers: v.Workers,
@@ -181,6 +236,8 @@ type Totals struct {
 	Tiers      map[string]int `json:"tiers"`
 	// ByInvariant counts violations per invariant.
 	ByInvariant map[string]int `json:"by_invariant"`
+	// Runners counts the seeds by what ran them (Seed.Runner).
+	Runners map[string]int `json:"runners"`
 
 	// Figures over the seeds: the medians of the seeds' failover p50s and
 	// p99s and of their planned moves' gap p50s and p99s, the largest
@@ -246,6 +303,7 @@ func NewSweep(scenario, story, command string, seeds []Seed, wall time.Duration,
 	t := &sw.Totals
 	t.Tiers = map[string]int{}
 	t.ByInvariant = map[string]int{}
+	t.Runners = map[string]int{}
 	t.Parallel = parallel
 	t.WallSeconds = round(wall.Seconds(), 4)
 	var p50s, p99s, gap50s, gap99s []float64
@@ -254,6 +312,9 @@ func NewSweep(scenario, story, command string, seeds []Seed, wall time.Duration,
 	measured := 0
 	for _, s := range sw.Seeds {
 		t.Seeds++
+		if s.Runner != "" {
+			t.Runners[s.Runner]++
+		}
 		if s.Error != "" {
 			t.Errors++
 			continue

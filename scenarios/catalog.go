@@ -156,7 +156,7 @@ func catalog() []Scenario {
 			Name: "shipped-defaults",
 			Story: "The engine exactly as shipped (lease 10 s, renew 3 s, shard sync 10 s, take scans every lease " +
 				"duration, one steal at a time) on 10 workers and 100 shards; three workers crash in turn and come back " +
-				"under new owner ids. Its figures are the ones the README sets beside KCL's defaults.",
+				"under new owner ids. Its figures are the ones docs/figures.md sets beside KCL's defaults.",
 			Options: sim.Options{Workers: 10, Shards: 100, Faults: "none", Chaos: 10 * time.Minute, Engine: shippedDefaults,
 				Actions: []sim.Action{
 					{At: 2 * time.Minute, Kind: sim.ActCrash, Worker: 1, Dur: 2 * time.Minute, NewOwner: true},

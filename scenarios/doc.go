@@ -40,6 +40,20 @@
 // schedule; the failure prints it one action per line, with the drawn world
 // and each violation's excerpt.
 //
+// TestPropertyDriver does the same with the production driver: rapid draws
+// worlds of sim/driversim (real engine.Consumers in virtual time: 1-4
+// consumers, 1-6 shards, 20-60 s of chaos, the assignment, polling or
+// fan-out, each of the driver's fault classes in or out) and no run may
+// break an invariant (every checker of sim/check, and Lin). A driver world
+// costs a few tenths of a CPU second, so it runs 12 of them
+// (-scenarios.driver.checks=N; 4 with -short). A driver world is not bit
+// for bit a function of its draws (goroutines woken at one virtual instant
+// run in an order the seed does not fix), so a failing case is run again
+// (-scenarios.driver.reruns) and the failure says how often it failed
+// again, with its simrun -driver and go test commands.
+// TestPlantedBugDriver (-tags shardlease_mutations) runs it against the
+// driver's planted bugs, which rapid must catch.
+//
 // TestPlantedBug runs the same property (safety invariants only, with a
 // 40 s healing phase so that a run takes milliseconds) against an engine
 // with a planted bug (sim.Options.Mutation: skip-on-resume,
@@ -47,6 +61,13 @@
 // catches it, shrinks the schedule to at most one or two actions, and the
 // shrunk case passes without the bug; it logs the shrunk case and leaves no
 // fail file behind.
+//
+// The property runs of go test draw from a fixed rapid seed (TestMain sets
+// -rapid.seed unless it is given), so that go test runs the same cases
+// every time: a finding fails the change that makes it, not a later run by
+// chance. make sweep draws from random seeds (-rapid.seed=0) to explore.
+// TestPropertyMutants (make mutants) asks, for every planted bug, whether
+// TestProperty, with its seed and checks, catches it.
 //
 // # Replaying a failure
 //
@@ -69,6 +90,7 @@
 // -rapid.checks=N sets the number of cases per property (default 100):
 //
 //	go test ./scenarios -run 'Property' -rapid.checks=2000 -timeout 60m
+//	go test ./scenarios -run 'TestPropertyDriver$' -scenarios.driver.checks=500 -timeout 60m
 //
 // -rapid.seed=N starts from a fixed seed, -rapid.shrinktime bounds
 // minimization (default 30s), -rapid.nofailfile writes no fail file.

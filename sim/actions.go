@@ -123,7 +123,12 @@ func (s *simulator) act(a Action) {
 		if p == nil || p.paused {
 			return
 		}
+		// the fault names the paused worker's slot (the latency checkers
+		// tell a pause on a handoff's path from one elsewhere)
+		fw := s.fs.faultWorker
+		s.fs.faultWorker = int32(p.slot)
 		s.fault(desc, "")
+		s.fs.faultWorker = fw
 		s.opFaultOn(p.id)
 		if a.MidAct {
 			if a.Dur > s.midActSlack() {
@@ -232,6 +237,7 @@ func (s *simulator) act(a Action) {
 		}
 		s.opSplit(k(id), kids)
 		s.wakeShard(k(id))
+		s.schedulePut()
 	case ActMerge:
 		open := s.openShards()
 		if len(open) < 2 {
@@ -257,6 +263,7 @@ func (s *simulator) act(a Action) {
 		s.opMerged(k(x), k(y), k(c))
 		s.wakeShard(k(x))
 		s.wakeShard(k(y))
+		s.schedulePut()
 		if s.bchance(s.w.Boundary.SlowParent) {
 			// the second parent finishes far later than the first: its
 			// holder pauses (see boundary.go)
@@ -270,7 +277,7 @@ func (s *simulator) act(a Action) {
 		s.svc.streamThrottle, s.svc.streamThrUntil = a.Value, s.now+a.Dur
 	case ActBurst:
 		s.fault(desc, "")
-		s.wl.burst, s.wl.burstUntil = a.Value, s.now+a.Dur
+		s.startBurst(a.Value, a.Dur)
 	case ActSDKRetry:
 		s.fault(desc, "")
 		s.svc.retryKind, s.svc.retryChance, s.svc.retryUntil = a.Target, a.Value, s.now+a.Dur
@@ -330,7 +337,8 @@ func (s *simulator) resume(p *proc) {
 func (s *simulator) heal() {
 	s.healed = true
 	s.emit(&trace.Record{Kind: trace.KindPhase, Worker: -1, Proc: -1, Reason: "heal"})
-	s.svc.tableThrUntil, s.svc.streamThrUntil, s.wl.burstUntil = 0, 0, 0
+	s.svc.tableThrUntil, s.svc.streamThrUntil = 0, 0
+	s.healWorkload()
 	for _, sl := range s.cl.slots {
 		for _, l := range s.links(sl, "both") {
 			l.cutReq, l.cutRep, l.clogUntil = false, false, 0

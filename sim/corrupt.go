@@ -6,22 +6,41 @@ import (
 )
 
 // Corrupt KPL aggregates: in a share of the KPL worlds (ConfigWorld.
-// CorruptShare, drawn with the options), some of the puts that would be
-// aggregates are records that start with the KPL's magic bytes but fail
-// its MD5 check, as a producer other than the KPL may write. The engine
-// drops them (TraceAggregateDropped), or, with
-// Config.DeliverCorruptAggregates, delivers each as one record, as it was
+// CorruptShare, drawn with the options), after some of the aggregates the
+// stream generates the producer puts one more record to the same shard,
+// explicitly: an aggregate that starts with the KPL's magic bytes but
+// fails its MD5 check, as a producer other than the KPL may write. The
+// engine drops it (TraceAggregateDropped), or, with
+// Config.DeliverCorruptAggregates, delivers it as one record, as it was
 // read. A dropped one is owed to no processor: the simulator records it as
 // not owed (trace.NotOwedPrefix) as it puts it; a delivered one is owed
-// like any record. The draws come from a stream of their own.
+// like any record. The draws come from a stream of their own, so a world
+// without corrupt aggregates draws nothing here, and its stream generates
+// the records it would without them.
 
-// putCorrupt puts, when the world puts corrupt aggregates and the draw
-// says so, the aggregate of recs with its digest broken, and reports its
-// shard and sequence number.
-func (s *simulator) putCorrupt(recs []kpl.UserRecord) (shard, seq string, ok bool) {
+// putCorrupt follows a generated aggregate put to the first stream's
+// shard id: when the world puts corrupt aggregates and the draw says so,
+// it puts to that shard an aggregate of 2..MaxRecords user records with
+// its digest broken, and records it. The caller reschedules the
+// generated puts (schedulePut): an explicit put starts a new stretch of
+// the shard's arrivals.
+func (s *simulator) putCorrupt(id string) {
 	k := &s.kpl
 	if s.w.Config.CorruptShare == 0 || !k.corrupt.chance(s.w.Config.CorruptShare) {
-		return "", "", false
+		return
+	}
+	ehk := ""
+	for _, sh := range s.openShards() {
+		if sh.ID == id {
+			ehk = sh.StartingHashKey // decimal: every user record lands in the shard
+		}
+	}
+	if ehk == "" {
+		return // closed since (not by the simulator's own put loop)
+	}
+	recs := make([]kpl.UserRecord, k.corrupt.intIn(2, max(s.w.KPL.MaxRecords, 2)))
+	for i := range recs {
+		recs[i] = kpl.UserRecord{PartitionKey: s.wl.pkeys[k.corrupt.IntN(len(s.wl.pkeys))], ExplicitHashKey: ehk}
 	}
 	data, err := kpl.Encode(recs)
 	if err != nil {
@@ -32,25 +51,17 @@ func (s *simulator) putCorrupt(recs []kpl.UserRecord) (shard, seq string, ok boo
 	if err != nil {
 		panic("sim: route aggregate: " + err.Error())
 	}
-	shard, seq, err = s.st.PutRecordWithHash(streamName, pk, h.Hi, h.Lo, data)
+	shard, seq, err := s.st.PutRecordWithHash(streamName, pk, h.Hi, h.Lo, data)
 	if err != nil {
 		panic("sim: put corrupt aggregate: " + err.Error())
 	}
-	k.corruptSeq = seq
-	return shard, seq, true
-}
-
-// putDone is a put recorded (KindPut): a corrupt aggregate that the
-// engine drops is owed to no processor.
-func (s *simulator) putDone(shard, seq string) {
-	k := &s.kpl
-	if k.corruptSeq == "" || k.corruptSeq != seq {
-		return
+	s.wl.puts++
+	key := s.shardKey(streamName, shard)
+	// one record, as the engine reads it
+	s.emit(&trace.Record{Kind: trace.KindPut, Worker: -1, Proc: -1, Key: key, First: seq, Count: 1})
+	if !s.w.Config.DeliverCorruptAggregates {
+		s.emit(&trace.Record{Kind: trace.KindTrim, Worker: -1, Proc: -1, Key: key, Reason: trace.NotOwedPrefix + "a corrupt KPL aggregate, which the engine drops",
+			First: seq, Last: seq, Count: 1})
 	}
-	k.corruptSeq = ""
-	if s.w.Config.DeliverCorruptAggregates {
-		return
-	}
-	s.emit(&trace.Record{Kind: trace.KindTrim, Worker: -1, Proc: -1, Key: shard, Reason: trace.NotOwedPrefix + "a corrupt KPL aggregate, which the engine drops",
-		First: seq, Last: seq, Count: 1})
+	s.wakeShard(key)
 }

@@ -62,7 +62,10 @@
 // Tiers. A run is inside the engine's assumptions unless it drew clock drift
 // beyond the configured bound, a mid-act pause longer than the safety
 // margin's slack, or two live processes with one owner id. Outside, S1
-// violations are tolerated (Result.Tolerated); S2-S6 must hold regardless.
+// violations are tolerated (Result.Tolerated), and so are those of the
+// bounds that rest on the same assumptions (the latency invariants T1-T3,
+// held to bounds derived from the world: World's timing, check.Timing;
+// and B1); S2-S6 must hold regardless.
 //
 // Planted bugs. Options.Mutation tampers with what workers send or receive
 // (see Mutations) so tests can show the checkers catch a broken rule.

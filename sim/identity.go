@@ -68,9 +68,9 @@ func (s *simulator) recreateStream(a Action) {
 		if !sh.Closed() {
 			open++
 		}
-		if rest, _ := s.st.Retained(streamName, sh.ID); len(rest) > 0 {
+		if first, last, n, _ := s.st.RetainedRange(streamName, sh.ID); n > 0 {
 			s.emit(&trace.Record{Kind: trace.KindTrim, Worker: -1, Proc: -1, Key: s.shardKey(streamName, sh.ID), Reason: "the stream was deleted",
-				First: rest[0].Sequence, Last: rest[len(rest)-1].Sequence, Count: len(rest)})
+				First: first, Last: last, Count: n})
 		}
 	}
 	n := int(a.Value)
@@ -84,4 +84,5 @@ func (s *simulator) recreateStream(a Action) {
 		panic("sim: " + err.Error())
 	}
 	s.wl.noPuts = true
+	s.wl.putGen++ // the next put's event is stale
 }

@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"github.com/shardlease/shardlease/engine"
-	"github.com/shardlease/shardlease/engine/kpl"
 	"github.com/shardlease/shardlease/sim/trace"
 )
 
@@ -36,47 +35,17 @@ func (w *World) drawKPL(o Options, swarm bool) {
 	w.KPL = KPLWorld{Share: r.rangeF(0.1, 0.7), MaxRecords: r.intIn(2, 12)}
 }
 
-// kplState is what the workload and the processor model draw for KPL
-// aggregates, from streams of their own.
+// kplState is what the processor model and the corrupt aggregates draw
+// for KPL aggregates, each from a stream of its own (the stream generates
+// the aggregates: see workload.go).
 type kplState struct {
-	puts rng // which puts aggregate, and how many user records
-	proc rng // where the processor checkpoints in an aggregate
-	// corrupt: which aggregates are corrupt; corruptSeq the one just put
-	// (corrupt.go)
-	corrupt    rng
-	corruptSeq string
+	proc    rng // where the processor checkpoints in an aggregate
+	corrupt rng // which aggregates a corrupt one follows, and its content (corrupt.go)
 }
 
 func (k *kplState) init(seed uint64) {
-	k.puts = newRNG(seed, streamKPLPuts)
 	k.proc = newRNG(seed, streamKPLProcessor)
 	k.corrupt = newRNG(seed, streamCorrupt)
-}
-
-// putAggregate puts, in place of one plain record with hash key h·2^64+h,
-// a KPL aggregate of user records with that explicit hash key (so that
-// it lands in the same shard and every user record belongs to it), and
-// returns its shard and sequence number and how many user records it
-// holds; n is 0 if the put is a plain one (drawn).
-func (s *simulator) putAggregate(h uint64) (shard, seq string, n int) {
-	k := &s.kpl
-	if s.w.KPL.Share == 0 || !k.puts.chance(s.w.KPL.Share) {
-		return "", "", 0
-	}
-	n = k.puts.intIn(2, s.w.KPL.MaxRecords)
-	ehk := kpl.HashKey{Hi: h, Lo: h}.String()
-	recs := make([]kpl.UserRecord, n)
-	for i := range recs {
-		recs[i] = kpl.UserRecord{PartitionKey: s.wl.pkeys[k.puts.IntN(len(s.wl.pkeys))], ExplicitHashKey: ehk}
-	}
-	if shard, seq, ok := s.putCorrupt(recs); ok {
-		return shard, seq, 1 // one record, as the engine reads it (corrupt.go)
-	}
-	shard, seq, err := s.st.PutAggregated(streamName, recs)
-	if err != nil {
-		panic("sim: put aggregate: " + err.Error())
-	}
-	return shard, seq, n
 }
 
 // midAggregate returns, in KPL worlds and now and then (drawn), a user

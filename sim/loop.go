@@ -41,9 +41,11 @@ func (s *simulator) loop() {
 		case evCheckpointTimer:
 			s.onCheckpointTimer(s.cl.procs[e.proc])
 		case evPut:
-			s.onPut()
+			s.onPut(e.a)
+		case evPutRate:
+			s.setPutRate()
 		case evPutSecond:
-			s.onPutSecond()
+			s.onPutSecond(e.a)
 		case evRetention:
 			s.onRetention()
 		case evAction:
@@ -55,6 +57,8 @@ func (s *simulator) loop() {
 			}
 		case evHeal:
 			s.heal()
+		case evSettle:
+			s.onSettle()
 		case evKill:
 			p := s.cl.procs[e.proc]
 			if p.alive && p.stopping && p.killAt == s.now {

@@ -49,11 +49,15 @@ var mutationCases = []mutationCase{
 	// a release that races ahead of the processor's final checkpoint: G1
 	{mutation: "engine:release-before-final-checkpoint", faults: "swarm", invariant: "G1", bound: 8},
 	{mutation: "unfenced-checkpoint", faults: "partition,pause,crash,clog", invariant: "S2", bound: 10},
-	{mutation: "unfenced-take", faults: "partition,clog,latency", invariant: "S2", bound: 10},
+	// an unfenced take breaks S2 on about one seed in five of this mix
+	// (8 of seeds 1-40 with the stored records, 9 with the generated
+	// ones, the first at 5 and at 14): a bound of 10 misses it one time
+	// in nine whenever the draws move, 25 one time in 250
+	{mutation: "unfenced-take", faults: "partition,clog,latency", invariant: "S2", bound: 25},
 	{mutation: "unfenced-take", faults: "partition,clog,latency,pause", invariant: "S1", bound: 10},
 	// The linearizability check sees what the writers saw: a take or a
 	// checkpoint acknowledged although its condition did not hold.
-	{mutation: "unfenced-take", faults: "partition,clog,latency", invariant: "Lin", bound: 10},
+	{mutation: "unfenced-take", faults: "partition,clog,latency", invariant: "Lin", bound: 25},
 	{mutation: "unfenced-checkpoint", faults: "partition,pause,crash,clog", invariant: "Lin", bound: 10},
 	// with every parent hidden, a child is read before its parent ends
 	// (S5), or shard sync re-creates a finished parent it no longer knows

@@ -162,7 +162,7 @@ func (s *simulator) send(p *proc, c *engine.Call) {
 	i := s.net.newCall(c, p, s.now)
 	f := s.net.calls[i]
 	if c.Op.IsWrite() {
-		f.reason = writeClass(c, s.cl.stepSent)
+		f.reason = s.cl.writeClass(c)
 		r := trace.Record{Kind: trace.KindSend, Key: leaseKey(c), Call: c.ID, Op: c.Op, Reason: f.reason,
 			ExpOwner: c.Expect.Owner, ExpCounter: c.Expect.Counter, RowOwner: c.Lease.Owner, Counter: c.Lease.Counter, Checkpoint: c.Lease.Checkpoint}
 		s.emit(s.procRec(p, &r))
@@ -192,15 +192,30 @@ func (s *simulator) send(p *proc, c *engine.Call) {
 }
 
 // writeClass names the kind of a store write (trace.Write*): the reason
-// the engine gave when it sent it, or one read from the write itself.
-func writeClass(c *engine.Call, sent []sentInfo) string {
+// the engine gave when it sent it (the first of stepSent with its key and
+// counter), or one read from the write itself.
+func (cl *cluster) writeClass(c *engine.Call) string {
 	key, counter := c.Lease.Key, c.Lease.Counter
 	if c.Op == engine.OpDeleteLease {
 		key, counter = c.Key, 0
 	}
-	for _, si := range sent {
-		if si.key == key && si.counter == counter && si.reason != "" {
-			return si.reason
+	if sent := cl.stepSent; len(sent) <= 16 {
+		for _, si := range sent {
+			if si.key == key && si.counter == counter && si.reason != "" {
+				return si.reason
+			}
+		}
+	} else {
+		if cl.sentBy == nil {
+			cl.sentBy = make(map[sentKey]string, len(sent))
+			for _, si := range sent {
+				if _, ok := cl.sentBy[sentKey{si.key, si.counter}]; !ok && si.reason != "" {
+					cl.sentBy[sentKey{si.key, si.counter}] = si.reason
+				}
+			}
+		}
+		if r, ok := cl.sentBy[sentKey{key, counter}]; ok {
+			return r
 		}
 	}
 	switch c.Op {

@@ -350,6 +350,10 @@ type Figures struct {
 	StreamOpsPerShardHour  float64
 	Puts                   int
 	LostToRetention        int
+	// Bounded counts the failovers, planned moves and assigner takeovers
+	// held to their derived bounds (T1, T2, T3: those whose path the trace
+	// shows undisturbed).
+	Bounded [3]int
 }
 
 // Result is the outcome of one run.

@@ -29,6 +29,7 @@ type job struct {
 	last   engine.Checkpoint // its last
 	cp     engine.Checkpoint // checkpoint to ask for before answering (none: "")
 	gen    uint64            // the key's generation when the notice came
+	pk     *pkey             // the key's state when the notice came (see current)
 }
 
 // pkey is what a process's processor knows of one key. Positions are
@@ -37,6 +38,16 @@ type pkey struct {
 	processed engine.Checkpoint // last record processed
 	asked     engine.Checkpoint // last checkpoint asked for
 	gen       uint64            // incremented by every Initialize
+	dropped   bool              // no longer p.keys' (the lease was lost)
+}
+
+// current returns p.keys[key] given k, the state a job kept of it: k
+// itself unless it was dropped since.
+func (p *proc) current(k *pkey, key string) *pkey {
+	if k != nil && !k.dropped {
+		return k
+	}
+	return p.keys[key]
 }
 
 func (m *processorModel) newJob(j job) int {
@@ -79,11 +90,12 @@ func (s *simulator) notice(p *proc, n *engine.Notice) {
 			k.processed, k.asked = n.Start, n.Start
 		}
 		s.emit(s.procRec(p, &trace.Record{Kind: trace.KindInitialized, Key: n.Key, Checkpoint: n.Start}))
-		j := s.pm.newJob(job{proc: p.id, key: n.Key, batch: n.Batch})
+		j := s.pm.newJob(job{proc: p.id, key: n.Key, batch: n.Batch, pk: k})
 		s.q.push(event{at: s.now + rp.between(0, 5*time.Millisecond), kind: evJob, proc: p.id, a: uint64(j)})
 	case engine.NoticeRecords:
 		r := trace.Record{Kind: trace.KindReceived, Key: n.Key, Count: len(n.Records), Call: n.Batch}
-		jb := job{proc: p.id, key: n.Key, batch: n.Batch, gen: p.pk(n.Key).gen}
+		pk := p.pk(n.Key)
+		jb := job{proc: p.id, key: n.Key, batch: n.Batch, gen: pk.gen, pk: pk}
 		if len(n.Records) > 0 {
 			batchRecord(&r, n.Records)
 			jb.first, jb.last = position(&n.Records[0]), position(&n.Records[len(n.Records)-1])
@@ -111,7 +123,8 @@ func (s *simulator) notice(p *proc, n *engine.Notice) {
 		s.q.push(event{at: s.now + s.procDelay(), kind: evJob, proc: p.id, a: uint64(j)})
 	case engine.NoticeShardEnded, engine.NoticeShutdownRequested:
 		s.emit(s.procRec(p, &trace.Record{Kind: trace.KindNotice, Key: n.Key, Reason: n.Kind.String()}))
-		jb := job{proc: p.id, key: n.Key, batch: n.Batch, gen: p.pk(n.Key).gen}
+		pk := p.pk(n.Key)
+		jb := job{proc: p.id, key: n.Key, batch: n.Batch, gen: pk.gen, pk: pk}
 		if n.Kind == engine.NoticeShutdownRequested {
 			if k := p.keys[n.Key]; k != nil && k.processed.Sequence != "" && k.processed != k.asked {
 				jb.cp = k.processed
@@ -121,7 +134,10 @@ func (s *simulator) notice(p *proc, n *engine.Notice) {
 		s.q.push(event{at: s.now + rp.between(0, 10*time.Millisecond), kind: evJob, proc: p.id, a: uint64(j)})
 	case engine.NoticeLeaseLost:
 		s.emit(s.procRec(p, &trace.Record{Kind: trace.KindNotice, Key: n.Key, Reason: n.Kind.String()}))
-		delete(p.keys, n.Key)
+		if k := p.keys[n.Key]; k != nil {
+			k.dropped = true
+			delete(p.keys, n.Key)
+		}
 	case engine.NoticeCheckpointDone:
 		r := trace.Record{Kind: trace.KindCheckpointAck, Key: n.Key, Checkpoint: n.Checkpoint, Outcome: trace.OutcomeOK}
 		if n.Err != nil {
@@ -148,14 +164,15 @@ func (s *simulator) onJob(i int) {
 		return
 	}
 	current := false
-	if k := p.keys[j.key]; k != nil && k.gen == j.gen {
+	k := p.current(j.pk, j.key)
+	if k != nil && k.gen == j.gen {
 		current = true
 		if j.first.Sequence != "" && (!j.failed || j.skip) {
 			k.processed = j.last
 		}
 	}
 	if j.cp.Sequence != "" && (current || j.first.Sequence == "") {
-		s.askCheckpoint(p, j.key, j.cp)
+		s.askCheckpointOf(p, j.key, k, j.cp)
 	}
 	r := trace.Record{Kind: trace.KindDone, Key: j.key, Reason: "ok", First: j.first.Sequence, Last: j.last.Sequence,
 		FirstSub: int32(j.first.SubSequence), LastSub: int32(j.last.SubSequence), Call: j.batch}
@@ -173,7 +190,12 @@ func (s *simulator) onJob(i int) {
 }
 
 func (s *simulator) askCheckpoint(p *proc, key string, cp engine.Checkpoint) {
-	if k := p.keys[key]; k != nil {
+	s.askCheckpointOf(p, key, p.keys[key], cp)
+}
+
+// askCheckpointOf is askCheckpoint with k, p.keys[key].
+func (s *simulator) askCheckpointOf(p *proc, key string, k *pkey, cp engine.Checkpoint) {
+	if k != nil {
 		k.asked = cp
 	}
 	p.token++

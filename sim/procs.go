@@ -20,6 +20,14 @@ type cluster struct {
 	// stepSent are the writes the engine announced (TraceCallSent) during
 	// the step in progress, for writeClass.
 	stepSent []sentInfo
+	// sentBy indexes stepSent by key and counter when it is long (the
+	// assigner's round, a worker's start), built when first needed
+	sentBy map[sentKey]string
+}
+
+type sentKey struct {
+	key     string
+	counter int64
 }
 
 type slot struct {
@@ -199,6 +207,7 @@ func (s *simulator) traceEngine(p *proc, e engine.TraceEvent) {
 	switch e.Kind {
 	case engine.TraceCallSent:
 		s.cl.stepSent = append(s.cl.stepSent, sentInfo{e.Key, e.Counter, e.Reason})
+		s.cl.sentBy = nil
 	case engine.TraceHandingOver, engine.TraceActing:
 		s.opEngineEvent(p, &e) // ops.go
 	case engine.TraceDelivered:
@@ -229,6 +238,7 @@ func (s *simulator) deliver(p *proc, in *engine.Input) {
 // step runs one step of p's engine and carries out its effects.
 func (s *simulator) step(p *proc, in *engine.Input) {
 	s.cl.stepSent = s.cl.stepSent[:0]
+	s.cl.sentBy = nil
 	s.opStepped()
 	rd := p.core.Step(engine.Now{Mono: p.clk.mono(s.now), Wall: p.clk.wall(s.now)}, *in)
 	if p.holdNext {

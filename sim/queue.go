@@ -12,7 +12,7 @@ const (
 	evTimeout                           // a call's timeout fires at its process (a = call slot)
 	evJob                               // the processor finishes a job (a = job slot)
 	evCheckpointTimer                   // the processor's periodic checkpoint
-	evPut                               // a producer puts a record
+	evPut                               // a producer puts the records arrived (a = put generation; see workload.go)
 	evRetention                         // retention trimming pass
 	evAction                            // a scheduled action (a = index)
 	evResume                            // a pause ends (a = pause id)
@@ -21,7 +21,9 @@ const (
 	evKill                              // a graceful shutdown took too long
 	evSubWake                           // a parked NextEvent is answered (a = call slot<<32 | wake generation; see fanout.go)
 	evHeldApply                         // a call held back by boundary seeking reaches the table (a = call slot<<32 | hold generation; see boundary.go)
-	evPutSecond                         // the second stream's producer puts a record (streams.go)
+	evPutRate                           // a burst ends: the put rate changes
+	evSettle                            // a probe of whether the world has settled (see settle.go)
+	evPutSecond                         // the second stream's producer puts the records arrived (a = put generation; see streams.go)
 )
 
 // event is one entry of the queue, a plain value.

@@ -46,7 +46,33 @@ func (rc *recorder) init(o Options, w World) {
 
 // checkOptions are the checkers' options for a run of world w.
 func checkOptions(w World) check.Options {
-	return check.Options{End: w.Chaos + w.Quiet, Heal: w.Chaos, Bound: w.Bound, Balance: w.Balance, BalanceSlack: 1, Forget: true}
+	return check.Options{End: w.Chaos + w.Quiet, Heal: w.Chaos, Bound: w.Bound, Balance: w.Balance, BalanceSlack: 1, Forget: true, Timing: w.timing()}
+}
+
+// timing is what the latency invariants (T1-T3) and B1 need of world w
+// (check.Timing): its engine's timing, the pending index's lag, the drift
+// its clocks have, and the ways its workers take leases.
+func (w World) timing() *check.Timing {
+	full, err := w.engineConfig("probe", 1).Validate()
+	if err != nil {
+		return nil
+	}
+	t := &check.Timing{LeaseDuration: full.LeaseDuration, RenewInterval: full.RenewInterval,
+		AssignerScanInterval: full.AssignerScanInterval, PendingPollInterval: full.PendingPollInterval, TakeInterval: full.TakeInterval,
+		IndexLag: w.Assignment.IndexLag, Drift: w.DriftBound, Capped: full.MaxLeasesForWorker > 0, FanOut: w.FanOut.On,
+		BalanceByCount: full.BalanceBy == engine.BalanceLeases}
+	switch w.Assignment.Mode {
+	case engine.AssignmentScan:
+		t.Scan = true
+	case engine.AssignmentAssigner:
+		t.Assigner = true
+	default:
+		t.Assigner, t.Scan = true, true
+	}
+	if w.switchesMode {
+		t.Assigner, t.Scan = true, true
+	}
+	return t
 }
 
 // emit records one trace record.

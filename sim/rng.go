@@ -20,7 +20,7 @@ const (
 	streamAssignment
 	streamClockSteps   // clock steps aimed at a new process's first observations
 	streamKPL          // the world's KPL workload (kpl.go)
-	streamKPLPuts      // which puts are KPL aggregates
+	streamKPLPuts      // (retired: the stream generates the aggregates)
 	streamKPLProcessor // the processor's checkpoints inside aggregates
 	streamBoundary     // boundary seeking (boundary.go)
 	streamAim          // the world's aimed faults (aim.go)
@@ -31,7 +31,7 @@ const (
 	streamCombo        // the world's combination (combos.go)
 	streamComboRun     // the combination's actions
 	streamCorrupt      // which KPL aggregates are corrupt (corrupt.go)
-	streamSecond       // the second stream's producer (streams.go)
+	streamSecond       // (retired: the second stream's records are generated)
 	streamDefaults     // whether a world keeps the engine's default timings (config.go)
 	streamLegacy       // a legacy table's rows and records (legacy.go)
 )

@@ -55,10 +55,10 @@ type simulator struct {
 	// they acquired it (config.go)
 	delivered map[procKey]bool
 	skipped   map[string]bool // shards skipped under LATEST (config.go)
-	// keys is how rows are keyed; second the second stream's producer
-	// (streams.go)
-	keys   engine.KeyFormat
-	second rng
+	// keys is how rows are keyed (streams.go)
+	keys engine.KeyFormat
+	// settle ends the healing phase once the world has settled (settle.go)
+	settle settleState
 }
 
 // Run runs one simulation. The checkers run as it goes; the trace is kept
@@ -114,13 +114,13 @@ func run(o Options) (*Result, error) {
 	// The world: the fakes, on the run's true virtual time.
 	clk := fakes.ClockFunc(func() time.Time { return epoch.Add(s.now) })
 	s.tbl = fakes.NewLeaseTable(fakes.LeaseTableOptions{Clock: clk, Seed: o.Seed, StaleLag: s.tableLag(), IndexLag: w.Assignment.IndexLag})
-	s.st = fakes.NewKinesis(fakes.KinesisOptions{Clock: clk, Seed: o.Seed, Retention: w.Retention, OnTrim: s.onTrim, FreeTrimmed: true})
-	if err := s.st.CreateStream(streamName, w.Shards); err != nil {
+	s.st = fakes.NewKinesis(fakes.KinesisOptions{Clock: clk, Seed: o.Seed, Retention: w.Retention, OnTrimRange: s.onTrim, FreeTrimmed: true})
+	s.wl.init(w)
+	if err := s.st.CreateGeneratedStream(streamName, w.Shards, s.wl.records(w)); err != nil {
 		return nil, err
 	}
 	s.setupFanOut()
 	s.end = w.Chaos + w.Quiet
-	s.wl.init(w)
 	s.setup()
 	s.loop()
 	if o.AtEnd != nil {
@@ -154,7 +154,8 @@ func (s *simulator) setup() {
 		s.startProc(sl)
 	}
 	s.q.push(event{at: s.w.Chaos, kind: evHeal})
-	s.q.push(event{at: s.wl.rng.exp(s.putMean()), kind: evPut})
+	s.startSettle()
+	s.startPuts(shards)
 	if s.w.Retention < s.end {
 		s.q.push(event{at: 5 * time.Second, kind: evRetention})
 	}

@@ -2,9 +2,9 @@ package sim
 
 import (
 	"fmt"
-	"time"
 
 	"github.com/shardlease/shardlease/engine"
+	"github.com/shardlease/shardlease/fakes"
 	"github.com/shardlease/shardlease/sim/trace"
 )
 
@@ -109,41 +109,55 @@ func (w *World) streamsOf() []engine.StreamConfig {
 	return ss
 }
 
-// setupSecond creates the second stream and starts its producer.
+// setupSecond creates the second stream, its records generated as the
+// first stream's are (fakes.CreateGeneratedStream; plain records, at the
+// put rate per shard), and starts its producer.
 func (s *simulator) setupSecond() {
 	m := s.w.Config.Multi
 	if !m.On {
 		return
 	}
-	if err := s.st.CreateStream(secondStream, m.Shards); err != nil {
+	g := fakes.GeneratedRecords{Rate: s.w.PutRate * float64(m.Shards), PartitionKeys: s.wl.pkeys}
+	if err := s.st.CreateGeneratedStream(secondStream, m.Shards, g); err != nil {
 		panic("sim: " + err.Error())
 	}
 	shards, _ := s.st.Shards(secondStream)
 	for _, sh := range shards {
 		s.emit(&trace.Record{Kind: trace.KindShardCreated, Worker: -1, Proc: -1, Key: s.shardKey(secondStream, sh.ID)})
 	}
-	s.second = newRNG(s.o.Seed, streamSecond)
-	s.q.push(event{at: s.second.exp(s.secondMean()), kind: evPutSecond})
+	s.schedulePutSecond()
 }
 
-func (s *simulator) secondMean() time.Duration {
-	return time.Duration(float64(time.Second) / (s.w.PutRate * float64(s.w.Config.Multi.Shards)))
-}
-
-// onPutSecond is the second stream's producer putting one record.
-func (s *simulator) onPutSecond() {
+// schedulePutSecond schedules the put of the second stream's next record,
+// at its arrival; the event scheduled before is stale from now on.
+func (s *simulator) schedulePutSecond() {
+	s.wl.secondGen++
 	if s.wl.noPuts {
 		return
 	}
-	r := s.second
-	h := r.Uint64()
-	sh, seq, err := s.st.PutRecordWithHash(secondStream, s.wl.pkeys[r.IntN(len(s.wl.pkeys))], h, h, nil)
-	if err != nil {
-		panic("sim: put: " + err.Error())
+	if at, ok := s.st.NextArrival(secondStream); ok {
+		s.q.push(event{at: max(at.Sub(epoch), s.now), kind: evPutSecond, a: s.wl.secondGen})
 	}
-	s.wl.puts++
-	key := s.shardKey(secondStream, sh)
-	s.emit(&trace.Record{Kind: trace.KindPut, Worker: -1, Proc: -1, Key: key, First: seq})
-	s.wakeShard(key)
-	s.q.push(event{at: s.now + r.exp(s.secondMean()), kind: evPutSecond})
+}
+
+// onPutSecond is the second stream's producer putting the records that
+// have arrived (evPutSecond).
+func (s *simulator) onPutSecond(gen uint64) {
+	if gen != s.wl.secondGen || s.wl.noPuts {
+		return
+	}
+	for {
+		p, ok, err := s.st.PutGenerated(secondStream)
+		if err != nil {
+			panic("sim: put: " + err.Error())
+		}
+		if !ok {
+			break
+		}
+		s.wl.puts++
+		key := s.shardKey(secondStream, p.Shard)
+		s.emit(&trace.Record{Kind: trace.KindPut, Worker: -1, Proc: -1, Key: key, First: p.Sequence})
+		s.wakeShard(key)
+	}
+	s.schedulePutSecond()
 }

@@ -14,14 +14,26 @@ import (
 // workload is what happens to the stream outside the workers: producers
 // put records (in bursts during ActBurst), some initial shards get none,
 // retention trims, and shards closed by splits and merges expire.
+//
+// The records are the stream's own (fakes.CreateGeneratedStream): each
+// open shard gets a Poisson process of records, at the put rate times its
+// share of the hash key space, derived from the run's seed, the shard and
+// the record's position rather than stored, so a day of retention costs no
+// memory per record. The workload sets the rate (bursts, the idle shards
+// until healing) and puts each record as it arrives (evPut: one event at
+// the next arrival over the stream), which the trace records.
 type workload struct {
 	rng        rng
 	noPuts     bool // the producers stopped (ActRecreateStream)
 	pkeys      []string
-	idle       []bool // initial shards that get no records
+	idle       []bool // initial shards that get no records (until healing)
+	active     int    // initial shards that get records
 	puts       int
 	burst      float64
 	burstUntil time.Duration
+	rate       float64       // the stream's put rate as last set (records per second over the hash key space)
+	putGen     uint64        // the live evPut event's (an older one is stale)
+	secondGen  uint64        // the live evPutSecond event's (streams.go)
 	maxOpen    int           // splits stop at this many open shards
 	closed     []closedShard // closed shards in closing order, for expiry
 	expCur     int           // closed[:expCur] have expired
@@ -40,6 +52,12 @@ func (wl *workload) init(w World) {
 	}
 }
 
+// records is the content of the stream's records (KPL aggregates in KPL
+// worlds); the rate is set at the start (startPuts).
+func (wl *workload) records(w World) fakes.GeneratedRecords {
+	return fakes.GeneratedRecords{PartitionKeys: wl.pkeys, AggregateShare: w.KPL.Share, AggregateMax: w.KPL.MaxRecords}
+}
+
 // drawIdle draws the initial shards that get no records (the idle-shards
 // fault class).
 func (wl *workload) drawIdle(shards int, idleShards bool) {
@@ -50,56 +68,122 @@ func (wl *workload) drawIdle(shards int, idleShards bool) {
 			wl.idle[wl.rng.IntN(len(wl.idle))] = true
 		}
 	}
+	wl.active = 0
+	for _, idle := range wl.idle {
+		if !idle {
+			wl.active++
+		}
+	}
 }
 
-func (s *simulator) putMean() time.Duration {
+// startPuts makes the idle initial shards quiet and starts the producers.
+func (s *simulator) startPuts(shards []fakes.ShardInfo) {
+	var quiet []string
+	for i, idle := range s.wl.idle {
+		if idle {
+			quiet = append(quiet, shards[i].ID)
+		}
+	}
+	if err := s.st.SetQuiet(streamName, quiet); err != nil {
+		panic("sim: " + err.Error())
+	}
+	s.setPutRate()
+}
+
+// putRate returns the stream's put rate now, in records per second over
+// the whole hash key space: PutRate per initial shard over the shards
+// that get records (the idle ones get none until healing), times the
+// burst's factor during one.
+func (s *simulator) putRate() float64 {
 	rate := s.w.PutRate * float64(s.w.Shards)
+	if !s.healed && s.wl.active < s.w.Shards {
+		rate *= float64(s.w.Shards) / float64(s.wl.active)
+	}
 	if s.now < s.wl.burstUntil {
 		rate *= s.wl.burst
 	}
-	return time.Duration(float64(time.Second) / rate)
+	return rate
 }
 
-// onPut is a producer putting one record (in KPL worlds, sometimes a KPL
-// aggregate of several user records).
-func (s *simulator) onPut() {
-	wl := &s.wl
-	if wl.noPuts {
+// setPutRate gives the stream the put rate of now (if it changed) and
+// schedules the next put.
+func (s *simulator) setPutRate() {
+	if s.wl.noPuts {
 		return
 	}
-	var h uint64
-	width := ^uint64(0) / uint64(len(wl.idle))
-	for tries := 0; ; tries++ {
-		h = wl.rng.Uint64()
-		i := int(h / width)
-		if i >= len(wl.idle) {
-			i = len(wl.idle) - 1
-		}
-		if !wl.idle[i] || tries > 20 || s.healed {
-			break
+	if r := s.putRate(); r != s.wl.rate {
+		s.wl.rate = r
+		if err := s.st.SetPutRate(streamName, r); err != nil {
+			panic("sim: " + err.Error())
 		}
 	}
-	// the hash key h·2^64 + h lands in the initial shard h / width
-	// chose: the fakes split the hash key space as evenly as this does
-	pkey := wl.pkeys[wl.rng.IntN(len(wl.pkeys))]
-	sh, seq, n := s.putAggregate(h) // n user records, or a plain put (0)
-	if n == 0 {
-		var err error
-		if sh, seq, err = s.st.PutRecordWithHash(streamName, pkey, h, h, nil); err != nil {
-			panic("sim: put: " + err.Error())
-		}
-	}
-	wl.puts++
-	key := s.shardKey(streamName, sh)
-	s.emit(&trace.Record{Kind: trace.KindPut, Worker: -1, Proc: -1, Key: key, First: seq, Count: n})
-	s.putDone(key, seq) // corrupt.go
-	s.wakeShard(key)
-	s.q.push(event{at: s.now + wl.rng.exp(s.putMean()), kind: evPut})
+	s.schedulePut()
 }
 
-// putTo puts one record into the open shard id (a boundary knob feeding
-// a holder near the end of its lease: see boundary.go), unless it is
-// closed or unknown.
+// heal ends the workload's faults: the idle shards get records too, and a
+// burst ends.
+func (s *simulator) healWorkload() {
+	s.wl.burstUntil = 0
+	if s.wl.noPuts {
+		return
+	}
+	if err := s.st.SetQuiet(streamName, nil); err != nil {
+		panic("sim: " + err.Error())
+	}
+	s.setPutRate()
+}
+
+// startBurst multiplies the put rate by factor for d (ActBurst): a burst
+// replaces one going on.
+func (s *simulator) startBurst(factor float64, d time.Duration) {
+	s.wl.burst, s.wl.burstUntil = factor, s.now+d
+	s.setPutRate()
+	s.q.push(event{at: s.wl.burstUntil, kind: evPutRate})
+}
+
+// schedulePut schedules the put of the stream's next record, at its
+// arrival; the event scheduled before is stale from now on. Anything that
+// changes when the next record arrives (the rate, a split or merge, a
+// record put explicitly) calls it.
+func (s *simulator) schedulePut() {
+	s.wl.putGen++
+	if s.wl.noPuts {
+		return
+	}
+	if at, ok := s.st.NextArrival(streamName); ok {
+		s.q.push(event{at: max(at.Sub(epoch), s.now), kind: evPut, a: s.wl.putGen})
+	}
+}
+
+// onPut puts the records that have arrived (one, but for ties), each
+// recorded as a producer's put (a KPL aggregate with its user records'
+// count), and schedules the next.
+func (s *simulator) onPut(gen uint64) {
+	if gen != s.wl.putGen || s.wl.noPuts {
+		return
+	}
+	for {
+		p, ok, err := s.st.PutGenerated(streamName)
+		if err != nil {
+			panic("sim: put: " + err.Error())
+		}
+		if !ok {
+			break
+		}
+		s.wl.puts++
+		key := s.shardKey(streamName, p.Shard)
+		s.emit(&trace.Record{Kind: trace.KindPut, Worker: -1, Proc: -1, Key: key, First: p.Sequence, Count: p.Users})
+		s.wakeShard(key)
+		if p.Users > 0 {
+			s.putCorrupt(p.Shard) // corrupt.go
+		}
+	}
+	s.schedulePut()
+}
+
+// putTo puts one record into the first stream's open shard with lease key
+// key (a boundary knob feeding a holder near the end of its lease: see
+// boundary.go), unless it is closed or unknown.
 func (s *simulator) putTo(key string) {
 	stream, id := s.parseKey(key)
 	if s.wl.noPuts || stream != streamName {
@@ -123,6 +207,7 @@ func (s *simulator) putTo(key string) {
 		k := s.shardKey(streamName, key)
 		s.emit(&trace.Record{Kind: trace.KindPut, Worker: -1, Proc: -1, Key: k, First: seq})
 		s.wakeShard(k)
+		s.schedulePut()
 		return
 	}
 }
@@ -141,9 +226,8 @@ func (s *simulator) onRetention() {
 // onTrim records records that retention hid. The stream applies
 // retention lazily, when a call or the retention pass looks at a shard, so
 // the trace shows a trim no later than a reader could observe it.
-func (s *simulator) onTrim(stream, shard string, recs []engine.Record) {
-	s.emit(&trace.Record{Kind: trace.KindTrim, Worker: -1, Proc: -1, Key: s.shardKey(stream, shard),
-		First: recs[0].Sequence, Last: recs[len(recs)-1].Sequence, Count: len(recs)})
+func (s *simulator) onTrim(stream, shard, first, last string, n int) {
+	s.emit(&trace.Record{Kind: trace.KindTrim, Worker: -1, Proc: -1, Key: s.shardKey(stream, shard), First: first, Last: last, Count: n})
 }
 
 // expireShards records the closed shards that have left the stream's

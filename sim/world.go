@@ -28,6 +28,11 @@ type World struct {
 	CheckpointPace time.Duration // the processor checkpoints at least this often
 	Bound          time.Duration // liveness bound after healing
 	Balance        bool          // L1 checks balance
+	// SettleMin and SettleFor end a drawn healing phase early (see
+	// settle.go): it lasts at least SettleMin and ends once the world has
+	// looked settled for SettleFor, at the latest after Quiet. Zero: the
+	// phase is Quiet long (as when the options set it).
+	SettleMin, SettleFor time.Duration
 	// SkipAfter is the processors' failure policy (as an
 	// engine.FailurePolicy with MaxAttempts SkipAfter that skips): a batch
 	// is skipped when its SkipAfter-th delivery in a row fails; 0: none,
@@ -50,6 +55,9 @@ type World struct {
 	// Combo is the combination of rare things the world drew on purpose
 	// (see combos.go).
 	Combo ComboWorld
+	// switchesMode: a scripted action switches workers between the ways
+	// of taking leases (ActSwitchMode), so the fleet may mix them.
+	switchesMode bool
 }
 
 // EngineParams are the drawn engine settings (zero: the engine default).
@@ -95,7 +103,14 @@ func (w World) String() string {
 		w.Workers, w.Shards, w.Chaos, w.Quiet, strings.Join(w.Faults, ","), e.LeaseDuration, e.RenewInterval, e.SafetyMargin, e.MaxClockDrift,
 		e.TakeInterval, e.ShardSyncInterval, e.MaxLeasesForWorker, e.MaxLeasesToStealAtOnce, e.GetRecordsLimit, e.IdleTimeBetweenReads, e.ConsistentTakeScans,
 		w.Rates, w.TableLatency.Base, w.TableLatency.Tail, w.StreamLatency.Base, w.StreamLatency.Tail, w.CallTimeout, w.Retention, w.PutRate, w.DriftBound, w.CheckpointPace, w.Bound, w.Balance, w.FanOut) +
-		w.policyString() + w.Assignment.String() + w.KPL.String() + w.Boundary.String() + w.Aim.String() + w.Target.String() + w.Config.String() + w.Combo.String()
+		w.policyString() + w.Assignment.String() + w.KPL.String() + w.Boundary.String() + w.Aim.String() + w.Target.String() + w.Config.String() + w.Combo.String() + w.settleString()
+}
+
+func (w World) settleString() string {
+	if w.SettleMin <= 0 {
+		return ""
+	}
+	return fmt.Sprintf("; the healing phase ends after %v once settled for %v", w.SettleMin, w.SettleFor)
 }
 
 func (w World) policyString() string {
@@ -153,6 +168,9 @@ func drawWorld(o Options) (World, error) {
 		if !(d >= -1 && d <= 1) {
 			return w, fmt.Errorf("sim: Drifts[%d] = %v: a pinned drift is a fraction of the drift bound, in [-1, 1]", i, d)
 		}
+	}
+	for _, a := range o.Actions {
+		w.switchesMode = w.switchesMode || a.Kind == ActSwitchMode
 	}
 	w.Workers = o.Workers
 	if w.Workers <= 0 {
@@ -375,6 +393,12 @@ func drawWorld(o Options) (World, error) {
 		per := ((w.Shards+w.Config.Multi.Shards)*3+w.Workers-1)/w.Workers + 3
 		w.Quiet = 3*w.Bound + time.Duration(per)*(full.TakeInterval+full.LeaseDuration)
 		w.Quiet = w.Quiet.Round(time.Second)
+		// The first three bounds are L1's (a bound to recover, then at
+		// least a bound of records that must reach a processor within a
+		// bound); the rest is time for the balance to converge, which a
+		// world that has settled does not need.
+		w.SettleMin = 3 * w.Bound
+		w.SettleFor = max(w.Bound/2, 2*(full.TakeInterval+full.LeaseDuration))
 	}
 	return w, nil
 }

@@ -60,6 +60,9 @@ const chaosEnv = "SHARDLEASE_CHAOS"
 const (
 	chaosLease = 3 * time.Second
 	chaosRenew = time.Second
+	// quietPhase is how long the fleet runs undisturbed before the first
+	// fault, with no alert pending or firing.
+	quietPhase = 8 * time.Second
 )
 
 func TestLiveChaos(t *testing.T) {
@@ -78,6 +81,7 @@ func TestLiveChaos(t *testing.T) {
 	ddb := localaws.DynamoDB(t)
 	kin := localaws.Kinesis(t)
 	toxi := startToxiproxy(t)
+	prom := startPrometheus(t)
 	bin := buildLive(t)
 	for _, tc := range []struct {
 		name, pos string
@@ -90,6 +94,13 @@ func TestLiveChaos(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			r := newChaosRun(t, mode, tc.pos, bin, ddb, kin, toxi, tc.fanOut)
+			r.watch = &promWatch{prom: prom, job: "chaos-" + strings.ToLower(tc.name)}
+			var addrs []string
+			for range 4 {
+				r.ports = append(r.ports, freePort(t))
+				addrs = append(addrs, fmt.Sprintf("127.0.0.1:%d", r.ports[len(r.ports)-1]))
+			}
+			prom.setTargets(t, r.watch.job, addrs)
 			r.run()
 		})
 	}
@@ -247,6 +258,9 @@ type chaosRun struct {
 	start    time.Time
 	initial  []string // the stream's shards at creation
 
+	watch *promWatch // the Prometheus server's view of this run
+	ports []int      // each worker slot's metrics port, kept across restarts
+
 	pollMu      sync.Mutex
 	polls       int
 	regressions []string
@@ -349,7 +363,7 @@ func (r *chaosRun) startWorker(slot int, owner string) *workerProc {
 		endpoint = "http://" + r.toxiAddr
 	}
 	args := []string{"run", "-stream", r.stream, "-table", r.table, "-owner", owner, "-worker", strconv.Itoa(slot),
-		"-record", r.dir, "-metrics-addr", "127.0.0.1:0", "-initial-position", r.pos,
+		"-record", r.dir, "-metrics-addr", fmt.Sprintf("127.0.0.1:%d", r.ports[slot]), "-initial-position", r.pos,
 		"-lease-duration", chaosLease.String(), "-renew-interval", chaosRenew.String(),
 		"-shard-sync-interval", "2s", "-idle-time-between-reads", "250ms",
 		"-checkpoint-every", "40", "-checkpoint-interval", "1s", "-fail-every", "23", "-shutdown-timeout", "15s",
@@ -807,6 +821,15 @@ func (r *chaosRun) run() {
 		return n >= len(r.initial), fmt.Sprintf("%d of %d initial shards checkpointed", n, len(r.initial))
 	})
 
+	// The quiet phase: a steady fleet, records flowing, every shard held;
+	// Prometheus evaluates the rules every second and no alert may fire.
+	r.watch.scraping(t, len(r.slots))
+	r.phase("quiet")
+	time.Sleep(quietPhase) // the quiet phase lasts this long
+	pending, without := r.watch.quiet(t, quietPhase)
+	r.logf("no alert fired in the %v quiet phase (Prometheus at %s, job %s; pending: [%s]; shards without an owner at most %s)",
+		quietPhase, r.watch.prom.url, r.watch.job, pending, without)
+
 	cycles := 1
 	if r.mode == "long" {
 		cycles = 4
@@ -860,12 +883,18 @@ func (r *chaosRun) cycle(c int) {
 	r.waitActedElsewhere("failover after killing "+p.owner, keys, p.pid, at, 30*time.Second)
 
 	// 2. SIGKILL, restart under a new owner id: others wait out the lease.
+	// Prometheus sees the ownership gap: its alert goes pending (or
+	// firing) after the kill, and resolves after the failover.
 	p = r.slots[2]
 	r.waitHolding(p)
 	keys, at = r.acting(p), r.harness.Now()
+	killed := time.Now()
 	r.kill(p)
 	r.startWorker(2, fmt.Sprintf("w2-%d", c+1))
 	r.waitActedElsewhere("failover after killing "+p.owner, keys, p.pid, at, 30*time.Second)
+	states := r.watch.gapAlerted(t, killed)
+	r.watch.gapResolved(t)
+	r.logf("ShardleaseOwnershipGap went %s after killing %s, and resolved", states, p.owner)
 
 	// 3. split an open shard while records flow
 	open := r.openShards()

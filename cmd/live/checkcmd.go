@@ -34,7 +34,7 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			"because each process stamps its history with its own wall clock. Processes on one host share a clock, so a small bound suffices; "+
 			"across hosts use the clock-sync bound. Too small a bound can report a linearizable history as illegal; a larger one only weakens the check")
 	linTimeout := fs.Duration("lin-timeout", time.Minute, "bound on the linearizability check (0: none); keys not decided in time leave Lin unknown, not failed")
-	if err := parseFlags(fs, args, stderr); err != nil {
+	if err := parseFlags(fs, args, stderr, "live check [-table TABLE] [-stream STREAM] [flags] DIR..."); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return exitOK
 		}

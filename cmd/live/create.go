@@ -23,7 +23,7 @@ func runCreate(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	shards := fs.Int("shards", 4, "shards of a new stream")
 	consumerName := fs.String("consumer-name", "", "register this enhanced fan-out consumer on -stream (if missing) and wait until it is ACTIVE")
 	timeout := fs.Duration("timeout", 3*time.Minute, "bound on waiting for the table and the stream to become ACTIVE")
-	if err := parseFlags(fs, args, stderr); err != nil {
+	if err := parseFlags(fs, args, stderr, "live create [-table TABLE] [-stream STREAM -shards N] [-consumer-name NAME] [flags]"); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return exitOK
 		}
@@ -78,6 +78,13 @@ func runCreate(ctx context.Context, args []string, stdout, stderr io.Writer) int
 			}
 		}
 		fmt.Fprintf(stdout, "stream %s: ACTIVE, %d open shards\n", *stream, open)
+		asked := false
+		fs.Visit(func(f *flag.Flag) { asked = asked || f.Name == "shards" })
+		if asked && open != *shards {
+			fmt.Fprintf(stderr, "live create: the stream %s already existed with %d open shards, not the %d asked for: live create does not change an existing stream (live reshard splits and merges shards)\n",
+				*stream, open, *shards)
+			return exitFailed
+		}
 	}
 	if *consumerName != "" {
 		c, err := kinesisstream.New(clients.Kinesis).EnsureConsumer(ctx, *stream, *consumerName)

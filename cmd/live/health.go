@@ -1,38 +1,17 @@
 package main
 
 import (
-	"io"
 	"net/http"
 
 	"github.com/shardlease/shardlease/engine"
+	"github.com/shardlease/shardlease/probe"
 )
 
-// healthHandler answers a Kubernetes probe from the consumer's health:
-// 200 with "ok: ..." when it holds (live for /livez, ready for /readyz),
-// else 503 with "not live: ..." / "not ready: ...".
-func healthHandler(health func() engine.Health, ready bool) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		h := health()
-		ok, reason := h.Live, h.LiveReason
-		if ready {
-			ok, reason = h.Ready, h.ReadyReason
-		}
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		w.Header().Set("Cache-Control", "no-store")
-		if !ok {
-			w.WriteHeader(http.StatusServiceUnavailable)
-		}
-		_, _ = io.WriteString(w, reason+"\n")
-	})
-}
-
-// healthMux serves the metrics and the probes: /livez (liveness), /readyz
-// (readiness), and /healthz, an alias of /readyz.
+// healthMux serves the metrics and the probes (package probe): /livez and
+// /healthz (liveness), /readyz (readiness), details with ?verbose.
 func healthMux(metrics http.Handler, health func() engine.Health) *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", metrics)
-	mux.Handle("/livez", healthHandler(health, false))
-	mux.Handle("/readyz", healthHandler(health, true))
-	mux.Handle("/healthz", healthHandler(health, true))
+	probe.Handle(mux, health)
 	return mux
 }

@@ -96,7 +96,7 @@ func TestJSONLogsOneOwnerReadableDurations(t *testing.T) {
 	table, stream := liveServers(t, "logs")
 	var probed bool
 	lines, code := liveRun(t, []string{"-table", table, "-stream", stream, "-owner", "logs-owner"}, func(up map[string]any) {
-		probed = probe(t, up["livez"].(string), up["readyz"].(string))
+		probed = probeOnce(t, up["livez"].(string), up["readyz"].(string))
 	})
 	if code != exitOK {
 		t.Errorf("live run exited %d", code)
@@ -118,6 +118,11 @@ func TestJSONLogsOneOwnerReadableDurations(t *testing.T) {
 		if msg, _ := m["msg"].(string); strings.HasPrefix(msg, "shutting down") || strings.HasPrefix(msg, "worker stopped; ") {
 			engineLines++
 		}
+		if v, ok := m["released"]; ok {
+			if _, list := v.([]any); !list {
+				t.Errorf("released = %v, want a list ([] when empty): %s", v, line)
+			}
+		}
 		if v, ok := m["lease_duration"]; ok {
 			durations++
 			if v != "3s" {
@@ -130,13 +135,14 @@ func TestJSONLogsOneOwnerReadableDurations(t *testing.T) {
 	}
 }
 
-// probe checks /livez once the worker is up and waits (a bounded number of
+// probeOnce checks /livez once the worker is up and waits (a bounded number of
 // polls) for /readyz to answer 200 "ok: ...".
-func probe(t *testing.T, livez, readyz string) bool {
+func probeOnce(t *testing.T, livez, readyz string) bool {
 	if livez == "" || readyz == "" {
 		t.Errorf("the metrics line names no probes (livez %q, readyz %q)", livez, readyz)
 		return false
 	}
+	readyz, livez = readyz+"?verbose", livez+"?verbose"
 	for i := 0; i < 200; i++ {
 		resp, err := http.Get(readyz)
 		if err != nil {

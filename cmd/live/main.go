@@ -24,7 +24,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -83,30 +82,6 @@ LIVE_LEASE_DURATION). Region and credentials come from the standard AWS chain;
 endpoints from -dynamodb-endpoint/-kinesis-endpoint or AWS_ENDPOINT_URL_DYNAMODB /
 AWS_ENDPOINT_URL_KINESIS. Run "live COMMAND -h" for a command's flags.
 `
-
-// parseFlags parses args into fs, then fills every flag not given on the
-// command line from LIVE_<FLAG> in the environment.
-func parseFlags(fs *flag.FlagSet, args []string, stderr io.Writer) error {
-	fs.SetOutput(stderr)
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	var errs []error
-	fs.VisitAll(func(f *flag.Flag) {
-		if set[f.Name] {
-			return
-		}
-		env := "LIVE_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
-		if v, ok := os.LookupEnv(env); ok {
-			if err := fs.Set(f.Name, v); err != nil {
-				errs = append(errs, fmt.Errorf("%s=%q: %w", env, v, err))
-			}
-		}
-	})
-	return errors.Join(errs...)
-}
 
 // awsFlags are the flags every command that talks to AWS takes.
 type awsFlags struct {

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"os"
 	"strings"
 	"testing"
 )
@@ -42,8 +43,8 @@ func TestRunRejectsAnInvalidConfigurationWithTheRule(t *testing.T) {
 	if code != exitUsage {
 		t.Fatalf("exit %d, want %d: %s", code, exitUsage, out)
 	}
-	for _, rule := range []string{"LeaseDuration (2s) must be at least 3 x RenewInterval (1s)",
-		`InitialPosition "EARLIEST" is not TRIM_HORIZON, LATEST or AT_TIMESTAMP`} {
+	for _, rule := range []string{"-lease-duration (2s) must be at least 3 x -renew-interval (1s)",
+		`-initial-position "EARLIEST" is not TRIM_HORIZON, LATEST or AT_TIMESTAMP`} {
 		if !strings.Contains(out, rule) {
 			t.Errorf("output lacks %q:\n%s", rule, out)
 		}
@@ -89,8 +90,8 @@ func TestRunRejectsBadFanOutFlags(t *testing.T) {
 		want string
 	}{
 		{[]string{"-consumer", "push"}, `consumer mode "push" is neither polling nor fan-out`},
-		{[]string{"-consumer", "fan-out"}, `ConsumerName "" (required with Consumer FanOut)`},
-		{[]string{"-consumer-name", "app"}, "Consumer is polling"},
+		{[]string{"-consumer", "fan-out"}, `-consumer-name "" (required with -consumer fan-out)`},
+		{[]string{"-consumer-name", "app"}, "-consumer is polling"},
 	} {
 		args := append([]string{"run", "-stream", "orders", "-table", "orders-leases", "-metrics-addr", ""}, tc.args...)
 		code, out := runMain(t, args...)
@@ -99,7 +100,7 @@ func TestRunRejectsBadFanOutFlags(t *testing.T) {
 		}
 	}
 	t.Setenv("LIVE_CONSUMER", "fan-out")
-	if code, out := runMain(t, "run", "-stream", "orders", "-table", "orders-leases", "-metrics-addr", ""); code != exitUsage || !strings.Contains(out, "ConsumerName") {
+	if code, out := runMain(t, "run", "-stream", "orders", "-table", "orders-leases", "-metrics-addr", ""); code != exitUsage || !strings.Contains(out, "-consumer-name") {
 		t.Errorf("LIVE_CONSUMER=fan-out without a name: exit %d:\n%s", code, out)
 	}
 }
@@ -108,5 +109,57 @@ func TestCreateConsumerNeedsStream(t *testing.T) {
 	t.Setenv("AWS_REGION", "us-east-1")
 	if code, out := runMain(t, "create", "-table", "t", "-consumer-name", "app"); code != exitUsage || !strings.Contains(out, "-consumer-name needs -stream") {
 		t.Fatalf("exit %d:\n%s", code, out)
+	}
+}
+
+// TestRunUsageAndFlagErrors: a typo gets one line naming the flag, not the
+// usage; a duration without a unit says what to write; a negative duration
+// is one error; -h names every flag's variable; -log-format json makes the
+// errors JSON lines.
+func TestRunUsageAndFlagErrors(t *testing.T) {
+	t.Setenv("AWS_REGION", "us-east-1")
+	code, out := runMain(t, "run", "-stream", "s", "-table", "t", "-leese-duration", "10s")
+	if code != exitUsage || strings.Count(out, "\n") != 1 || !strings.Contains(out, "-leese-duration") || !strings.Contains(out, "live run -h") {
+		t.Errorf("a misspelt flag: exit %d, want one line naming it and live run -h:\n%s", code, out)
+	}
+	code, out = runMain(t, "run", "-stream", "s", "-table", "t", "-lease-duration", "10")
+	if code != exitUsage || !strings.Contains(out, `-lease-duration "10": not a duration; write it with a unit, such as 10s`) {
+		t.Errorf("a duration without a unit: exit %d:\n%s", code, out)
+	}
+	t.Setenv("LIVE_RENEW_INTERVAL", "3")
+	code, out = runMain(t, "run", "-stream", "s", "-table", "t")
+	if code != exitUsage || !strings.Contains(out, `LIVE_RENEW_INTERVAL="3" (as -renew-interval)`) || !strings.Contains(out, "write it with a unit") {
+		t.Errorf("a duration without a unit from the environment: exit %d:\n%s", code, out)
+	}
+	t.Setenv("LIVE_RENEW_INTERVAL", "")
+	os.Unsetenv("LIVE_RENEW_INTERVAL")
+	code, out = runMain(t, "run", "-stream", "s", "-table", "t", "-lease-duration", "-1s", "-metrics-addr", "")
+	if code != exitUsage || strings.Count(out, "\n") != 1 || !strings.Contains(out, "durations must not be negative: -lease-duration -1s") {
+		t.Errorf("a negative duration: exit %d, want one error:\n%s", code, out)
+	}
+	code, out = runMain(t, "run", "-h")
+	if code != exitOK || !strings.Contains(out, "-lease-duration DURATION  [LIVE_LEASE_DURATION]") || !strings.Contains(out, "-table TABLE  [LIVE_TABLE]") ||
+		strings.Contains(out, "`") {
+		t.Errorf("live run -h: exit %d:\n%s", code, out)
+	}
+	code, out = runMain(t, "run", "-log-format", "json", "-stream", "s")
+	if code != exitUsage || strictJSON(strings.TrimSpace(out)) != nil || !strings.Contains(out, `"level":"ERROR"`) || !strings.Contains(out, "missing -table") {
+		t.Errorf("-log-format json: exit %d, want one JSON error line:\n%s", code, out)
+	}
+}
+
+// TestCreateSaysWhenTheStreamDiffers: live create -shards N on a stream
+// that exists with another count fails, saying so; the same count, or no
+// -shards, succeeds.
+func TestCreateSaysWhenTheStreamDiffers(t *testing.T) {
+	_, stream := liveServers(t, "create") // a 1-shard stream
+	if code, out := runMain(t, "create", "-stream", stream, "-shards", "4"); code != exitFailed ||
+		!strings.Contains(out, "already existed with 1 open shards, not the 4 asked for") {
+		t.Errorf("-shards 4 on a 1-shard stream: exit %d:\n%s", code, out)
+	}
+	for _, args := range [][]string{{"-shards", "1"}, nil} {
+		if code, out := runMain(t, append([]string{"create", "-stream", stream}, args...)...); code != exitOK {
+			t.Errorf("%v on the 1-shard stream: exit %d:\n%s", args, code, out)
+		}
 	}
 }

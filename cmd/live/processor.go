@@ -146,12 +146,16 @@ func (c *counter) ShardEnded(ctx context.Context, in engine.ShardEndedInput) err
 }
 
 func (c *counter) ShutdownRequested(ctx context.Context, in engine.ShutdownInput) error {
-	c.checkpoint(ctx, in.Checkpointer, "shutdown")
-	c.log.Info("shard handed back at shutdown", "records", c.count, "checkpoint", c.last.String())
+	c.checkpoint(ctx, in.Checkpointer, in.Reason.String())
+	if in.Reason == engine.ShutdownHandoff {
+		c.log.Info("shard handed over to another worker", "to", in.To, "records", c.count, "checkpoint", c.last.String())
+	} else {
+		c.log.Info("shard handed back at shutdown", "records", c.count, "checkpoint", c.last.String())
+	}
 	return nil
 }
 
 func (c *counter) LeaseLost(ctx context.Context, in engine.LeaseLostInput) {
 	c.lost = true
-	c.log.Info("lease lost", "records", c.count)
+	c.log.Debug("lease lost (the engine logs why)", "records", c.count)
 }

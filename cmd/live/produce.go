@@ -27,6 +27,7 @@ import (
 // really put. With -aggregate N it puts N user records per Kinesis record,
 // aggregated as the KPL does (package kpl).
 func runProduce(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	o := newOutput("live produce", args, stderr)
 	fs := flag.NewFlagSet("live produce", flag.ContinueOnError)
 	var a awsFlags
 	a.register(fs)
@@ -37,34 +38,34 @@ func runProduce(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	size := fs.Int("size", 64, "bytes per record (per user record, with -aggregate)")
 	aggregate := fs.Int("aggregate", 1, "user records per Kinesis record, aggregated as the KPL does (1: no aggregation)")
 	tick := fs.Duration("tick", 100*time.Millisecond, "how often to send a PutRecords call")
-	record := fs.String("record", "", "directory to write the history of what was put to (for `live check`)")
+	record := fs.String("record", "", "directory to write the history of what was put to (for \"live check\")")
 	callTimeout := fs.Duration("call-timeout", 10*time.Second, "deadline of each PutRecords call")
 	shardPoll := fs.Duration("shard-poll", time.Second, "how often to list shards to record splits and merges (with -record; 0: never)")
 	logLevel := fs.String("log-level", "info", "log level")
 	logFormat := fs.String("log-format", "text", "log format: text or json")
-	if err := parseFlags(fs, args, stderr); err != nil {
+	if err := parseFlags(fs, args, stderr, "live produce -stream STREAM [-rate N] [-aggregate N] [flags]"); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return exitOK
 		}
-		fmt.Fprintln(stderr, "live produce:", err)
+		o.errorf("%v", err)
 		return exitUsage
 	}
 	log, err := newLogger(stderr, *logLevel, *logFormat)
 	if err != nil {
-		fmt.Fprintln(stderr, "live produce:", err)
+		o.errorf("%v", err)
 		return exitUsage
 	}
 	if *stream == "" || *rate <= 0 || *size < 1 || *tick <= 0 {
-		fmt.Fprintln(stderr, "live produce: need -stream, a positive -rate, -size and -tick")
+		o.errorf("need -stream, a positive -rate, -size and -tick")
 		return exitUsage
 	}
 	if err := checkAggregate(*aggregate, *size); err != nil {
-		fmt.Fprintln(stderr, "live produce:", err)
+		o.errorf("%v", err)
 		return exitUsage
 	}
 	clients, err := awsenv.Load(ctx, awsenv.Settings{Region: a.region, DynamoDBEndpoint: a.dynamoEndpoint, KinesisEndpoint: a.kinesisEndpoint})
 	if err != nil {
-		fmt.Fprintln(stderr, "live produce:", err)
+		o.errorf("%v", err)
 		return exitUsage
 	}
 	ks := kinesisstream.New(clients.Kinesis)
@@ -72,7 +73,7 @@ func runProduce(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	if *record != "" {
 		rec, err = history.Create(*record, history.Options{Role: "producer", Owner: "producer", Worker: -1})
 		if err != nil {
-			fmt.Fprintln(stderr, "live produce: -record:", err)
+			o.errorf("-record: %v", err)
 			return exitUsage
 		}
 		defer rec.Close()
@@ -91,9 +92,9 @@ func runProduce(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	scancel()
 	if err != nil {
 		if errors.Is(err, engine.ErrNotFound) {
-			fmt.Fprintf(stderr, "live produce: the stream %q does not exist; create it with `live create -stream %s`\n", *stream, *stream)
+			o.errorf("the stream %q does not exist; create it with: live create -stream %s", *stream, *stream)
 		} else {
-			fmt.Fprintln(stderr, "live produce:", err)
+			o.errorf("%v", err)
 		}
 		return exitFailed
 	}
@@ -156,7 +157,7 @@ loop:
 			}
 			e, err := aggregateEntry(users)
 			if err != nil {
-				fmt.Fprintln(stderr, "live produce:", err)
+				o.errorf("%v", err)
 				return exitFailed
 			}
 			entries = append(entries, e)
@@ -220,10 +221,12 @@ loop:
 	if *aggregate > 1 {
 		what = fmt.Sprintf("user records (aggregated by up to %d)", *aggregate)
 	}
-	fmt.Fprintf(stdout, "produced %d %s to %s in %v (%d entry failures retried, %d of unknown outcome)\n",
-		sent, what, *stream, time.Since(start).Round(time.Millisecond), failed, unknown)
+	took := time.Since(start).Round(time.Millisecond)
+	o.summary(stdout, fmt.Sprintf("produced %d %s to %s in %v (%d entry failures retried, %d of unknown outcome)",
+		sent, what, *stream, took, failed, unknown),
+		"produced", "records", sent, "aggregated_by", *aggregate, "stream", *stream, "duration", took, "entry_failures_retried", failed, "unknown_outcome", unknown)
 	if err := rec.Err(); err != nil {
-		fmt.Fprintln(stderr, "live produce: writing the history:", err)
+		o.errorf("writing the history: %v", err)
 		return exitFailed
 	}
 	return exitOK

@@ -21,9 +21,9 @@ func runReshard(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	var a awsFlags
 	a.register(fs)
 	stream := fs.String("stream", "", "Kinesis stream (required)")
-	record := fs.String("record", "", "directory to record the new shards in (for `live check`)")
+	record := fs.String("record", "", "directory to record the new shards in (for \"live check\")")
 	timeout := fs.Duration("timeout", 2*time.Minute, "bound on the operation and the wait for the stream to be ACTIVE again")
-	if err := parseFlags(fs, args, stderr); err != nil {
+	if err := parseFlags(fs, args, stderr, "live reshard -stream STREAM split SHARD | merge SHARD ADJACENT"); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return exitOK
 		}

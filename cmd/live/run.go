@@ -70,7 +70,7 @@ type workerFlags struct {
 func (f *workerFlags) register(fs *flag.FlagSet) {
 	f.aws.register(fs)
 	fs.StringVar(&f.stream, "stream", "", "Kinesis stream to consume (required)")
-	fs.StringVar(&f.table, "table", "", "DynamoDB lease table (required; create it with `live create`)")
+	fs.StringVar(&f.table, "table", "", "DynamoDB lease table (required; create it with \"live create\")")
 	fs.StringVar(&f.owner, "owner", "", "owner id of this worker, unique among live workers (default: host name plus a random suffix)")
 	fs.StringVar(&f.initial, "initial-position", engine.Latest, "where the shards that exist when the application first starts begin: LATEST, TRIM_HORIZON or AT_TIMESTAMP (children of splits and merges always begin at TRIM_HORIZON)")
 	fs.StringVar(&f.atTimestamp, "at-timestamp", "", "the AT_TIMESTAMP position, RFC 3339")
@@ -91,8 +91,8 @@ func (f *workerFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.balanceBy, "balance-by", engine.BalanceLeases, "what the assigner balances: leases (counts) or throughput (KB/s each holder reports)")
 	fs.DurationVar(&f.callTimeout, "call-timeout", 0, "deadline of each AWS call (default: the renew interval)")
 	fs.DurationVar(&f.shutdownTime, "shutdown-timeout", 0, "bound on the graceful shutdown (default: the lease duration)")
-	fs.StringVar(&f.metricsAddr, "metrics-addr", ":9464", "address of the Prometheus /metrics endpoint and the /livez, /readyz (and /healthz, its alias) probes (empty: none)")
-	fs.StringVar(&f.record, "record", "", "directory to write this worker's history to (for `live check`)")
+	fs.StringVar(&f.metricsAddr, "metrics-addr", ":9464", "address of the Prometheus /metrics endpoint and the probes /livez (and /healthz: liveness) and /readyz (readiness; details with ?verbose); the default listens on every interface (empty: none)")
+	fs.StringVar(&f.record, "record", "", "directory to write this worker's history to (for \"live check\")")
 	fs.IntVar(&f.worker, "worker", -1, "worker slot number written into the history (harnesses restart a slot under new processes)")
 	fs.IntVar(&f.cpEvery, "checkpoint-every", 100, "example processor: checkpoint after this many records")
 	fs.DurationVar(&f.cpInterval, "checkpoint-interval", 5*time.Second, "example processor: checkpoint at least this often while records flow")
@@ -164,23 +164,24 @@ func (f *workerFlags) engineConfig() (engine.Config, error) {
 }
 
 func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	o := newOutput("live run", args, stderr)
 	fs := flag.NewFlagSet("live run", flag.ContinueOnError)
 	var f workerFlags
 	f.register(fs)
-	if err := parseFlags(fs, args, stderr); err != nil {
+	if err := parseFlags(fs, args, stderr, "live run -stream STREAM -table TABLE [flags]"); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return exitOK
 		}
-		fmt.Fprintln(stderr, "live run:", err)
+		o.errorf("%v", err)
 		return exitUsage
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "live run: unexpected arguments %q\n", fs.Args())
+		o.errorf("unexpected arguments %q (flags come before them; see live run -h)", fs.Args())
 		return exitUsage
 	}
 	log, err := newLogger(stderr, f.logLevel, f.logFormat)
 	if err != nil {
-		fmt.Fprintln(stderr, "live run:", err)
+		o.errorf("%v", err)
 		return exitUsage
 	}
 	var missing []string
@@ -191,7 +192,11 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		missing = append(missing, "-table (or LIVE_TABLE)")
 	}
 	if len(missing) > 0 {
-		fmt.Fprintf(stderr, "live run: missing %s\n", strings.Join(missing, " and "))
+		o.errorf("missing %s", strings.Join(missing, " and "))
+		return exitUsage
+	}
+	if err := negativeDurations(fs); err != nil {
+		o.errorf("%v", err)
 		return exitUsage
 	}
 	if f.owner == "" {
@@ -199,7 +204,7 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	}
 	cfg, err := f.engineConfig()
 	if err != nil {
-		fmt.Fprintln(stderr, "live run:", err)
+		o.errorf("%v", err)
 		return exitUsage
 	}
 	// The consumer adds owner to its own lines: it gets the logger without
@@ -209,7 +214,7 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) int
 
 	clients, err := awsenv.Load(ctx, awsenv.Settings{Region: f.aws.region, DynamoDBEndpoint: f.aws.dynamoEndpoint, KinesisEndpoint: f.aws.kinesisEndpoint, Logger: log})
 	if err != nil {
-		fmt.Fprintln(stderr, "live run:", err)
+		o.errorf("%v", err)
 		return exitUsage
 	}
 	store := dynamostore.New(clients.DynamoDB, f.table)
@@ -220,14 +225,15 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if f.record != "" {
 		rec, err = history.Create(f.record, history.Options{Role: "worker", Owner: f.owner, Worker: int32(f.worker)})
 		if err != nil {
-			fmt.Fprintln(stderr, "live run: -record:", err)
+			o.errorf("-record: %v", err)
 			return exitUsage
 		}
 		defer rec.Close()
 	}
-	m, err := metrics.New(metrics.Options{Owner: f.owner})
+	full, _ := cfg.Validate() // the defaults filled in; NewConsumer reports what is invalid
+	m, err := metrics.New(metrics.Options{Owner: f.owner, LeaseDuration: full.LeaseDuration, SafetyMargin: full.SafetyMargin})
 	if err != nil {
-		fmt.Fprintln(stderr, "live run: metrics:", err)
+		o.errorf("metrics: %v", err)
 		return exitFailed
 	}
 	tap := history.NewTap(rec, nil)
@@ -247,15 +253,15 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		Logger:          base,
 	})
 	if err != nil {
-		// NewConsumer names every rule the configuration breaks.
-		fmt.Fprintln(stderr, "live run:", err)
+		// NewConsumer names every rule the configuration breaks, by the
+		// engine's field names: say them as the flags the user typed
+		o.errorf("%s", inFlags(err))
 		return exitUsage
 	}
 	if f.cpEvery < 1 || f.cpInterval <= 0 {
-		fmt.Fprintln(stderr, "live run: -checkpoint-every must be at least 1 and -checkpoint-interval positive")
+		o.errorf("-checkpoint-every must be at least 1 and -checkpoint-interval positive")
 		return exitUsage
 	}
-	full, _ := cfg.Validate() // valid: NewConsumer accepted it
 
 	region, dynEP, kinEP := clients.Where()
 	log.Info("starting worker", "stream", f.stream, "table", f.table, "region", region, "dynamodb_endpoint", dynEP, "kinesis_endpoint", kinEP,
@@ -267,7 +273,7 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if f.metricsAddr != "" {
 		ln, err := net.Listen("tcp", f.metricsAddr)
 		if err != nil {
-			fmt.Fprintf(stderr, "live run: -metrics-addr %s: %v\n", f.metricsAddr, err)
+			o.errorf("-metrics-addr %s: %v", f.metricsAddr, err)
 			return exitUsage
 		}
 		srv = &http.Server{Handler: healthMux(m.Handler(), consumer.Health), ReadHeaderTimeout: 5 * time.Second}
@@ -307,9 +313,10 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if runErr != nil {
 		rec.ProcStop("error")
 		if code, msg := startupFailure(runErr, f, region, dynEP, kinEP); code != 0 {
-			fmt.Fprintln(stderr, "live run:", msg)
+			o.errorf("%s", msg)
 			return code
 		}
+
 		log.Error("worker stopped with an error", "err", runErr, "records_processed", total.Load())
 		return exitFailed
 	}
@@ -341,7 +348,7 @@ func startupFailure(err error, f workerFlags, region, dynEP, kinEP string) (int,
 		return exitUsage, fmt.Sprintf("the stream %q does not exist (region %s, Kinesis endpoint %s); create it with `live create -table %s -stream %s`: %v",
 			f.stream, region, kinEP, f.table, f.stream, err)
 	case errors.Is(err, engine.ErrAccessDenied):
-		return exitUsage, fmt.Sprintf("the credentials were rejected or lack a permission (region %s; see the README's IAM policy): %v", region, err)
+		return exitUsage, fmt.Sprintf("the credentials were rejected or lack a permission (region %s; the IAM policy is in docs/aws.md): %v", region, err)
 	}
 	return 0, ""
 }

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -59,6 +60,8 @@ func benchCases() []benchCase {
 		cs = append(cs, benchCase{Name: fmt.Sprintf("%dx%d-10m", ws[0], ws[1]), What: fmt.Sprintf("%d workers x %d shards, 10 virtual minutes (CPU per event)", ws[0], ws[1]),
 			Args: world(ws[0], ws[1], m)})
 	}
+	cs = append(cs, benchCase{Name: "1000x10000-10m", What: "1,000 workers x 10,000 shards, 10 virtual minutes, no faults (a world ten times the largest above)",
+		Args: world(1000, 10000, m)})
 	cs = append(cs, benchCase{Name: "swarm-200", What: "the default swarm (make sim's scenario), seeds 1-200, on every core", Swarm: true,
 		Args: []string{"-seeds", "1-200", "-parallel", fmt.Sprint(runtime.NumCPU())}})
 	return cs
@@ -101,6 +104,8 @@ type benchTarget struct {
 	Value  float64 `json:"value"`
 	Limit  float64 `json:"limit"`
 	Met    bool    `json:"met"`
+	// Issue names the issue that set the target
+	Issue int `json:"issue"`
 }
 
 type benchReport struct {
@@ -143,6 +148,16 @@ func runBench(path, bin string, only []string, runs int, stdout, stderr io.Write
 	for _, n := range only {
 		want[strings.TrimSpace(n)] = true
 	}
+	var names []string
+	for _, bc := range benchCases() {
+		names = append(names, bc.Name)
+	}
+	for n := range want {
+		if !slices.Contains(names, n) {
+			fmt.Fprintf(stderr, "simrun: -bench-cases: no case %q (the cases: %s)\n", n, strings.Join(names, ", "))
+			return exitUsage
+		}
+	}
 	for _, bc := range benchCases() {
 		if len(want) > 0 && !want[bc.Name] {
 			continue
@@ -167,7 +182,7 @@ func runBench(path, bin string, only []string, runs int, stdout, stderr io.Write
 		best.Runs, best.CPUSamples = len(samples), samples
 		rep.Cases = append(rep.Cases, best)
 	}
-	rep.Targets = targets(rep.Cases)
+	rep.Targets = targets(rep.Cases) // those of the cases measured
 	b, err := json.MarshalIndent(rep, "", "  ")
 	if err != nil {
 		fmt.Fprintf(stderr, "simrun: %v\n", err)
@@ -179,6 +194,18 @@ func runBench(path, bin string, only []string, runs int, stdout, stderr io.Write
 	}
 	printBench(stdout, &rep)
 	fmt.Fprintf(stdout, "written: %s\n", path)
+	missed := 0
+	for _, t := range rep.Targets {
+		if !t.Met {
+			missed++
+			fmt.Fprintf(stderr, "bench: TARGET MISSED (issue %d): %s: measured %v\n", t.Issue, t.Target, t.Value)
+		}
+	}
+	if missed > 0 {
+		fmt.Fprintf(stderr, "bench: %d of %d targets missed (figures written to %s)\n", missed, len(rep.Targets), path)
+		return exitViolation
+	}
+	fmt.Fprintf(stderr, "bench: all %d targets met\n", len(rep.Targets))
 	return exitPass
 }
 
@@ -261,39 +288,78 @@ func round(x float64, digits int) float64 {
 	return float64(int64(x*p+0.5)) / p
 }
 
-// targets are issue 9's targets, from the cases measured.
+// benchGoal is one target: a figure of one case (or the ratio of two
+// cases' figures), its limit, and the issue that set it.
+type benchGoal struct {
+	issue  int
+	what   string
+	cases  [2]string // the case, and for a ratio the case it is divided by
+	figure func(r *benchResult) float64
+	// at most: the figure must not exceed limit (else: at least limit);
+	// within: |figure - 1| <= limit (a ratio)
+	limit       float64
+	atMost      bool
+	within      bool
+	skipWithout func(r *benchResult) bool // the figure was not measured (a baseline without -memstats)
+}
+
+func virtualPerCPU(r *benchResult) float64 { return r.VirtualPerCPUSecond }
+func peakRSS(r *benchResult) float64       { return r.PeakRSSMB }
+func liveHeap(r *benchResult) float64      { return r.LiveHeapMB }
+func seedsPerCPU(r *benchResult) float64   { return r.SeedsPerCPUSecond }
+func noLiveHeap(r *benchResult) bool       { return r.LiveHeapMB == 0 }
+
+// benchGoals are the targets of issues 9 and 18.
+var benchGoals = []benchGoal{
+	{issue: 18, what: "default swarm: seeds per CPU second >= 25", cases: [2]string{"swarm-200"}, figure: seedsPerCPU, limit: 25},
+	{issue: 18, what: "10x100, one virtual hour: virtual seconds per CPU second >= 4000", cases: [2]string{"10x100-1h"}, figure: virtualPerCPU, limit: 4000},
+	{issue: 9, what: "10x100, one virtual hour: peak RSS <= 200 MB", cases: [2]string{"10x100-1h"}, figure: peakRSS, limit: 200, atMost: true},
+	{issue: 18, what: "100x2000, one virtual hour: virtual seconds per CPU second >= 100", cases: [2]string{"100x2000-1h"}, figure: virtualPerCPU, limit: 100},
+	{issue: 9, what: "100x2000, one virtual hour: peak RSS <= 1024 MB", cases: [2]string{"100x2000-1h"}, figure: peakRSS, limit: 1024, atMost: true},
+	{issue: 9, what: "10x100: peak RSS of one hour / of 10 minutes within 1 ± 0.2", cases: [2]string{"10x100-1h", "10x100-10m"}, figure: peakRSS, limit: 0.2, within: true},
+	{issue: 9, what: "10x100: live heap of one hour / of 10 minutes within 1 ± 0.2", cases: [2]string{"10x100-1h", "10x100-10m"}, figure: liveHeap, limit: 0.2, within: true, skipWithout: noLiveHeap},
+	{issue: 18, what: "100x2000 (a day of retention): peak RSS of one hour / of 10 minutes within 1 ± 0.1", cases: [2]string{"100x2000-1h", "100x2000-10m"}, figure: peakRSS, limit: 0.1, within: true},
+	{issue: 18, what: "100x2000 (a day of retention): live heap of one hour / of 10 minutes within 1 ± 0.1", cases: [2]string{"100x2000-1h", "100x2000-10m"}, figure: liveHeap, limit: 0.1, within: true, skipWithout: noLiveHeap},
+	{issue: 9, what: "10x100 with 5 minutes of retention: peak RSS of one hour / of 10 minutes within 1 ± 0.2", cases: [2]string{"10x100-1h-ret5m", "10x100-10m-ret5m"}, figure: peakRSS, limit: 0.2, within: true},
+	{issue: 9, what: "10x100 with 5 minutes of retention: live heap of one hour / of 10 minutes within 1 ± 0.2", cases: [2]string{"10x100-1h-ret5m", "10x100-10m-ret5m"}, figure: liveHeap, limit: 0.2, within: true, skipWithout: noLiveHeap},
+	{issue: 9, what: "100x2000 with 5 minutes of retention: peak RSS of one hour / of 10 minutes within 1 ± 0.2", cases: [2]string{"100x2000-1h-ret5m", "100x2000-10m-ret5m"}, figure: peakRSS, limit: 0.2, within: true},
+	{issue: 9, what: "100x2000 with 5 minutes of retention: live heap of one hour / of 10 minutes within 1 ± 0.2", cases: [2]string{"100x2000-1h-ret5m", "100x2000-10m-ret5m"}, figure: liveHeap, limit: 0.2, within: true, skipWithout: noLiveHeap},
+	{issue: 18, what: "1000x10000, 10 virtual minutes: peak RSS <= 8192 MB", cases: [2]string{"1000x10000-10m"}, figure: peakRSS, limit: 8192, atMost: true},
+	{issue: 18, what: "1000x10000, 10 virtual minutes: virtual seconds per CPU second >= 5", cases: [2]string{"1000x10000-10m"}, figure: virtualPerCPU, limit: 5},
+}
+
+// targets evaluates benchGoals on the cases measured: a goal whose cases
+// were not all measured is left out.
 func targets(cs []benchResult) []benchTarget {
 	by := map[string]*benchResult{}
 	for i := range cs {
 		by[cs[i].Name] = &cs[i]
 	}
 	var out []benchTarget
-	if r := by["10x100-1h"]; r != nil {
-		out = append(out, benchTarget{"10x100, one virtual hour: virtual seconds per CPU second >= 2000", r.VirtualPerCPUSecond, 2000, r.VirtualPerCPUSecond >= 2000},
-			benchTarget{"10x100, one virtual hour: peak RSS <= 200 MB", r.PeakRSSMB, 200, r.PeakRSSMB <= 200})
-	}
-	if r := by["100x2000-1h"]; r != nil {
-		out = append(out, benchTarget{"100x2000, one virtual hour: virtual seconds per CPU second >= 100", r.VirtualPerCPUSecond, 100, r.VirtualPerCPUSecond >= 100},
-			benchTarget{"100x2000, one virtual hour: peak RSS <= 1024 MB", r.PeakRSSMB, 1024, r.PeakRSSMB <= 1024})
-	}
-	for _, w := range []string{"10x100", "100x2000"} {
-		for _, ret := range []string{"", "-ret5m"} {
-			a, b := by[w+"-1h"+ret], by[w+"-10m"+ret]
-			if a == nil || b == nil || b.PeakRSSMB == 0 {
+	for _, g := range benchGoals {
+		a := by[g.cases[0]]
+		if a == nil || g.skipWithout != nil && g.skipWithout(a) {
+			continue
+		}
+		v := g.figure(a)
+		if g.cases[1] != "" {
+			b := by[g.cases[1]]
+			if b == nil || g.figure(b) == 0 || g.skipWithout != nil && g.skipWithout(b) {
 				continue
 			}
-			what := w
-			if ret != "" {
-				what += " with 5 minutes of retention"
-			}
-			ratio := round(a.PeakRSSMB/b.PeakRSSMB, 3)
-			out = append(out, benchTarget{what + ": peak RSS of one hour / of 10 minutes within 1 ± 0.2", ratio, 1.2, ratio >= 0.8 && ratio <= 1.2})
-			if b.LiveHeapMB > 0 {
-				// the heap in use, the collector's slack aside
-				ratio := round(a.LiveHeapMB/b.LiveHeapMB, 3)
-				out = append(out, benchTarget{what + ": live heap of one hour / of 10 minutes within 1 ± 0.2", ratio, 1.2, ratio >= 0.8 && ratio <= 1.2})
-			}
+			v = round(v/g.figure(b), 3)
 		}
+		t := benchTarget{Target: g.what, Value: v, Limit: g.limit, Issue: g.issue}
+		switch {
+		case g.within:
+			t.Met = v >= 1-g.limit && v <= 1+g.limit
+			t.Limit = 1 + g.limit
+		case g.atMost:
+			t.Met = v <= g.limit
+		default:
+			t.Met = v >= g.limit
+		}
+		out = append(out, t)
 	}
 	return out
 }
@@ -315,12 +381,12 @@ func printBench(w io.Writer, rep *benchReport) {
 		fmt.Fprintf(w, "\n%s: %d seeds in %.1f s wall on %d cores, %.2f seeds/s; %.1f CPU s, %.2f seeds per CPU second; peak RSS %.1f MB (`%s`)\n",
 			r.Name, r.Seeds, r.WallSeconds, rep.CPUs, r.SeedsPerSecond, r.CPUSeconds, r.SeedsPerCPUSecond, r.PeakRSSMB, r.Command)
 	}
-	fmt.Fprintf(w, "\n| target | measured | met |\n| --- | --- | --- |\n")
+	fmt.Fprintf(w, "\n| target | issue | measured | met |\n| --- | --- | --- | --- |\n")
 	for _, t := range rep.Targets {
 		met := "yes"
 		if !t.Met {
 			met = "NO"
 		}
-		fmt.Fprintf(w, "| %s | %v | %s |\n", t.Target, t.Value, met)
+		fmt.Fprintf(w, "| %s | %d | %v | %s |\n", t.Target, t.Issue, t.Value, met)
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/shardlease/shardlease/internal/planted"
 	"github.com/shardlease/shardlease/scenarios"
 	"github.com/shardlease/shardlease/sim"
+	"github.com/shardlease/shardlease/sim/driversim"
 )
 
 // Defaults of the sweep that `make sim` (no flags) runs.
@@ -48,6 +49,9 @@ type config struct {
 	soak      bool
 	soakState string
 	findings  string
+	part      partition // the soak's share of the seeds (partition.go)
+	// mergeDirs are the folders simrun -soak-merge reads (merge.go)
+	mergeDirs []string
 	// bench measures the figures into this file (runBench)
 	bench      string
 	benchBin   string
@@ -55,6 +59,14 @@ type config struct {
 	benchRuns  int
 	command    string
 	options    map[string]string
+	// driver worlds (driver.go): every seed (driver) or a share of the
+	// seeds in percent, with driverBase's options, run by the test binary
+	// driverBin; a failing one re-run driverReruns times
+	driver       bool
+	driverShare  int
+	driverBase   driversim.Options
+	driverBin    string
+	driverReruns int
 }
 
 // errUsage marks an error of the command line (exit status 2).
@@ -119,10 +131,18 @@ func parseArgs(args []string, stderr io.Writer) (*config, error) {
 		soak       = fs.Bool("soak", false, "run the seeds (-seeds, default 1-10000) as a soak on every core: a progress bar, a state file that a soak started again with the same flags resumes (-state), every failing seed saved as a case with its replay command (-findings); no report")
 		state      = fs.String("state", "", "the soak's state file (default reports/out/soak/SCENARIO/state.json)")
 		findings   = fs.String("findings", "", "the soak's findings folder (default reports/out/soak/SCENARIO/findings)")
+		soakDir    = fs.String("soak-dir", "", "the soak's folder: its state file and findings go there (under part-I-of-N/ for a partition); default reports/out/soak/SCENARIO")
+		partFlag   = fs.String("partition", "", "run partition I/N of the soak's seeds (0 <= I < N): the seeds whose offset from the first is I modulo N; default: from "+envIndex+" (a Kubernetes Indexed Job) with -partitions, else the whole range")
+		partsFlag  = fs.Int("partitions", 0, "the soak's partition count N, this soak's index coming from "+envIndex+" (default: "+envPartitions+")")
+		soakMerge  = fs.Bool("soak-merge", false, "merge the partitions of a soak: simrun -soak-merge DIR... reads the state files in each DIR (or its part-* folders), checks that they cover their range once, and prints the totals and every finding")
 		bench      = fs.String("bench", "", "measure the simulator's speed and memory (CPU time, peak RSS of a child simrun per case) and write the figures to this JSON file (make bench: reports/bench.json)")
 		benchBin   = fs.String("bench-binary", "", "with -bench: measure this simrun binary instead of this one (a baseline)")
 		benchSel   = fs.String("bench-cases", "", "with -bench: only these cases (comma-separated names)")
 		benchN     = fs.Int("bench-runs", 3, "with -bench: runs of each case (the one with the least CPU counts; one for a case over a minute of CPU)")
+		driver     = fs.Bool("driver", false, "run every seed as a driver world: the production driver (engine.Consumer) in virtual time, sim/driversim, in worker processes of its test binary (built with go test -c from this checkout); -faults then names the driver's fault classes (see -list); replays of driver findings carry -driver")
+		drvShare   = fs.Int("driver-share", -1, fmt.Sprintf("run this percentage of the swarm's seeds (chosen by a hash of the seed) as driver worlds; default 0, and %d in a soak of the swarm", defaultSoakDriverShare))
+		drvBin     = fs.String("driver-binary", "", "with driver worlds: run this test binary of ./sim/driversim (go test -c -o FILE ./sim/driversim) instead of building one")
+		drvReruns  = fs.Int("driver-reruns", defaultDriverReruns, "run a failing driver seed this many times more and report how often it fails again (a driver world is not bit-identical run to run)")
 	)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -130,11 +150,22 @@ func parseArgs(args []string, stderr io.Writer) (*config, error) {
 		}
 		return nil, errUsage{err.Error()}
 	}
-	if fs.NArg() > 0 {
+	if fs.NArg() > 0 && !*soakMerge {
 		return nil, usagef("unexpected argument %q (all options are flags; see -h)", fs.Arg(0))
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if *soakMerge {
+		if fs.NArg() == 0 {
+			return nil, usagef("-soak-merge needs the folders to merge: simrun -soak-merge DIR...")
+		}
+		for name := range set {
+			if name != "soak-merge" {
+				return nil, usagef("-soak-merge takes no other flag (-%s): the state files hold the soak's", name)
+			}
+		}
+		return &config{mergeDirs: fs.Args(), options: map[string]string{}}, nil
+	}
 
 	c := &config{json: *asJSON, list: *list, verbose: *verbose, trace: *traceTo, parallel: *parallel, options: map[string]string{},
 		cpuProf: *cpuProf, memProf: *memProf, heapProf: *heapProf, memStats: *memStats, soak: *soak, bench: *bench, benchBin: *benchBin, benchRuns: *benchN}
@@ -209,7 +240,11 @@ func parseArgs(args []string, stderr io.Writer) (*config, error) {
 	}
 	o.Retention = *retention
 	if set["faults"] {
-		f, err := checkFaults(*faults)
+		check := checkFaults
+		if *driver {
+			check = checkDriverFaults
+		}
+		f, err := check(*faults)
 		if err != nil {
 			return nil, err
 		}
@@ -272,7 +307,10 @@ func parseArgs(args []string, stderr io.Writer) (*config, error) {
 	}
 	if set["mutation"] {
 		if *mutation != "" {
-			if _, ok := sim.Mutations[*mutation]; !ok {
+			if _, ok := sim.Mutations[*mutation]; !ok || *driver && !strings.HasPrefix(*mutation, sim.EngineMutationPrefix) {
+				if ok {
+					return nil, usagef("mutation %q is the simulator's: driver worlds plant only the engine's bugs (engine:NAME, see -list)", *mutation)
+				}
 				if strings.HasPrefix(*mutation, sim.EngineMutationPrefix) && !planted.Enabled() {
 					return nil, usagef("mutation %q is planted inside the engine, which this simrun was built without: run go run -tags %s ./cmd/simrun ...", *mutation, sim.MutationTag)
 				}
@@ -280,6 +318,9 @@ func parseArgs(args []string, stderr io.Writer) (*config, error) {
 			}
 		}
 		o.Mutation = *mutation
+	}
+	if err := c.parseDriver(set, o, *driver, *drvShare, *drvBin, *drvReruns); err != nil {
+		return nil, err
 	}
 	c.base = o
 
@@ -289,11 +330,12 @@ func parseArgs(args []string, stderr io.Writer) (*config, error) {
 	if n := c.last - c.first + 1; uint64(c.parallel) > n {
 		c.parallel = int(n)
 	}
+	c.part = partition{0, 1}
 	if c.trace != "" && c.first != c.last {
 		return nil, usagef("-trace writes the trace of one run: use it with -seed N")
 	}
-	if (set["state"] || set["findings"]) && !c.soak {
-		return nil, usagef("-state and -findings are the soak's: use them with -soak")
+	if (set["state"] || set["findings"] || set["soak-dir"] || set["partition"] || set["partitions"]) && !c.soak {
+		return nil, usagef("-state, -findings, -soak-dir, -partition and -partitions are the soak's: use them with -soak")
 	}
 	if c.heapProf != "" && (c.first != c.last || c.soak) {
 		return nil, usagef("-heapprofile profiles one run: use it with -seed N")
@@ -302,7 +344,18 @@ func parseArgs(args []string, stderr io.Writer) (*config, error) {
 		if c.json || c.trace != "" || set["out"] {
 			return nil, usagef("-soak prints totals and writes findings: it takes neither -json, -trace nor -out")
 		}
-		dir := filepath.Join(repoRoot(), "reports", "out", "soak", sc.Name)
+		p, err := parsePartition(*partFlag, *partsFlag, set["partitions"], c.last-c.first+1)
+		if err != nil {
+			return nil, err
+		}
+		c.part = p
+		dir := *soakDir
+		if dir == "" {
+			dir = filepath.Join(repoRoot(), "reports", "out", "soak", sc.Name)
+		}
+		if p.partitioned() {
+			dir = filepath.Join(dir, p.dir())
+		}
 		c.soakState, c.findings = *state, *findings
 		if c.soakState == "" {
 			c.soakState = filepath.Join(dir, "state.json")
@@ -381,8 +434,70 @@ func parseArgs(args []string, stderr io.Writer) (*config, error) {
 	if o.Engine != nil {
 		c.options["engine"] = "adjusted by the scenario"
 	}
+	if c.driver {
+		c.options["driver"] = "all"
+	} else if c.driverShare > 0 {
+		c.options["driver-share"] = strconv.Itoa(c.driverShare)
+	}
 	c.options["parallel"] = strconv.Itoa(c.parallel)
 	return c, nil
+}
+
+// parseDriver reads the driver worlds' flags into c (driver.go): which
+// seeds run as driver worlds, and their options, from o (the scenario's
+// options with the flags applied).
+func (c *config) parseDriver(set map[string]bool, o sim.Options, driver bool, share int, bin string, reruns int) error {
+	c.driver, c.driverBin, c.driverReruns = driver, bin, reruns
+	switch {
+	case share > 100 || share < 0 && set["driver-share"]:
+		return usagef("-driver-share %d: want a percentage, 0 to 100", share)
+	case driver && set["driver-share"]:
+		return usagef("-driver runs every seed as a driver world: it takes no -driver-share")
+	case reruns < 0:
+		return usagef("-driver-reruns %d: must not be negative", reruns)
+	}
+	swarm := c.scenario.Name == scenarios.Default
+	drawn := o.Faults == "" || o.Faults == "swarm"
+	sameBugs := o.Mutation == "" || strings.HasPrefix(o.Mutation, sim.EngineMutationPrefix)
+	c.driverShare = share
+	if share < 0 {
+		c.driverShare = 0
+		if c.soak && swarm && drawn && sameBugs {
+			c.driverShare = defaultSoakDriverShare
+		}
+	}
+	if !c.usesDriver() {
+		if set["driver-binary"] || set["driver-reruns"] {
+			return usagef("-driver-binary and -driver-reruns go with driver worlds (-driver or -driver-share)")
+		}
+		return nil
+	}
+	if !swarm {
+		return usagef("driver worlds draw their own worlds: -scenario %s does not apply to them (use the swarm)", c.scenario.Name)
+	}
+	for _, f := range []string{"retention", "boundary", "subscription-lifetime", "heapprofile", "memstats", "cpuprofile", "memprofile"} {
+		if set[f] && driver {
+			return usagef("-%s does not apply to driver worlds", f)
+		}
+	}
+	if !driver && !drawn {
+		return usagef("-driver-share mixes driver worlds into the swarm's drawn faults: -faults %s names classes of one runner only (use -driver for the driver's)", o.Faults)
+	}
+	if !sameBugs {
+		return usagef("mutation %q is the simulator's: driver worlds plant only the engine's bugs (engine:NAME); use -driver-share 0", o.Mutation)
+	}
+	d := driversim.Options{Workers: o.Workers, Shards: o.Shards, Chaos: o.Chaos, Assignment: o.Assignment, Consumer: o.Consumer}
+	if driver {
+		d.Faults, d.Quiet = o.Faults, o.Quiet // -quiet: a safety-only run
+	}
+	d.Mutation = strings.TrimPrefix(o.Mutation, sim.EngineMutationPrefix)
+	if bin != "" {
+		if _, err := os.Stat(bin); err != nil {
+			return usagef("-driver-binary: %v", err)
+		}
+	}
+	c.driverBase = d
+	return nil
 }
 
 // parseRange parses "A-B" (inclusive) or "A".
@@ -504,6 +619,10 @@ func listing(w io.Writer) {
 		100*sim.AimShare, strings.Join(sim.AimFaults, ", "), strings.Join(sim.OpKinds, ", "))
 	fmt.Fprintf(w, "targeted faults (-targeted on|off; %.0f%% of swarm worlds): %s of one kind of call: %s\n",
 		100*sim.TargetShare, strings.Join(sim.TargetFaults, ", "), strings.Join(sim.Targets, ", "))
+	fmt.Fprintf(w, "\ndriver worlds (-driver: every seed; -driver-share P: P%% of the swarm's seeds, %d%% in a soak of the swarm by default):\n"+
+		"  the production driver (engine.Consumer: goroutines, call pools, processor runners) in virtual time (sim/driversim),\n"+
+		"  with every checker; they plant only the engine's bugs (engine:NAME).\n  fault classes: %s\n",
+		defaultSoakDriverShare, strings.Join(driversim.FaultClasses, ", "))
 	fmt.Fprintln(w, "\nmutations (-mutation NAME), planted bugs the checkers must catch:")
 	for _, m := range mutationNames() {
 		fmt.Fprintf(w, "  %-22s %s\n", m, sim.Mutations[m])

@@ -26,9 +26,19 @@ import (
 // target five times the live heap (30 MB instead of 18 MB peak RSS).
 const gcPercent = 400
 
+// memoryLimit is the soft memory limit simrun runs with unless the
+// environment sets GOMEMLIMIT: at GOGC 400 a large world (1,000 workers x
+// 10,000 shards holds over a GB) would let its heap grow to five times
+// what it holds before collecting; past this limit the collector runs as
+// often as it must to stay under it. Small worlds never reach it.
+const memoryLimit = 4 << 30
+
 func main() {
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(gcPercent)
+	}
+	if os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(memoryLimit)
 	}
 	// The first SIGINT (Ctrl-C) or SIGTERM stops the sweep: no new seed
 	// starts, the seeds in flight finish, and the partial summary and

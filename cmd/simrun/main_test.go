@@ -109,7 +109,7 @@ func TestJSONLines(t *testing.T) {
 	if len(objs) != 4 {
 		t.Fatalf("%d lines, want 4:\n%s", len(objs), out)
 	}
-	fields := []string{"scenario", "seed", "tier", "trace_hash", "events", "virtual_seconds", "wall_seconds", "violations",
+	fields := []string{"schema", "lin", "scenario", "seed", "tier", "trace_hash", "events", "virtual_seconds", "wall_seconds", "violations",
 		"failover_p50_ms", "failover_max_ms", "redeliveries_per_handoff", "table_ops_per_shard_hour", "table_rows_read_per_shard_hour", "replay"}
 	for i, m := range objs {
 		for _, f := range fields {
@@ -120,14 +120,17 @@ func TestJSONLines(t *testing.T) {
 		if m["seed"].(float64) != float64(3+i) {
 			t.Errorf("line %d is seed %v: not in seed order", i, m["seed"])
 		}
-		if m["scenario"] != "swarm" || m["tier"] != "inside" {
-			t.Errorf("line %d: scenario %v tier %v", i, m["scenario"], m["tier"])
+		if m["scenario"] != "swarm" || m["tier"] != "inside" || m["runner"] != reports.RunnerSim {
+			t.Errorf("line %d: scenario %v tier %v runner %v", i, m["scenario"], m["tier"], m["runner"])
 		}
 		if v, ok := m["violations"].([]any); !ok || len(v) != 0 {
 			t.Errorf("line %d: violations %v, want an empty list", i, m["violations"])
 		}
 		if h, _ := m["trace_hash"].(string); len(h) != 16 {
 			t.Errorf("line %d: trace_hash %q", i, h)
+		}
+		if m["schema"] != float64(reports.SeedSchema) || m["lin"] != "ok" {
+			t.Errorf("line %d: schema %v lin %v, want %d and ok", i, m["schema"], m["lin"], reports.SeedSchema)
 		}
 	}
 	if strings.Contains(errs, "\r") {
@@ -143,6 +146,13 @@ func TestPlantedBugExits1(t *testing.T) {
 	}
 	var bad map[string]any
 	for _, m := range decodeLines(t, out) {
+		linViolated := false
+		for _, v := range m["violations"].([]any) {
+			linViolated = linViolated || v.(map[string]any)["invariant"] == "Lin"
+		}
+		if lin := m["lin"]; (lin == "illegal") != linViolated || (lin != "illegal" && lin != "ok" && lin != "unknown") {
+			t.Errorf("seed %v: lin %v, a Lin violation: %v", m["seed"], lin, linViolated)
+		}
 		if vs := m["violations"].([]any); len(vs) > 0 {
 			if bad != nil {
 				continue
@@ -382,5 +392,43 @@ func TestReplayOverridesScenario(t *testing.T) {
 	again := hashOf(t, strings.Fields(strings.TrimPrefix(replay, "go run ./cmd/simrun "))...)
 	if again[2] != m["trace_hash"] {
 		t.Errorf("%q: trace hash %s, the run had %s", replay, again[2], m["trace_hash"])
+	}
+}
+
+// TestSeedHeaderInWords: the -seed header shows an engine default as the
+// value the engine uses, marked so (never "0s"), and the fault rates in
+// force as percentages, not a Go struct.
+func TestSeedHeaderInWords(t *testing.T) {
+	code, out, errs := runArgs(t, "-seed", "20", "-report=false")
+	if code != exitPass {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	header := out[:strings.Index(out, "\ntier ")]
+	for _, want := range []string{"seed 20: 5 workers, 11 shards", "  engine: lease 10.1s", "shard sync every 10s (default)", "leases per worker no cap (default)",
+		"  fault rates: request loss 0.44%", "stale lag 47.567s"} {
+		if !strings.Contains(header, want) {
+			t.Errorf("the header lacks %q:\n%s", want, header)
+		}
+	}
+	for _, bad := range []string{" 0s", "{", "RequestLoss", "maxLeases 0"} {
+		if strings.Contains(header, bad) {
+			t.Errorf("the header holds %q:\n%s", bad, header)
+		}
+	}
+}
+
+// TestProgressLinesWhenNotATerminal: a sweep whose stderr is not a
+// terminal prints progress lines there (every lineEvery; 0 here: one per
+// seed but the last), never a bar's carriage return.
+func TestProgressLinesWhenNotATerminal(t *testing.T) {
+	old := lineEvery
+	lineEvery = 0
+	defer func() { lineEvery = old }()
+	code, _, errs := runArgs(t, with(quick, "-seeds", "1-4", "-parallel", "1", "-report=false")...)
+	if code != exitPass {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	if n := strings.Count(errs, "simrun: "); n != 3 || strings.Contains(errs, "\r") || !strings.Contains(errs, "simrun: 3/4 seeds, ") {
+		t.Errorf("stderr %q: want 3 progress lines, the last 3/4, no bar", errs)
 	}
 }

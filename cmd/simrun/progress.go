@@ -11,12 +11,18 @@ import (
 	"golang.org/x/term"
 )
 
-// progress draws a one-line progress bar on a terminal; it does nothing
-// when disabled.
+// lineEvery is how often a sweep or a soak whose stderr is not a
+// terminal (a pipe, a file, CI) prints a progress line there.
+var lineEvery = 10 * time.Second
+
+// progress draws a one-line progress bar on a terminal (on), or prints a
+// progress line every lineEvery elsewhere (lines); it does nothing when
+// neither.
 type progress struct {
 	mu      sync.Mutex
 	w       io.Writer
 	on      bool
+	lines   bool
 	total   int
 	n       int
 	failed  int
@@ -26,8 +32,9 @@ type progress struct {
 	stopped bool
 }
 
-func newProgress(w io.Writer, total int, on bool) *progress {
-	return &progress{w: w, on: on, total: total, start: time.Now()}
+func newProgress(w io.Writer, total int, on, lines bool) *progress {
+	now := time.Now()
+	return &progress{w: w, on: on, lines: lines && !on, total: total, start: now, last: now}
 }
 
 // done counts one finished seed.
@@ -38,18 +45,25 @@ func (p *progress) done(failed bool) {
 	if failed {
 		p.failed++
 	}
-	if !p.on || p.stopped {
+	if p.stopped {
 		return
 	}
-	if now := time.Now(); now.Sub(p.last) >= 100*time.Millisecond || p.n == p.total {
+	now := time.Now()
+	switch {
+	case p.lines && p.n < p.total && now.Sub(p.last) >= lineEvery:
+		p.last = now
+		fmt.Fprintf(p.w, "simrun: %s\n", p.status())
+	case p.on && (!p.drawn || now.Sub(p.last) >= 100*time.Millisecond || p.n == p.total):
+		// a bar that is not on the terminal (the first seed, or other
+		// output erased it) is drawn at once; one that is, at most every
+		// 100 ms
 		p.last = now
 		p.draw()
 	}
 }
 
-func (p *progress) draw() {
-	const width = 30
-	fill := width * p.n / p.total
+// status is the progress in words: seeds done, failures, time, time left.
+func (p *progress) status() string {
 	el := time.Since(p.start)
 	eta := ""
 	if p.n > 0 && p.n < p.total {
@@ -60,7 +74,13 @@ func (p *progress) draw() {
 	if p.failed > 0 {
 		fail = fmt.Sprintf(", %d FAILED", p.failed)
 	}
-	fmt.Fprintf(p.w, "\r\033[K[%s%s] %d/%d seeds%s, %s%s", strings.Repeat("#", fill), strings.Repeat(".", width-fill), p.n, p.total, fail, el.Round(100*time.Millisecond), eta)
+	return fmt.Sprintf("%d/%d seeds%s, %s%s", p.n, p.total, fail, el.Round(100*time.Millisecond), eta)
+}
+
+func (p *progress) draw() {
+	const width = 30
+	fill := width * p.n / p.total
+	fmt.Fprintf(p.w, "\r\033[K[%s%s] %s", strings.Repeat("#", fill), strings.Repeat(".", width-fill), p.status())
 	p.drawn = true
 }
 

@@ -16,6 +16,7 @@ import (
 
 	"github.com/shardlease/shardlease/reports"
 	"github.com/shardlease/shardlease/sim"
+	"github.com/shardlease/shardlease/sim/driversim"
 )
 
 // Exit statuses.
@@ -37,6 +38,7 @@ type interrupts struct {
 type outcome struct {
 	seed reports.Seed
 	res  *sim.Result // kept only for the one-seed run (with its trace)
+	drv  *driversim.Report
 	err  error
 }
 
@@ -59,6 +61,9 @@ func runWith(args []string, stdout, stderr io.Writer, intr interrupts) int {
 	if c.list {
 		listing(stdout)
 		return exitPass
+	}
+	if c.mergeDirs != nil {
+		return runMerge(c.mergeDirs, stdout, stderr)
 	}
 	if c.bench != "" {
 		return runBench(c.bench, c.benchBin, c.benchCases, c.benchRuns, stdout, stderr)
@@ -85,6 +90,14 @@ func runWith(args []string, stdout, stderr io.Writer, intr interrupts) int {
 			}
 		}()
 	}
+	if c.usesDriver() {
+		cleanup, err := c.buildDriver(stderr)
+		if err != nil {
+			fmt.Fprintf(stderr, "simrun: %v\n", err)
+			return exitUsage
+		}
+		defer cleanup()
+	}
 	if c.soak {
 		return runSoak(c, stdout, stderr, intr)
 	}
@@ -93,7 +106,16 @@ func runWith(args []string, stdout, stderr io.Writer, intr interrupts) int {
 
 	single := c.first == c.last
 	var traceFile *os.File
-	if c.trace != "" {
+	if c.trace != "" && c.isDriver(c.first) {
+		// the driver world's worker writes it
+		if err := os.MkdirAll(filepath.Dir(c.trace), 0o755); err != nil {
+			fmt.Fprintf(stderr, "simrun: -trace: %v\n", err)
+			return exitUsage
+		}
+		if abs, err := filepath.Abs(c.trace); err == nil {
+			c.trace = abs
+		}
+	} else if c.trace != "" {
 		if err := os.MkdirAll(filepath.Dir(c.trace), 0o755); err != nil {
 			fmt.Fprintf(stderr, "simrun: -trace: %v\n", err)
 			return exitUsage
@@ -111,7 +133,8 @@ func runWith(args []string, stdout, stderr io.Writer, intr interrupts) int {
 	for i := range done {
 		done[i] = make(chan struct{})
 	}
-	prog := newProgress(stderr, n, !c.json && n > 1 && isTerminal(stderr))
+	term := isTerminal(stderr)
+	prog := newProgress(stderr, n, !c.json && n > 1 && term, n > 1 && !term)
 	start := time.Now()
 
 	// a bounded pool: each worker takes the next seed; each seed runs on
@@ -123,6 +146,8 @@ func runWith(args []string, stdout, stderr io.Writer, intr interrupts) int {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			drv := &driverConn{bin: c.driverBin}
+			defer drv.close()
 			for i := range next {
 				select {
 				case <-intr.stop:
@@ -130,6 +155,16 @@ func runWith(args []string, stdout, stderr io.Writer, intr interrupts) int {
 				default:
 				}
 				started.Add(1)
+				if seed := c.first + uint64(i); c.isDriver(seed) {
+					tp := ""
+					if single {
+						tp = c.trace
+					}
+					results[i], results[i].drv = c.runDriverSeed(drv, seed, tp)
+					prog.done(!results[i].seed.OK)
+					close(done[i])
+					continue
+				}
 				o := c.base
 				o.Seed = c.first + uint64(i)
 				if single {
@@ -161,7 +196,7 @@ func runWith(args []string, stdout, stderr io.Writer, intr interrupts) int {
 					c.fixReplay(o, res)
 				}
 				if err != nil {
-					results[i] = outcome{seed: reports.Seed{Scenario: c.scenario.Name, Seed: o.Seed, Mutation: o.Mutation, Error: err.Error(), Faults: []string{}, Violations: []reports.Violation{}}, err: err}
+					results[i] = outcome{seed: reports.Seed{Schema: reports.SeedSchema, Scenario: c.scenario.Name, Seed: o.Seed, Mutation: o.Mutation, Error: err.Error(), Faults: []string{}, Violations: []reports.Violation{}, Runner: reports.RunnerSim}, err: err}
 				} else {
 					results[i] = outcome{seed: reports.NewSeed(c.scenario.Name, o, res, wall)}
 					if single {
@@ -262,7 +297,7 @@ func runWith(args []string, stdout, stderr io.Writer, intr interrupts) int {
 	if c.out != "" {
 		if single {
 			drawn = results[0].res
-		} else if anyRan(seeds) && !interrupted { // no re-run after Ctrl-C
+		} else if anyRan(seeds) && !interrupted && !c.isDriver(sw.TimelineSeed) { // no re-run after Ctrl-C, none of a driver world
 			ts := sw.TimelineSeed
 			o := c.base
 			o.Seed = ts
@@ -343,13 +378,25 @@ func printSeed(w io.Writer, r outcome, single, verbose bool) {
 	if r.err != nil {
 		return // reported on stderr
 	}
+	if single && r.drv != nil {
+		if verbose {
+			fmt.Fprint(w, r.drv.Summary)
+			return
+		}
+		fmt.Fprintf(w, "seed %d (a driver world): %s\n", s.Seed, r.drv.World)
+		fmt.Fprintf(w, "trace hash %s, %d records, %.0f virtual seconds\n", s.TraceHash, s.Records, s.VirtualSeconds)
+		for _, v := range r.drv.Violations {
+			fmt.Fprint(w, sim.FormatViolation(v))
+		}
+		return
+	}
 	if single && r.res != nil {
 		if verbose {
 			fmt.Fprint(w, r.res.Summary())
 			return
 		}
 		res := r.res
-		fmt.Fprintf(w, "seed %d: %s\n", s.Seed, res.World.String())
+		fmt.Fprintf(w, "seed %d: %s", s.Seed, worldHeader(res.World))
 		fmt.Fprintf(w, "tier %s", s.Tier)
 		if len(s.Outside) > 0 {
 			fmt.Fprintf(w, " (%s)", strings.Join(s.Outside, "; "))
@@ -380,6 +427,9 @@ func printSeed(w io.Writer, r outcome, single, verbose bool) {
 			}
 			fmt.Fprintf(w, "seed %d: VIOLATION %s shard=%s workers=%v window=[%.3fs, %.3fs]\n  %s\n", s.Seed, v.Invariant, v.Shard, v.Workers, v.FromS, v.ToS, v.Detail)
 		}
+		if s.Reproduced != "" {
+			fmt.Fprintf(w, "  a driver world: failed again in %s\n", s.Reproduced)
+		}
 		fmt.Fprintf(w, "  replay: %s\n", s.Replay)
 	}
 }
@@ -398,7 +448,7 @@ func printTotals(w io.Writer, c *config, sw *reports.Sweep, single bool) {
 			}
 			fmt.Fprintln(w)
 		default:
-			fmt.Fprintf(w, "FAIL: %s; replay: %s\n", plural(len(s.Violations), "violation"), s.Replay)
+			fmt.Fprintf(w, "FAIL: %s%s; replay: %s\n", plural(len(s.Violations), "violation"), reproduced(s), s.Replay)
 		}
 	} else {
 		verdict := "PASS"
@@ -420,7 +470,11 @@ func printTotals(w io.Writer, c *config, sw *reports.Sweep, single bool) {
 		if t.Tolerated > 0 {
 			fmt.Fprintf(w, ", %d S1 tolerated outside the assumptions", t.Tolerated)
 		}
-		fmt.Fprintf(w, "; tiers: %d inside, %d outside\n", t.Tiers["inside"], t.Tiers["outside"])
+		fmt.Fprintf(w, "; tiers: %d inside, %d outside", t.Tiers["inside"], t.Tiers["outside"])
+		if n := t.Runners[reports.RunnerDriver]; n > 0 {
+			fmt.Fprintf(w, "; %d driver worlds", n)
+		}
+		fmt.Fprintln(w)
 	}
 	if t.Errors == t.Seeds {
 		return
@@ -432,14 +486,20 @@ func printTotals(w io.Writer, c *config, sw *reports.Sweep, single bool) {
 	if t.Parallel > 1 {
 		par = fmt.Sprintf(", %d seeds at a time", t.Parallel)
 	}
-	fmt.Fprintf(w, "speed: %.0f virtual s in %s wall%s: %.0f virtual s per wall s (%.0f per core), %.0f events/s\n",
-		t.VirtualSeconds, durationString(time.Duration(t.WallSeconds*float64(time.Second))), par, t.VirtualPerWallSecond, t.VirtualPerCoreSecond, t.EventsPerWallSecond)
+	fmt.Fprintf(w, "speed: %.0f virtual s in %s wall%s: %.0f virtual s per wall s (%.0f per core)",
+		t.VirtualSeconds, durationString(time.Duration(t.WallSeconds*float64(time.Second))), par, t.VirtualPerWallSecond, t.VirtualPerCoreSecond)
+	if t.Events > 0 { // the simulator's events (driver worlds have none)
+		fmt.Fprintf(w, ", %.0f events/s", t.EventsPerWallSecond)
+	}
+	fmt.Fprintln(w)
 	if sw.TimelineNote != "" {
 		fmt.Fprintf(w, "WARNING: %s\n", sw.TimelineNote)
 	}
 	switch {
 	case c.out != "" && sw.Interrupted != "" && !single:
 		fmt.Fprintf(w, "report: %s (partial, without a timeline; summary.json beside it)\n", rel(filepath.Join(c.out, reports.HTMLFile)))
+	case c.out != "" && c.isDriver(sw.TimelineSeed):
+		fmt.Fprintf(w, "report: %s (seed %d is a driver world: no timeline; summary.json beside it)\n", rel(filepath.Join(c.out, reports.HTMLFile)), sw.TimelineSeed)
 	case c.out != "":
 		fmt.Fprintf(w, "report: %s (timeline of seed %d; summary.json beside it)\n", rel(filepath.Join(c.out, reports.HTMLFile)), sw.TimelineSeed)
 	}
@@ -460,6 +520,15 @@ func sortedKeys(m map[string]int) []string {
 		}
 	}
 	return out
+}
+
+// reproduced says how often a failing driver seed failed again, or
+// nothing.
+func reproduced(s reports.Seed) string {
+	if s.Reproduced == "" {
+		return ""
+	}
+	return " (a driver world: failed again in " + s.Reproduced + ")"
 }
 
 // rel shortens p relative to the working directory when it lies inside it.

@@ -18,6 +18,7 @@ import (
 
 	"github.com/shardlease/shardlease/reports"
 	"github.com/shardlease/shardlease/sim"
+	"github.com/shardlease/shardlease/sim/driversim"
 )
 
 // soakState is a soak's progress, saved in its state file as it goes: a
@@ -30,8 +31,15 @@ type soakState struct {
 	Options map[string]string `json:"options"`
 	First   uint64            `json:"first"`
 	Last    uint64            `json:"last"`
-	// DoneBelow: every seed from First below it has run; Done are the
-	// seeds at or above it that have run too (sorted).
+	// Partition of Partitions is the soak's share of First..Last: the
+	// seeds whose offset from First is Partition modulo Partitions (see
+	// partition.go); 0 of 1 (or of 0, in a state written before
+	// partitions) is the whole range.
+	Partition  int `json:"partition"`
+	Partitions int `json:"partitions"`
+	// DoneBelow: every seed of the share from First below it has run;
+	// Done are the seeds of the share at or above it that have run too
+	// (sorted).
 	DoneBelow uint64   `json:"done_below"`
 	Done      []uint64 `json:"done,omitempty"`
 
@@ -43,6 +51,9 @@ type soakState struct {
 	ByInvariant map[string]int `json:"violations_by_invariant"`
 	Tolerated   int            `json:"tolerated"`
 	LinUnknown  int            `json:"lin_unknown"`
+	// DriverSeeds counts the seeds run as driver worlds (-driver,
+	// -driver-share): their tier is inside.
+	DriverSeeds int `json:"driver_seeds,omitempty"`
 	// VirtualSeconds, Events: summed over the seeds run.
 	VirtualSeconds float64 `json:"virtual_seconds"`
 	Events         uint64  `json:"events"`
@@ -62,6 +73,10 @@ type soakFinding struct {
 	Error      string   `json:"error,omitempty"`
 	Replay     string   `json:"replay"`
 	File       string   `json:"file"`
+	// Runner is reports.RunnerDriver for a driver world (empty: the
+	// simulator); Reproduced how often its re-runs failed too.
+	Runner     string `json:"runner,omitempty"`
+	Reproduced string `json:"reproduced,omitempty"`
 }
 
 func (st *soakState) isDone(seed uint64) bool {
@@ -72,6 +87,9 @@ func (st *soakState) isDone(seed uint64) bool {
 	return ok
 }
 
+// part returns the state's partition.
+func (st *soakState) part() partition { return partition{st.Partition, max(st.Partitions, 1)} }
+
 // markDone records seed as run and advances DoneBelow over the seeds run.
 func (st *soakState) markDone(seed uint64) {
 	if i, ok := slices.BinarySearch(st.Done, seed); !ok {
@@ -79,10 +97,21 @@ func (st *soakState) markDone(seed uint64) {
 	}
 	n := 0
 	for n < len(st.Done) && st.Done[n] == st.DoneBelow {
-		st.DoneBelow++
+		st.DoneBelow += st.part().step()
 		n++
 	}
 	st.Done = st.Done[n:]
+}
+
+// seeds calls f for every seed the state records as run, in order.
+func (st *soakState) seeds(f func(seed uint64)) {
+	p := st.part()
+	for s := p.first(st.First); s < st.DoneBelow; s += p.step() {
+		f(s)
+	}
+	for _, s := range st.Done {
+		f(s)
+	}
 }
 
 // soakOptions are the settings a state file must match.
@@ -90,7 +119,7 @@ func soakOptions(c *config) map[string]string {
 	o := map[string]string{}
 	for k, v := range c.options {
 		switch k {
-		case "seed", "seeds", "parallel":
+		case "seed", "seeds", "parallel": // the range is First..Last; parallelism may change
 		default:
 			o[k] = v
 		}
@@ -101,8 +130,8 @@ func soakOptions(c *config) map[string]string {
 func loadSoakState(path string, c *config) (*soakState, error) {
 	b, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return &soakState{Options: soakOptions(c), First: c.first, Last: c.last, DoneBelow: c.first,
-			Tiers: map[string]int{}, ByInvariant: map[string]int{}}, nil
+		return &soakState{Options: soakOptions(c), First: c.first, Last: c.last, Partition: c.part.index, Partitions: c.part.count,
+			DoneBelow: c.part.first(c.first), Tiers: map[string]int{}, ByInvariant: map[string]int{}}, nil
 	}
 	if err != nil {
 		return nil, err
@@ -115,6 +144,9 @@ func loadSoakState(path string, c *config) (*soakState, error) {
 	if !mapsEqual(st.Options, want) || st.First != c.first {
 		return nil, fmt.Errorf("%s is the state of another soak (seeds from %d, %s); this one is seeds from %d, %s: pass another -state, or delete it to start again",
 			path, st.First, optionString(st.Options), c.first, optionString(want))
+	}
+	if st.part() != c.part {
+		return nil, fmt.Errorf("%s is the state of partition %s of a soak; this one is partition %s: pass another -state or -soak-dir", path, st.part(), c.part)
 	}
 	st.Last = c.last // a soak may be extended (or cut short) and goes on
 	if st.Tiers == nil {
@@ -168,17 +200,22 @@ func (st *soakState) save(path string) error {
 type soakResult struct {
 	seed    uint64
 	res     *sim.Result
+	drv     *driversim.Report // a driver world's (res is nil)
 	err     error
 	finding *soakFinding
 }
 
 // cpuSeconds returns the process's user+sys CPU time so far.
 func cpuSeconds() float64 {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
+	var t time.Duration
+	// the children: the driver worlds' worker processes, once ended
+	for _, who := range []int{syscall.RUSAGE_SELF, syscall.RUSAGE_CHILDREN} {
+		var ru syscall.Rusage
+		if err := syscall.Getrusage(who, &ru); err == nil {
+			t += time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+		}
 	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
+	return t.Seconds()
 }
 
 // runSoak runs every seed of c's range not yet run (by its state file) on
@@ -198,17 +235,23 @@ func runSoak(c *config, stdout, stderr io.Writer, intr interrupts) int {
 		fmt.Fprintf(stderr, "simrun: -soak: %v\n", err)
 		return exitUsage
 	}
-	total := int(c.last - c.first + 1)
+	total := c.part.size(c.first, c.last)
 	var todo []uint64
-	for s := c.first; s <= c.last; s++ {
+	for s := c.part.first(c.first); s <= c.last; s += c.part.step() {
 		if !st.isDone(s) {
 			todo = append(todo, s)
 		}
 	}
 	already := total - len(todo)
-	fmt.Fprintf(stdout, "soak: scenario %s, seeds %d-%d on %d cores: %d to run", c.scenario.Name, c.first, c.last, c.parallel, len(todo))
+	fmt.Fprintf(stdout, "soak: scenario %s, seeds %d-%d%s on %d cores: %d to run", c.scenario.Name, c.first, c.last, partOf(c.part, c.first), c.parallel, len(todo))
 	if already > 0 {
 		fmt.Fprintf(stdout, " (%d already run, from %s)", already, c.soakState)
+	}
+	switch {
+	case c.driver:
+		fmt.Fprintf(stdout, ", all driver worlds")
+	case c.driverShare > 0:
+		fmt.Fprintf(stdout, ", %d%% of the seeds driver worlds (-driver-share)", c.driverShare)
 	}
 	fmt.Fprintf(stdout, "; state %s, findings %s\n", c.soakState, c.findings)
 
@@ -223,8 +266,10 @@ func runSoak(c *config, stdout, stderr io.Writer, intr interrupts) int {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			drv := &driverConn{bin: c.driverBin}
+			defer drv.close()
 			for seed := range next {
-				results <- c.soakOne(seed)
+				results <- c.soakOne(drv, seed)
 			}
 		}()
 	}
@@ -303,15 +348,34 @@ collect:
 	return exitPass
 }
 
-func findingWhat(f *soakFinding) string {
-	if f.Error != "" {
-		return "could not run: " + f.Error
+// partOf describes partition p of a range from first ("" for the whole).
+func partOf(p partition, first uint64) string {
+	if !p.partitioned() {
+		return ""
 	}
-	return "broke " + strings.Join(f.Invariants, ", ")
+	return fmt.Sprintf(", partition %s (seeds %d, %d, ... every %d)", p, p.first(first), p.first(first)+p.step(), p.count)
 }
 
-// soakOne runs one seed and, if it fails, saves it as a case.
-func (c *config) soakOne(seed uint64) soakResult {
+func findingWhat(f *soakFinding) string {
+	what := "broke " + strings.Join(f.Invariants, ", ")
+	if f.Error != "" {
+		what = "could not run: " + f.Error
+	}
+	if f.Runner == reports.RunnerDriver {
+		what = "a driver world " + what
+		if f.Reproduced != "" {
+			what += " (failed again in " + f.Reproduced + ")"
+		}
+	}
+	return what
+}
+
+// soakOne runs one seed (as a driver world on d if it is one) and, if it
+// fails, saves it as a case.
+func (c *config) soakOne(d *driverConn, seed uint64) soakResult {
+	if c.isDriver(seed) {
+		return c.soakDriver(d, seed)
+	}
 	o := c.base
 	o.Seed = seed
 	o.NoExcerpts = true // passing seeds need none; a finding is run again below
@@ -358,6 +422,49 @@ func (c *config) soakOne(seed uint64) soakResult {
 	return r
 }
 
+// soakDriver runs the driver world of seed on d and, if it fails (a
+// failing driver seed is re-run, -driver-reruns), saves it as a case that
+// says how often it failed again.
+func (c *config) soakDriver(d *driverConn, seed uint64) soakResult {
+	out, rep := c.runDriverSeed(d, seed, "")
+	r := soakResult{seed: seed, drv: rep, err: out.err}
+	if out.err == nil && rep.OK() {
+		return r
+	}
+	f := &soakFinding{Seed: seed, Replay: out.seed.Replay, Runner: reports.RunnerDriver, Reproduced: out.seed.Reproduced}
+	var b strings.Builder
+	fmt.Fprintf(&b, "simrun soak finding: a driver world (the production driver in virtual time, sim/driversim), seed %d\nreplay: %s\n", seed, f.Replay)
+	fmt.Fprintf(&b, "or:     %s\n", driversim.Replay(c.driverOptions(seed)))
+	if out.err != nil {
+		f.Error = out.err.Error()
+		fmt.Fprintf(&b, "\nthe run could not complete: %v\n", out.err)
+	} else {
+		for _, v := range rep.Violations {
+			if !slices.Contains(f.Invariants, v.Invariant) {
+				f.Invariants = append(f.Invariants, v.Invariant)
+			}
+		}
+		if rr := rep.Reruns; rr != nil {
+			fmt.Fprintf(&b, "reproduced: the seed failed again in %d of %d re-runs (%d distinct trace hashes among the %d runs): "+
+				"a driver world is not bit-identical run to run, its verdict is what must hold\n", rr.Failed, rr.Runs, rr.Hashes, rr.Runs+1)
+		} else {
+			b.WriteString("reproduced: not re-run (-driver-reruns 0)\n")
+		}
+		b.WriteString("\n" + rep.Summary)
+		if js, err := json.Marshal(out.seed); err == nil {
+			b.WriteString("\njson: ")
+			b.Write(js)
+			b.WriteString("\n")
+		}
+	}
+	f.File = filepath.Join(c.findings, "driver-seed-"+strconv.FormatUint(seed, 10)+".txt")
+	if werr := os.WriteFile(f.File, []byte(b.String()), 0o644); werr != nil {
+		f.Error += " (the case could not be written: " + werr.Error() + ")"
+	}
+	r.finding = f
+	return r
+}
+
 // record adds one seed's outcome to the totals.
 func (st *soakState) record(r soakResult) {
 	st.markDone(r.seed)
@@ -367,6 +474,23 @@ func (st *soakState) record(r soakResult) {
 	}
 	if r.err != nil {
 		st.Errors++
+		return
+	}
+	if rep := r.drv; rep != nil {
+		st.DriverSeeds++
+		st.Tiers["inside"]++
+		st.VirtualSeconds += rep.VirtualSeconds
+		if len(rep.Lin.TimedOut) > 0 {
+			st.LinUnknown++
+		}
+		if rep.OK() {
+			st.Passed++
+			return
+		}
+		st.Failed++
+		for _, v := range rep.Violations {
+			st.ByInvariant[v.Invariant]++
+		}
 		return
 	}
 	res := r.res
@@ -395,13 +519,16 @@ func printSoak(w io.Writer, c *config, st *soakState, ran int, wall time.Duratio
 	if interrupted {
 		verdict = "INTERRUPTED"
 	}
-	total := int(c.last - c.first + 1)
-	fmt.Fprintf(w, "%s: soak of scenario %s, seeds %d-%d: %d of %d run (%d this session), %d passed, %d failed", verdict, c.scenario.Name, c.first, c.last, st.Seeds, total, ran, st.Passed, st.Failed)
+	total := c.part.size(c.first, c.last)
+	fmt.Fprintf(w, "%s: soak of scenario %s, seeds %d-%d%s: %d of %d run (%d this session), %d passed, %d failed", verdict, c.scenario.Name, c.first, c.last, partOf(c.part, c.first), st.Seeds, total, ran, st.Passed, st.Failed)
 	if st.Errors > 0 {
 		fmt.Fprintf(w, ", %d could not run", st.Errors)
 	}
-	fmt.Fprintf(w, "; tiers: %d inside, %d outside; %d S1 tolerated outside the assumptions; Lin unknown on %d\n",
-		st.Tiers["inside"], st.Tiers["outside"], st.Tolerated, st.LinUnknown)
+	fmt.Fprintf(w, "; tiers: %d inside, %d outside", st.Tiers["inside"], st.Tiers["outside"])
+	if st.DriverSeeds > 0 {
+		fmt.Fprintf(w, " (%d driver worlds among them)", st.DriverSeeds)
+	}
+	fmt.Fprintf(w, "; %d S1 tolerated outside the assumptions; Lin unknown on %d\n", st.Tolerated, st.LinUnknown)
 	if len(st.ByInvariant) > 0 {
 		var parts []string
 		for _, k := range sortedKeys(st.ByInvariant) {
@@ -427,7 +554,8 @@ func printSoak(w io.Writer, c *config, st *soakState, ran int, wall time.Duratio
 type soakProgress struct {
 	mu                sync.Mutex
 	w                 io.Writer
-	on                bool
+	on, lines         bool
+	lastLine          time.Time
 	total, n, already int
 	failed            int
 	inside, outside   int
@@ -435,8 +563,11 @@ type soakProgress struct {
 	drawn, stopped    bool
 }
 
+// newSoakProgress draws a bar on a terminal (on), else prints a line every
+// lineEvery.
 func newSoakProgress(w io.Writer, total, already, failed int, on bool) *soakProgress {
-	return &soakProgress{w: w, on: on, total: total, n: already, already: already, failed: failed, start: time.Now()}
+	now := time.Now()
+	return &soakProgress{w: w, on: on, lines: !on, total: total, n: already, already: already, failed: failed, start: now, lastLine: now}
 }
 
 func (p *soakProgress) done(failed bool, st *soakState) {
@@ -447,6 +578,13 @@ func (p *soakProgress) done(failed bool, st *soakState) {
 		p.failed++
 	}
 	p.inside, p.outside = st.Tiers["inside"], st.Tiers["outside"]
+	if p.lines && !p.stopped && p.n < p.total {
+		if now := time.Now(); now.Sub(p.lastLine) >= lineEvery {
+			p.lastLine = now
+			fmt.Fprintf(p.w, "soak: %s\n", p.status())
+		}
+		return
+	}
 	if !p.on || p.stopped {
 		return
 	}
@@ -459,6 +597,13 @@ func (p *soakProgress) done(failed bool, st *soakState) {
 func (p *soakProgress) draw() {
 	const width = 30
 	fill := width * p.n / p.total
+	fmt.Fprintf(p.w, "\r\033[K[%s%s] %s", strings.Repeat("#", fill), strings.Repeat(".", width-fill), p.status())
+	p.drawn = true
+}
+
+// status is the progress in words: seeds done, rate, tiers, failures,
+// time left.
+func (p *soakProgress) status() string {
 	el := time.Since(p.start)
 	ran := p.n - p.already
 	rate := float64(ran) / max(el.Seconds(), 1e-9)
@@ -470,9 +615,7 @@ func (p *soakProgress) draw() {
 	if p.failed > 0 {
 		fail = fmt.Sprintf(", %d FAILED", p.failed)
 	}
-	fmt.Fprintf(p.w, "\r\033[K[%s%s] %d/%d seeds, %.1f/s, %d inside %d outside%s%s",
-		strings.Repeat("#", fill), strings.Repeat(".", width-fill), p.n, p.total, rate, p.inside, p.outside, fail, eta)
-	p.drawn = true
+	return fmt.Sprintf("%d/%d seeds, %.1f/s, %d inside %d outside%s%s", p.n, p.total, rate, p.inside, p.outside, fail, eta)
 }
 
 func (p *soakProgress) print(f func()) {

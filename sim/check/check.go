@@ -91,6 +91,10 @@ type Options struct {
 	// what was not forgotten, and the re-deliveries per handoff count the
 	// records above what was forgotten.
 	Forget bool
+	// Timing, if set, is the world's timing: the latency invariants T1-T3
+	// and the balance invariant B1 are checked against it (see Timing),
+	// and G2 allows the handoff deadline it implies.
+	Timing *Timing
 }
 
 // Report is the result of all checkers.
@@ -182,7 +186,72 @@ func CheckS6(recs []trace.Record, o Options) []Violation {
 func CheckG1(recs []trace.Record, o Options) []Violation {
 	c := newOnline(o, checkG1)
 	c.feed(recs)
-	return c.g1.out
+	return only(c.g1.out, G1)
+}
+
+// CheckG2 checks final checkpoints: at a planned release (see Planned),
+// no checkpoint the processor asked for and the worker accepted is still
+// unwritten, none was refused for the handoff's sake (before the
+// handoff's deadline of half a lease duration, with o.Timing), and (with
+// o.Timing, whose histories record the processor's notices) an
+// initialized processor was asked to shut down and answered first.
+func CheckG2(recs []trace.Record, o Options) []Violation {
+	c := newOnline(o, checkG1)
+	c.feed(recs)
+	return only(c.g1.out, G2)
+}
+
+// CheckTiming checks the latency invariants T1, T2 and T3 against
+// o.Timing (none without it): every failover, planned move and takeover of
+// the assigner row whose path the history shows undisturbed ends within
+// the bound derived from the timing and the round trips on its path.
+func CheckTiming(recs []trace.Record, o Options) []Violation {
+	c := newOnline(o, checkTiming)
+	c.feed(recs)
+	if c.tc == nil {
+		return nil
+	}
+	return c.tc.out
+}
+
+// CheckB1 checks that balancing does not churn (o.Timing; none without
+// it): in a steady fleet no lease moves twice within engine.MoveQuiet and
+// no member both receives and gives leases for balance.
+func CheckB1(recs []trace.Record, o Options) []Violation {
+	c := newOnline(o, checkB1)
+	c.feed(recs)
+	if c.b1 == nil {
+		return nil
+	}
+	return c.b1.out
+}
+
+// CheckL2 reports leases given up for a failed condition although the
+// write had applied and nothing was written after it.
+func CheckL2(recs []trace.Record, o Options) []Violation {
+	c := newOnline(o, checkL2)
+	c.feed(recs)
+	return c.l2.out
+}
+
+// CheckW2 reports a holder write of a lease sent while the process's
+// previous write of it was in flight or of unknown outcome and not yet
+// resolved.
+func CheckW2(recs []trace.Record, o Options) []Violation {
+	c := newOnline(o, checkW2)
+	c.feed(recs)
+	return c.w2.out
+}
+
+// only returns the violations of vs of invariant inv.
+func only(vs []Violation, inv string) []Violation {
+	var out []Violation
+	for _, v := range vs {
+		if v.Invariant == inv {
+			out = append(out, v)
+		}
+	}
+	return out
 }
 
 // CheckW1 reports lease decisions (a lease-table write sent, an

@@ -9,8 +9,23 @@ import (
 )
 
 // G1 is the graceful-handoff invariant: what a processor checkpointed
-// before its lease was let go on purpose survives the move.
+// before its lease was let go on purpose survives the move, and the next
+// owner delivers none of it again.
 const G1 = "G1"
+
+// G2 is the final-checkpoint invariant: a lease let go on purpose (a
+// shutdown, a cooperative handoff) is released only after every
+// checkpoint its processor asked for has landed; none is refused for the
+// handoff's sake, and an initialized processor is asked to shut down
+// (ShutdownRequested) and answers before the release. The one exception is
+// documented: a handoff whose processor does not let go within half a
+// lease duration is released anyway, refusing what comes later.
+const G2 = "G2"
+
+// handoffRefusals are the reasons of a checkpoint refused because its
+// lease is being let go (not because the checkpoint was invalid or the
+// lease near its own-view expiry).
+var handoffRefusals = map[string]bool{"the lease is being handed over": true, "the lease is being released": true, "the lease was released": true}
 
 // Planned reports whether the reason of a TraceLeaseReleased names a
 // planned move: a graceful shutdown ("shutdown") or a cooperative handoff
@@ -38,7 +53,7 @@ func HandedTo(releaseReason string) string {
 // processor checkpointed before it let go. A planned release then waits
 // for the key's next owner, whose first act must start at or after it.
 type g1Checker struct {
-	o   Options
+	o   *Options
 	out []Violation
 	// checkpointed counts the planned moves whose processor had
 	// checkpointed every record delivered to it
@@ -47,8 +62,9 @@ type g1Checker struct {
 
 // g1State is one process's checkpoints on one key.
 type g1State struct {
-	landed  Pos
-	pending []g1Req
+	landed    Pos
+	landedRaw engine.Checkpoint
+	pending   []g1Req
 	// frozen at the release's send
 	sent   bool
 	x      Pos
@@ -56,6 +72,17 @@ type g1State struct {
 	xSeq   uint64
 	sentAt time.Duration
 	high   Seq // the highest record delivered to its processor
+	// G2: pendingAtSend are the requests unanswered when the release was
+	// sent; refused the first refusal for the handoff's sake before it;
+	// handAt when a handoff began (0: none); initialized, notified and
+	// answered: the processor was initialized, asked to shut down, and
+	// answered
+	pendingAtSend []g1Req
+	refused       *trace.Record
+	handAt        time.Duration
+	initialized   bool
+	notified      bool
+	answered      bool
 }
 
 type g1Req struct {
@@ -81,7 +108,7 @@ type plannedMove struct {
 	next  int32
 }
 
-func newG1(o Options) *g1Checker {
+func newG1(o *Options) *g1Checker {
 	return &g1Checker{o: o}
 }
 
@@ -117,7 +144,7 @@ func (c *g1Checker) observe(r *trace.Record, ks *keyState) {
 		c.acting(r, ks)
 		s := c.state(ks, r.Proc)
 		if p := PosOf(r.Checkpoint); !s.sent && p.Compare(s.landed) > 0 {
-			s.landed = p // the stored checkpoint it starts from
+			s.landed, s.landedRaw = p, r.Checkpoint // the stored checkpoint it starts from
 		}
 	case trace.CheckpointRequested:
 		s := c.state(ks, r.Proc)
@@ -128,6 +155,10 @@ func (c *g1Checker) observe(r *trace.Record, ks *keyState) {
 		s := stateOf(ks, r.Proc)
 		if s == nil || s.sent {
 			return
+		}
+		if handoffRefusals[r.Reason] && s.refused == nil {
+			x := *r
+			s.refused = &x
 		}
 		p := PosOf(r.Checkpoint)
 		for i := len(s.pending) - 1; i >= 0; i-- {
@@ -143,7 +174,7 @@ func (c *g1Checker) observe(r *trace.Record, ks *keyState) {
 		}
 		p := PosOf(r.Checkpoint)
 		if p.Compare(s.landed) > 0 {
-			s.landed = p
+			s.landed, s.landedRaw = p, r.Checkpoint
 		}
 		kept := s.pending[:0]
 		for _, q := range s.pending {
@@ -174,6 +205,7 @@ func (c *g1Checker) observe(r *trace.Record, ks *keyState) {
 		if !s.sent {
 			s.freeze(r) // a history without the release's send
 		}
+		c.final(r, s)
 		m := &plannedMove{from: r.Proc, who: who(r), reason: r.Reason, x: s.x, xRaw: s.xRaw, xSeq: s.xSeq, at: r.T, relSeq: r.Seq, next: -1}
 		m.clean = m.x.rank == 1 && !s.high.IsZero() && m.x.seq.Compare(s.high) >= 0
 		if m.clean {
@@ -184,19 +216,70 @@ func (c *g1Checker) observe(r *trace.Record, ks *keyState) {
 		if sl := ks.slot(r.Proc); sl != nil {
 			sl.g1 = nil
 		}
+	case trace.HandingOver:
+		c.state(ks, r.Proc).handAt = r.T
+	case trace.KindInitialized:
+		s := c.state(ks, r.Proc)
+		s.initialized, s.notified, s.answered = true, false, false
+	case trace.KindNotice:
+		if r.Reason == engine.NoticeShutdownRequested.String() {
+			c.state(ks, r.Proc).notified = true
+		}
+	case trace.KindDone:
+		if s := stateOf(ks, r.Proc); s != nil && s.notified && r.First == "" {
+			s.answered = true
+		}
 	}
+}
+
+// timedOut reports whether a handoff begun at handAt had passed the
+// engine's deadline (half a lease duration on the holder's clock) by t:
+// then the holder lets go whatever its processor does.
+func (c *g1Checker) timedOut(handAt, t time.Duration) bool {
+	tm := c.o.Timing
+	if handAt == 0 || tm == nil {
+		return false
+	}
+	return t >= handAt+time.Duration(float64(tm.LeaseDuration/2)/(1+tm.Drift))-timingSlack
+}
+
+// final checks G2 at the planned release r of s's lease.
+func (c *g1Checker) final(r *trace.Record, s *g1State) {
+	if len(c.out) >= c.o.max() {
+		return
+	}
+	v := Violation{Invariant: G2, Key: r.Key, Workers: []string{who(r)}, From: s.sentAt, To: r.T, Seqs: []uint64{r.Seq}}
+	switch {
+	case len(s.pendingAtSend) > 0:
+		q := s.pendingAtSend[len(s.pendingAtSend)-1]
+		v.Seqs = []uint64{q.seq, r.Seq}
+		v.Detail = who(r) + " released the lease (" + r.Reason + ") with " + itoa(len(s.pendingAtSend)) + " checkpoint(s) its processor had asked for not written (the last " + q.cp.String() + "): the next owner delivers them again"
+	case s.refused != nil && c.o.Timing != nil && !c.timedOut(s.handAt, s.refused.T):
+		v.From, v.Seqs = s.refused.T, []uint64{s.refused.Seq, r.Seq}
+		v.Detail = who(r) + " refused the checkpoint " + s.refused.Checkpoint.String() + " its processor asked for (" + s.refused.Reason + ") before it let the lease go (" + r.Reason + "), within half a lease duration of the handoff's start"
+	case c.o.Timing != nil && s.initialized && !(s.notified && s.answered) && !c.timedOut(s.handAt, s.sentAt):
+		what := "never asked its processor to shut down"
+		if s.notified {
+			what = "did not wait for its processor's answer to ShutdownRequested"
+		}
+		v.Detail = who(r) + " released the lease (" + r.Reason + ") but " + what + ": the processor had no chance to checkpoint"
+	default:
+		return
+	}
+	c.out = append(c.out, v)
 }
 
 // freeze records, at the release's send r, the highest checkpoint the
 // processor had asked for and the worker had not refused.
 func (s *g1State) freeze(r *trace.Record) {
 	s.sent, s.sentAt = true, r.T
-	s.x = s.landed
+	s.x, s.xRaw = s.landed, s.landedRaw
 	for _, q := range s.pending {
 		if q.pos.Compare(s.x) > 0 {
 			s.x, s.xRaw, s.xSeq = q.pos, q.cp, q.seq
 		}
 	}
+	s.pendingAtSend = s.pending
 	s.pending = nil
 }
 
@@ -214,8 +297,8 @@ func (c *g1Checker) acting(r *trace.Record, ks *keyState) {
 	}
 	y := PosOf(r.Checkpoint)
 	if y.Compare(m.x) >= 0 {
-		if m.clean {
-			m.next = r.Proc // its first batch must re-deliver nothing
+		if m.x.rank == 1 {
+			m.next = r.Proc // its first batch must hold nothing checkpointed
 		} else {
 			ks.move = nil
 		}
@@ -232,14 +315,19 @@ func (c *g1Checker) acting(r *trace.Record, ks *keyState) {
 }
 
 // firstBatch is the first batch the next owner delivered after a planned
-// move whose processor had checkpointed everything it had received: it
-// must hold no record the old owner had (none at or below x).
+// move: it must hold no record at or below x, what the old owner's
+// processor had checkpointed ("a planned move re-delivers nothing the
+// processor checkpointed"; when that covered everything it had
+// received, the move re-delivers nothing at all).
 func (c *g1Checker) firstBatch(r *trace.Record, ks *keyState, m *plannedMove) {
 	ks.move = nil
 	if r.Count == 0 || FirstOf(r).Compare(m.x.seq) > 0 || len(c.out) >= c.o.max() {
 		return
 	}
+	what := "whose processor had checkpointed " + m.xRaw.String()
+	if m.clean {
+		what = "whose processor had checkpointed every record it received (up to " + m.xRaw.String() + ")"
+	}
 	c.out = append(c.out, Violation{Invariant: G1, Key: r.Key, Workers: []string{who(r), m.who}, From: m.at, To: r.T, Seqs: []uint64{m.relSeq, r.Seq},
-		Detail: "after the planned release by " + m.who + " (" + m.reason + "), whose processor had checkpointed every record it received (up to " +
-			m.xRaw.String() + "), " + who(r) + " delivered " + r.First + " again"})
+		Detail: "after the planned release by " + m.who + " (" + m.reason + "), " + what + ", " + who(r) + " delivered " + r.First + " again"})
 }

@@ -233,3 +233,87 @@ func TestHandoffToAnOwnerThatNeverActed(t *testing.T) {
 		}
 	}
 }
+
+// TestG2: a planned release waits for every checkpoint its processor
+// asked for, refuses none for the handoff's sake before the handoff's
+// deadline, and (where the history records the processor's notices)
+// comes after the processor was asked to shut down and answered.
+func TestG2(t *testing.T) {
+	o := Options{End: time.Minute, Timing: shippedTiming()}
+	// the checkpoint landed before the release: nothing owed
+	expect(t, CheckG2(moveHistory(true, "shutdown", "150", "151").recs, Options{End: time.Minute}), G2, 0)
+	// released with the checkpoint still unwritten: G2 at the release
+	// itself, whatever the next owner does
+	for _, why := range []string{"shutdown", "handed over to w2"} {
+		vs := CheckG2(moveHistory(false, why, "150", "151").recs, Options{End: time.Minute})
+		expect(t, vs, G2, 1)
+		if v := vs[0]; v.Key != "k" || v.Workers[0] != "w1#1" {
+			t.Errorf("violation %v", v)
+		}
+	}
+	// a shard's end is no planned move
+	expect(t, CheckG2(moveHistory(false, "shard end", "100", "101").recs, o), G2, 0)
+
+	// a handoff that refuses the processor's checkpoint
+	refused := func(handAt, at float64) []trace.Record {
+		b := &hb{}
+		b.add(1, trace.Acting, 1, "k", cp("100")).
+			add(1.05, trace.KindInitialized, 1, "k", cp("100")).
+			add(1.1, trace.Delivered, 1, "k", batch("101", "150", 50)).
+			add(handAt, trace.HandingOver, 1, "k", reason("to w2")).
+			add(at, trace.CheckpointRequested, 1, "k", cp("150")).
+			add(at, trace.CheckpointRejected, 1, "k", func(r *trace.Record) { r.Checkpoint.Sequence, r.Reason = "150", "the lease is being handed over" }).
+			add(at+0.1, trace.CallSent, 1, "k", reason("release")).
+			add(at+0.2, trace.LeaseReleased, 1, "k", reason("handed over to w2"))
+		return b.recs
+	}
+	// within half a lease duration of the handoff's start: G2
+	expect(t, CheckG2(refused(2, 2.1), o), G2, 1)
+	// at the deadline (5 s later) the holder lets go anyway: allowed
+	expect(t, CheckG2(refused(2, 7.1), o), G2, 0)
+
+	// an initialized processor asked to shut down, and answering, before
+	// the release
+	asked := func(notify, answer bool) []trace.Record {
+		b := &hb{}
+		b.add(1, trace.Acting, 1, "k", cp("100")).
+			add(1.05, trace.KindInitialized, 1, "k", cp("100")).
+			add(1.1, trace.Delivered, 1, "k", batch("101", "150", 50))
+		if notify {
+			b.add(2, trace.KindNotice, 1, "k", reason("ShutdownRequested"))
+		}
+		if answer {
+			b.add(2.05, trace.KindDone, 1, "k", reason("ok"))
+		}
+		b.add(2.3, trace.CallSent, 1, "k", reason("release")).
+			add(2.4, trace.LeaseReleased, 1, "k", reason("shutdown"))
+		return b.recs
+	}
+	expect(t, CheckG2(asked(true, true), o), G2, 0)
+	expect(t, CheckG2(asked(false, false), o), G2, 1)
+	expect(t, CheckG2(asked(true, false), o), G2, 1)
+	// without a timing (a history that may not record notices): not
+	// checked
+	expect(t, CheckG2(asked(false, false), Options{End: time.Minute}), G2, 0)
+}
+
+// TestG1FirstBatchAfterAnyMove: after a planned move whose processor had
+// checkpointed only part of what it received, the next owner may deliver
+// what came after the checkpoint again, but nothing at or below it.
+func TestG1FirstBatchAfterAnyMove(t *testing.T) {
+	o := Options{End: time.Minute}
+	mk := func(first string) []trace.Record {
+		b := &hb{}
+		b.add(1, trace.Acting, 1, "k", cp("100")).
+			add(1.1, trace.Delivered, 1, "k", batch("101", "200", 100)).
+			add(2.1, trace.CheckpointRequested, 1, "k", cp("150")).
+			add(2.2, trace.CheckpointWritten, 1, "k", cp("150")).
+			add(2.3, trace.CallSent, 1, "k", reason("release")).
+			add(2.4, trace.LeaseReleased, 1, "k", reason("shutdown")).
+			add(2.5, trace.Acting, 2, "k", cp("150")).
+			add(2.6, trace.Delivered, 2, "k", batch(first, "210", 10))
+		return b.recs
+	}
+	expect(t, CheckG1(mk("151"), o), G1, 0)
+	expect(t, CheckG1(mk("150"), o), G1, 1)
+}

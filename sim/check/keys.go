@@ -129,6 +129,8 @@ type keyState struct {
 	kt   *keyTenures  // tenures (S1, L1, Measure)
 	row  *row         // the replayed row (S2, S3)
 	sp   *shardPuts   // the records put (S4, L1, Measure)
+	tk   *tkey        // the timing checker's (T1, T2)
+	bk   *bkey        // the balance checker's (B1)
 
 	// procs holds the per-process state on the key, one slot per process
 	// (a few: the owners the key had); the first ones are ptrs and inline

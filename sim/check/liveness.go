@@ -16,7 +16,7 @@ import (
 // not closed), its coverage, and the first record (in sequence order) of
 // the window that reached no processor within Bound (late).
 type l1Checker struct {
-	o     Options
+	o     *Options
 	ten   *tenures
 	puts  *putLogs
 	keys  *keyTable
@@ -42,7 +42,7 @@ type lateRecord struct {
 	seqNo    uint64
 }
 
-func newL1(o Options, ts *tenures, pl *putLogs, keys *keyTable) *l1Checker {
+func newL1(o *Options, ts *tenures, pl *putLogs, keys *keyTable) *l1Checker {
 	return &l1Checker{o: o, ten: ts, puts: pl, keys: keys, live: map[int32]string{}}
 }
 
@@ -158,7 +158,12 @@ func (c *l1Checker) finish(final []engine.Lease, finalKnown bool) []Violation {
 			}
 		}
 	}
-	for _, ks := range c.keys.sorted(func(ks *keyState) bool { return ks.hasLate }) {
+	// a late record is judged against the run's end (which may have come
+	// earlier than the end it was first judged against: see SetEnd); a
+	// shard's records are put in sequence order, so its first late one is
+	// also its earliest
+	inWindow := func(x *lateRecord) bool { return x.t >= c.from() && x.t <= o.End-o.Bound }
+	for _, ks := range c.keys.sorted(func(ks *keyState) bool { return ks.hasLate && inWindow(&ks.late) }) {
 		key, x := ks.name, ks.late
 		d := "record " + seqName(x.raw, x.seq.sub) + " put at " + x.t.String() + " after healing "
 		if x.received < 0 {
@@ -169,32 +174,48 @@ func (c *l1Checker) finish(final []engine.Lease, finalKnown bool) []Violation {
 		add(Violation{Key: key, From: x.t, To: x.t + o.Bound, Seqs: []uint64{x.seqNo}, Detail: d + " (bound " + o.Bound.String() + ")"})
 	}
 	if o.Balance && finalKnown {
-		counts := map[string]int{}
-		for _, owner := range c.live {
-			counts[owner] = 0
+		for _, v := range c.unbalanced(final) {
+			add(v)
 		}
-		n := 0
-		for _, l := range final {
-			if l.Checkpoint.Sequence == engine.ShardEnd || l.Owner == "" {
-				continue
-			}
-			if _, ok := counts[l.Owner]; ok {
-				counts[l.Owner]++
-				n++
-			}
+	}
+	return out
+}
+
+// unbalanced returns, for the table final, a violation for each live
+// owner that holds more or fewer than its fair share of the unfinished
+// leases the live owners hold, BalanceSlack aside (none without live
+// processes).
+func (c *l1Checker) unbalanced(final []engine.Lease) []Violation {
+	o := c.o
+	if len(c.live) == 0 {
+		return nil
+	}
+	counts := map[string]int{}
+	for _, owner := range c.live {
+		counts[owner] = 0
+	}
+	n := 0
+	for _, l := range final {
+		if l.Checkpoint.Sequence == engine.ShardEnd || l.Owner == "" {
+			continue
 		}
-		w := len(counts)
-		lo, hi := n/w-o.BalanceSlack, (n+w-1)/w+o.BalanceSlack
-		owners := make([]string, 0, w)
-		for k := range counts {
-			owners = append(owners, k)
+		if _, ok := counts[l.Owner]; ok {
+			counts[l.Owner]++
+			n++
 		}
-		sort.Strings(owners)
-		for _, ow := range owners {
-			if c := counts[ow]; c < lo || c > hi {
-				add(Violation{Workers: []string{ow}, From: o.Heal + o.Bound, To: o.End,
-					Detail: "unbalanced at the end: " + ow + " holds " + itoa(c) + " of " + itoa(n) + " leases across " + itoa(w) + " live workers (allowed " + itoa(lo) + ".." + itoa(hi) + ")"})
-			}
+	}
+	w := len(counts)
+	lo, hi := n/w-o.BalanceSlack, (n+w-1)/w+o.BalanceSlack
+	owners := make([]string, 0, w)
+	for k := range counts {
+		owners = append(owners, k)
+	}
+	sort.Strings(owners)
+	var out []Violation
+	for _, ow := range owners {
+		if c := counts[ow]; c < lo || c > hi {
+			out = append(out, Violation{Invariant: L1, Workers: []string{ow}, From: o.Heal + o.Bound, To: o.End,
+				Detail: "unbalanced at the end: " + ow + " holds " + itoa(c) + " of " + itoa(n) + " leases across " + itoa(w) + " live workers (allowed " + itoa(lo) + ".." + itoa(hi) + ")"})
 		}
 	}
 	return out

@@ -47,6 +47,11 @@ type Figures struct {
 	RowsRead int
 	// ShardHours is the time shards were open, summed, in hours.
 	ShardHours float64
+	// Bounded counts the failovers, planned moves and takeovers of the
+	// assigner row that the latency invariants T1, T2 and T3 held to a
+	// bound (those whose path the trace shows undisturbed; none without
+	// Options.Timing).
+	Bounded [3]int
 }
 
 // Percentile returns the p-th percentile (0..100) of ds.
@@ -67,7 +72,7 @@ func Percentile(ds []time.Duration, p float64) time.Duration {
 // with it, as the tenures end and the new owners receive their first
 // batches.
 type measurer struct {
-	o       Options
+	o       *Options
 	ten     *tenures
 	puts    *putLogs
 	keys    *keyTable // each shard's creation (keyState.created) and each (process, key)'s receipts (procSlot.ms)
@@ -125,7 +130,7 @@ type handoff struct {
 	hi int
 }
 
-func newMeasurer(o Options, ts *tenures, pl *putLogs, keys *keyTable) *measurer {
+func newMeasurer(o *Options, ts *tenures, pl *putLogs, keys *keyTable) *measurer {
 	return &measurer{o: o, ten: ts, puts: pl, keys: keys}
 }
 

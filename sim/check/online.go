@@ -24,8 +24,12 @@ const (
 	checkTenures // only the tenures (Tenures)
 	checkG1
 	checkW1
+	checkTiming
+	checkB1
+	checkL2
+	checkW2
 
-	checkAll = checkS1 | checkS2 | checkS3 | checkS4 | checkS5 | checkS6 | checkL1 | checkMeasure | checkG1 | checkW1
+	checkAll = checkS1 | checkS2 | checkS3 | checkS4 | checkS5 | checkS6 | checkL1 | checkMeasure | checkG1 | checkW1 | checkTiming | checkB1 | checkL2 | checkW2
 )
 
 // Online runs every checker (S1-S6, L1) and the figures (Measure) over a
@@ -52,6 +56,10 @@ type Online struct {
 	l1 *l1Checker
 	g1 *g1Checker
 	w1 *w1Checker
+	tc *timingChecker // T1-T3, with Options.Timing
+	b1 *b1Checker     // B1, with Options.Timing
+	l2 *l2Checker
+	w2 *w2Checker
 	ms *measurer
 
 	prefed bool // the records put were taken before the history (feed)
@@ -63,48 +71,64 @@ func NewOnline(o Options) *Online { return newOnline(o, checkAll) }
 
 func newOnline(o Options, w which) *Online {
 	c := &Online{o: o, keys: newKeyTable()}
-	if w&(checkS1|checkL1|checkMeasure|checkTenures) != 0 {
+	if o.Timing == nil {
+		w &^= checkTiming | checkB1
+	}
+	if w&(checkS1|checkL1|checkMeasure|checkTenures|checkTiming) != 0 {
 		c.ten = newTenures(o.Forget, c.keys)
 	}
 	if w&(checkS2|checkS3) != 0 {
 		c.rows = &rows{keys: c.keys}
 	}
 	if w&(checkS4|checkL1|checkMeasure) != 0 {
-		c.puts = newPutLogs(o, c.keys)
+		c.puts = newPutLogs(&c.o, c.keys)
 	}
 	if w&checkS1 != 0 {
-		c.s1 = &s1Checker{o: o}
+		c.s1 = &s1Checker{o: &c.o}
 		c.ten.s1 = c.s1
 	}
 	if w&checkS2 != 0 {
-		c.s2 = &s2Checker{o: o}
+		c.s2 = &s2Checker{o: &c.o}
 	}
 	if w&checkS3 != 0 {
-		c.s3 = &s3Checker{o: o, rows: c.rows}
+		c.s3 = &s3Checker{o: &c.o, rows: c.rows}
 	}
 	if w&checkS4 != 0 {
-		c.s4 = newS4(o, c.puts)
+		c.s4 = newS4(&c.o, c.puts)
 		c.puts.s4 = c.s4
 	}
 	if w&checkS5 != 0 {
-		c.s5 = &s5Checker{o: o}
+		c.s5 = &s5Checker{o: &c.o}
 	}
 	if w&checkS6 != 0 {
-		c.s6 = &s6Checker{o: o}
+		c.s6 = &s6Checker{o: &c.o}
 	}
 	if w&checkL1 != 0 {
-		c.l1 = newL1(o, c.ten, c.puts, c.keys)
+		c.l1 = newL1(&c.o, c.ten, c.puts, c.keys)
 		c.ten.l1 = c.l1
 		c.puts.l1 = c.l1
 	}
 	if w&checkG1 != 0 {
-		c.g1 = newG1(o)
+		c.g1 = newG1(&c.o)
 	}
 	if w&checkW1 != 0 {
-		c.w1 = newW1(o)
+		c.w1 = newW1(&c.o)
+	}
+	if w&checkTiming != 0 {
+		c.tc = newTiming(o, c.keys)
+		c.ten.tc = c.tc
+	}
+	if w&checkB1 != 0 {
+		c.b1 = newB1(o, c.keys)
+	}
+	if w&checkL2 != 0 {
+		c.l2 = newL2(o, c.keys)
+	}
+	if w&checkW2 != 0 {
+		c.w2 = newW2(o)
 	}
 	if w&checkMeasure != 0 {
-		c.ms = newMeasurer(o, c.ten, c.puts, c.keys)
+		c.ms = newMeasurer(&c.o, c.ten, c.puts, c.keys)
 		c.ten.ms = c.ms
 	}
 	return c
@@ -144,12 +168,37 @@ func (c *Online) Observe(r *trace.Record) {
 	}
 	if c.g1 != nil {
 		switch r.Kind {
-		case trace.Acting, trace.Delivered, trace.CheckpointRequested, trace.CheckpointRejected, trace.CheckpointWritten, trace.LeaseReleased, trace.LeaseLost:
+		case trace.Acting, trace.Delivered, trace.CheckpointRequested, trace.CheckpointRejected, trace.CheckpointWritten, trace.LeaseReleased, trace.LeaseLost,
+			trace.KindInitialized, trace.KindDone:
 			c.g1.observe(r, ks)
+		case trace.HandingOver, trace.KindNotice:
+			c.g1.observe(r, c.keys.get(r.Key))
 		case trace.CallSent:
 			if r.Reason == "release" { // g1 reads no other call
 				c.g1.observe(r, ks)
 			}
+		}
+	}
+	if c.tc != nil {
+		switch r.Kind {
+		case trace.KindProcStart, trace.KindProcStop, trace.KindReply, trace.KindFault, trace.KindApply, trace.LeaseAcquired, trace.LeaseLost, trace.LeaseReleased,
+			trace.Assigned, trace.HandingOver, trace.CallSent, trace.KindSend:
+			c.tc.observe(r)
+		}
+	}
+	if c.b1 != nil {
+		c.b1.observe(r)
+	}
+	if c.l2 != nil {
+		switch r.Kind {
+		case trace.KindSend, trace.KindApply, trace.LeaseLost:
+			c.l2.observe(r)
+		}
+	}
+	if c.w2 != nil {
+		switch r.Kind {
+		case trace.KindSend, trace.KindReply, trace.Resolved, trace.LeaseLost, trace.LeaseReleased, trace.KindProcStop:
+			c.w2.observe(r)
 		}
 	}
 	switch r.Kind {
@@ -330,7 +379,7 @@ func (c *Online) parent(key string) *keyState {
 
 // Finish ends the history: it runs the end-of-run checks against the
 // final table (if finalKnown) and returns every violation, S1 to L1, G1
-// and W1 in that order, and the figures.
+// (and G2), W1, T1-T3, B1, L2 and W2 in that order, and the figures.
 func (c *Online) Finish(final []engine.Lease, finalKnown bool) (Report, Figures) {
 	var rep Report
 	if c.s1 != nil {
@@ -361,12 +410,27 @@ func (c *Online) Finish(final []engine.Lease, finalKnown bool) (Report, Figures)
 	if c.w1 != nil {
 		rep.Violations = append(rep.Violations, c.w1.out...)
 	}
+	if c.tc != nil {
+		rep.Violations = append(rep.Violations, c.tc.out...)
+	}
+	if c.b1 != nil {
+		rep.Violations = append(rep.Violations, c.b1.out...)
+	}
+	if c.l2 != nil {
+		rep.Violations = append(rep.Violations, c.l2.out...)
+	}
+	if c.w2 != nil {
+		rep.Violations = append(rep.Violations, c.w2.out...)
+	}
 	var f Figures
 	if c.ms != nil {
 		f = c.ms.finish()
 	}
 	if c.g1 != nil {
 		f.CheckpointedMoves = c.g1.checkpointed
+	}
+	if c.tc != nil {
+		f.Bounded = c.tc.bounded
 	}
 	return rep, f
 }

@@ -8,7 +8,7 @@ import (
 // before every parent was checkpointed at SHARD_END or had left the stream
 // (see CheckS5). Its parents, ended and flagged marks are the keyState's.
 type s5Checker struct {
-	o   Options
+	o   *Options
 	out []Violation
 }
 
@@ -46,7 +46,7 @@ type orderState struct {
 // s6Checker reports records that reach one processor out of sequence
 // order (see CheckS6). Its readers are procSlot.s6.
 type s6Checker struct {
-	o   Options
+	o   *Options
 	out []Violation
 }
 

@@ -64,7 +64,7 @@ func (p *shardPuts) after(s Seq) int {
 // putLogs is the records put to every shard, the part of S4, L1 and the
 // figures that follows records rather than processes.
 type putLogs struct {
-	o    Options
+	o    *Options
 	keys *keyTable // each key's records (keyState.sp)
 	lost int       // trimmed before anyone received them
 
@@ -72,7 +72,7 @@ type putLogs struct {
 	l1 *l1Checker
 }
 
-func newPutLogs(o Options, keys *keyTable) *putLogs {
+func newPutLogs(o *Options, keys *keyTable) *putLogs {
 	return &putLogs{o: o, keys: keys}
 }
 
@@ -250,12 +250,12 @@ func answers(r *trace.Record, first, last string, batch uint64) bool {
 // Its readers are procSlot.s4, its shardEndStored and expired flags are
 // the keyState's.
 type s4Checker struct {
-	o    Options
+	o    *Options
 	puts *putLogs
 	out  []Violation
 }
 
-func newS4(o Options, pl *putLogs) *s4Checker {
+func newS4(o *Options, pl *putLogs) *s4Checker {
 	return &s4Checker{o: o, puts: pl}
 }
 

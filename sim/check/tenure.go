@@ -68,8 +68,9 @@ type tenure struct {
 	id  uint64      // creation index among all tenures
 	kt  *keyTenures // its key's (keyState.kt, which is never dropped)
 	// next is the tenure created after this one on its key, while this one
-	// is open (Measure's failover waits for this one's end).
-	next *tenure
+	// is open (Measure's failover waits for this one's end); tnext the
+	// same for the timing checker (T1, T2)
+	next, tnext *tenure
 }
 
 // keyTenures is what the tracker keeps of one key.
@@ -94,6 +95,7 @@ type tenures struct {
 	s1 *s1Checker
 	l1 *l1Checker
 	ms *measurer
+	tc *timingChecker
 }
 
 func newTenures(forget bool, keys *keyTable) *tenures {
@@ -163,6 +165,9 @@ func (ts *tenures) act(r *trace.Record, ks *keyState) {
 	if ts.ms != nil {
 		ts.ms.started(prev, t)
 	}
+	if ts.tc != nil {
+		ts.tc.started(prev, t)
+	}
 	ts.prune(kt)
 }
 
@@ -213,6 +218,9 @@ func (ts *tenures) ended(t *tenure, r *trace.Record) {
 	}
 	if ts.ms != nil {
 		ts.ms.closedTenure(t)
+	}
+	if ts.tc != nil {
+		ts.tc.closedTenure(t)
 	}
 	ts.prune(t.kt)
 }
@@ -288,7 +296,7 @@ func (ts *tenures) sorted() []Tenure {
 // MaxPerCheck of them; a pair's details are filled in at the end, when
 // both tenures are final.
 type s1Checker struct {
-	o     Options
+	o     *Options
 	pairs []s1Pair // sorted, at most o.max()
 	seen  map[[2]uint64]bool
 }

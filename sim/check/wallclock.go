@@ -22,7 +22,7 @@ var NonLeasePurposes = map[string]bool{"at-timestamp position": true, "log": tru
 // a process at the true time of its latest wall read is taken in the step
 // that read the wall clock.
 type w1Checker struct {
-	o    Options
+	o    *Options
 	last map[int32]wallRead // the latest wall read of each process
 	out  []Violation
 }
@@ -34,7 +34,7 @@ type wallRead struct {
 	flagged bool
 }
 
-func newW1(o Options) *w1Checker { return &w1Checker{o: o, last: map[int32]wallRead{}} }
+func newW1(o *Options) *w1Checker { return &w1Checker{o: o, last: map[int32]wallRead{}} }
 
 // leaseDecision reports whether r is a lease decision of its process:
 // a lease-table write sent, an assignment, a handoff begun, the start or

@@ -61,7 +61,7 @@ func (w *row) apply(r *trace.Record, cp Pos) {
 // s2Checker reports writes that landed although their writer did not hold
 // the row (see CheckS2).
 type s2Checker struct {
-	o   Options
+	o   *Options
 	out []Violation
 }
 
@@ -134,7 +134,7 @@ const S3StartPrefix = "new owner starts"
 
 // s3Checker reports lost checkpoints (see CheckS3).
 type s3Checker struct {
-	o    Options
+	o    *Options
 	rows *rows
 	out  []Violation
 }

@@ -2,8 +2,11 @@
 // virtual time: several real Consumers (goroutines, channels, call pools,
 // processor runners, the runner's act-until hand-off check, the injected
 // clock) over one shared fakes.LeaseTable and fakes.Kinesis, under the
-// faults only the driver can get wrong, and checks the history with the
-// simulator's checkers (sim/check: S1-S6 and L1).
+// faults only the driver can get wrong, and checks the history with every
+// checker the simulator runs: sim/check's (check.All: S1-S6, L1 with its
+// balance check in worlds whose balancing steals, G1, W1, and whatever
+// else check.All comes to run) and Lin, the linearizability of the lease
+// table's history.
 //
 // The simulator (package sim) drives the decision core alone, one Step at
 // a time on its own event queue; it never runs the Consumer. This package
@@ -34,7 +37,8 @@
 // # Faults
 //
 // A seed draws a world (consumers, shards, lease duration and the other
-// engine settings, the fault classes, FaultClasses) and a schedule of
+// engine settings, the fault classes, FaultClasses: each in half the
+// worlds, handoff-pause in nine in ten, shutdown in eight) and a schedule of
 // timed faults; rates apply per call and per batch during the chaos phase,
 // after which every fault stops, every slot without a consumer gets one,
 // and a quiet phase long enough for the liveness checks follows.
@@ -107,11 +111,21 @@
 // with the write class the core traced when it sent it), reaches the
 // table (KindApply, with its outcome: the harness sees the fake apply it)
 // and its reply as the consumer reads it (KindReply; GetRecords and
-// NextEvent replies are left out), what each processor is told (KindInitialized,
-// KindReceived, KindDone, KindNotice) and the outcome of its checkpoints
-// (KindCheckpointAck), the records put, the shards created and closed,
-// the faults, and every process start and stop. The final table is
-// captured at the end, in the same instant as the last record.
+// NextEvent replies are left out), what each processor is told
+// (KindInitialized, KindReceived, KindNotice) and how it answers (KindDone:
+// for a batch, and with no records for a notice, as the simulator records
+// it), the outcome of its checkpoints (KindCheckpointAck), the records put, the shards created and closed,
+// the faults, and every process start and stop. A write whose caller
+// will not learn its outcome (a timeout, a 5xx, a broken connection, a
+// process that died before it read the reply) ends with a KindCallEnd
+// once no attempt of it can reach the table, as in the simulator. The
+// final table is captured at the end, in the same instant as the last
+// record.
+//
+// Lin checks the table's calls at the end, over the whole history: a
+// paused consumer records a reply only when it wakes, so a read may be
+// recorded long after it was answered, and the online check's read lag is
+// the longest such delay of the run (see checkLin).
 //
 // # Determinism
 //
@@ -136,7 +150,8 @@
 // must be caught within a bound of seeds that holds whatever the races
 // (TestDriverBugsCaught); most seeds that catch a planted bug in one run
 // catch it in the next (113 of the 125 seeds that caught
-// driver-handoff-unchecked in either of two runs of seeds 1-200).
+// driver-handoff-unchecked in either of two runs of seeds 1-200, before
+// the worlds drew more shutdowns and balance checks).
 //
 // # Planted bugs
 //
@@ -147,8 +162,21 @@
 // asked while the consumer stops is acknowledged though it was never
 // written: S3).
 //
+// # Running it from a command
+//
+// Run needs a synctest bubble, and synctest.Test needs the *testing.T of
+// a test binary: Go 1.26 has no synctest.Run for other programs (the
+// bubble's runtime entry point is internal to the standard library). A
+// command that runs driver worlds (cmd/simrun -driver and -driver-share)
+// builds this package's test binary (Build, go test -c) and runs each
+// world in a worker process of it (StartWorker: the binary's TestServe
+// with -driversim.serve, Serve), sending a Request as a JSON line and
+// reading a Report back; a failing seed is re-run as asked (Request.Reruns)
+// and its Report says how often it failed again.
+//
 // The harness is a package, not a test file, so that other tests (the
-// scenarios, a command) can run the driver the same way; it may import
-// engine, fakes, sim/trace, sim/check and internal/planted, and nothing
-// imports it outside tests.
+// scenarios' rapid property TestPropertyDriver, the planted-bug runs) and
+// that command can run the driver the same way; it may import engine,
+// fakes, linearizability, sim/trace, sim/check and internal/planted, and
+// only tests and cmd/simrun import it.
 package driversim

@@ -17,7 +17,20 @@ var (
 	flagFaults = flag.String("driversim.faults", "", "TestDriverSim: the fault classes (see FaultClasses; default: each seed draws its mix)")
 	flagPlant  = flag.String("driversim.plant", "", "TestDriverSim: plant this bug in every consumer (needs -tags shardlease_mutations); the test must then fail")
 	flagStats  = flag.Bool("driversim.stats", false, "TestDriverSim: log each seed's world and figures")
+
+	flagWorkers    = flag.Int("driversim.workers", 0, "TestDriverSim: consumers at the start (default: drawn from the seed)")
+	flagShards     = flag.Int("driversim.shards", 0, "TestDriverSim: shards at the start (default: drawn from the seed)")
+	flagChaos      = flag.Duration("driversim.chaos", 0, "TestDriverSim: the chaos phase's length (default: drawn from the seed)")
+	flagQuiet      = flag.Duration("driversim.quiet", 0, "TestDriverSim: the quiet phase's length, which makes the run safety-only (default: derived from the liveness bound)")
+	flagAssignment = flag.String("driversim.assignment", "", "TestDriverSim: assigner, scan or mixed (default: drawn from the seed)")
+	flagConsumer   = flag.String("driversim.consumer", "", "TestDriverSim: polling or fan-out (default: drawn from the seed)")
 )
+
+// flagOptions are the options the flags choose for seed.
+func flagOptions(seed uint64) Options {
+	return Options{Seed: seed, Workers: *flagWorkers, Shards: *flagShards, Chaos: *flagChaos, Quiet: *flagQuiet, Faults: *flagFaults,
+		Assignment: *flagAssignment, Consumer: *flagConsumer, Mutation: *flagPlant}
+}
 
 // runSeed runs one seed in a synctest bubble of its own.
 func runSeed(t *testing.T, o Options) *Result {
@@ -49,7 +62,9 @@ func report(t *testing.T, res *Result) {
 // move, consumers crashed and shut down with work in flight.
 func TestDriverSim(t *testing.T) {
 	if *flagSeed != 0 {
-		res := runSeed(t, Options{Seed: *flagSeed, Faults: *flagFaults, Mutation: *flagPlant, Hash: true})
+		o := flagOptions(*flagSeed)
+		o.Hash = true
+		res := runSeed(t, o)
 		logResult(t, res)
 		report(t, res)
 		return
@@ -69,7 +84,9 @@ func TestDriverSim(t *testing.T) {
 		for seed := *flagFirst; seed < *flagFirst+uint64(n); seed++ {
 			t.Run(strconv.FormatUint(seed, 10), func(t *testing.T) {
 				t.Parallel()
-				res := runSeed(t, Options{Seed: seed, Faults: *flagFaults, Mutation: *flagPlant, Hash: *flagStats})
+				o := flagOptions(seed)
+				o.Hash = *flagStats
+				res := runSeed(t, o)
 				report(t, res)
 				if *flagStats {
 					logResult(t, res)
@@ -86,8 +103,8 @@ func TestDriverSim(t *testing.T) {
 	})
 	t.Logf("%d seeds in %.1fs of wall time, %d with violations; handoffs %d; faults and driver events: %+v",
 		n, time.Since(start).Seconds(), failed, handoffs, total)
-	if *flagFaults != "" || n < 24 {
-		return // a chosen mix or a few seeds need not reach every path
+	if o := flagOptions(0); o != (Options{}) || n < 24 {
+		return // a chosen world or a few seeds need not reach every path
 	}
 	for _, c := range []struct {
 		name string
@@ -114,6 +131,8 @@ func logResult(t *testing.T, res *Result) {
 	t.Logf("stats: %+v", res.Stats)
 	t.Logf("figures: handoffs=%d redelivered=%d store calls=%d stream calls=%d; hash %016x; run errors: %v", res.Figures.Handoffs, res.Figures.Redelivered,
 		res.Figures.StoreCalls, res.Figures.StreamCalls, res.TraceHash, res.RunErrors)
+	t.Logf("lin: %d keys, %d calls, %d windows, %d writes of unknown outcome, illegal %v, unknown %v", res.Lin.Keys, res.Lin.Ops, res.Lin.Checks,
+		res.Lin.UnknownWrites, res.Lin.Illegal, res.Lin.TimedOut)
 }
 
 func addStats(a, b Stats) Stats {

@@ -140,6 +140,7 @@ func (n *node) call(ctx context.Context, c *callSpec, do func(context.Context) e
 	if c.op.IsWrite() && !n.dead {
 		t.class = n.class(c.op, c.key, c.expect, c.lease)
 		n.recordSend(c, &t)
+		t.sendRecorded = true
 	}
 	draw := c.draw
 	if draw == "" {
@@ -150,6 +151,11 @@ func (n *node) call(ctx context.Context, c *callSpec, do func(context.Context) e
 	w.mu.Unlock()
 
 	err := n.travelAndApply(ctx, c, &f, &t, do)
+	if t.sendRecorded && !definite(err) {
+		// no attempt of the write can reach the table any more, and its
+		// caller will not learn whether it applied
+		n.recordCallEnd(c, &t, f.kind)
+	}
 	// a paused process reads its reply when it wakes
 	n.waitThawed()
 	time.Sleep(f.jitter)
@@ -165,6 +171,9 @@ type callTrace struct {
 	class   string
 	sent    time.Duration
 	applied time.Duration // -1: not applied
+	// sendRecorded: the write's KindSend is in the history (a crashed
+	// node's writes have none)
+	sendRecorded bool
 }
 
 // travelAndApply carries one call to the fake and back as its fate says.
@@ -233,6 +242,11 @@ func (n *node) recordReply(c *callSpec, t *callTrace, k fateKind, err error, fil
 	n.w.mu.Lock()
 	defer n.w.mu.Unlock()
 	if n.dead {
+		if t.sendRecorded && definite(err) {
+			// the process died before it read the reply: the call is over
+			// all the same (one of unknown outcome had its KindCallEnd)
+			n.emitCallEnd(c, t, k)
+		}
 		return
 	}
 	r := trace.Record{Kind: trace.KindReply, Key: c.key, Call: t.id, Op: c.op, Reason: t.class, Sent: t.sent, Applied: t.applied,
@@ -241,6 +255,34 @@ func (n *node) recordReply(c *callSpec, t *callTrace, k fateKind, err error, fil
 		fill(&r)
 	}
 	n.emit(&r)
+}
+
+// recordCallEnd records that a write can no longer reach the table
+// (trace.KindCallEnd), as the simulator does for a write whose outcome
+// its caller never learns: the linearizability check then knows the write
+// took effect, if at all, before now.
+func (n *node) recordCallEnd(c *callSpec, t *callTrace, k fateKind) {
+	n.w.mu.Lock()
+	defer n.w.mu.Unlock()
+	n.emitCallEnd(c, t, k)
+}
+
+// emitCallEnd is recordCallEnd with w.mu held.
+func (n *node) emitCallEnd(c *callSpec, t *callTrace, k fateKind) {
+	n.emit(&trace.Record{Kind: trace.KindCallEnd, Key: c.key, Call: t.id, Op: c.op, Reason: t.class, Sent: t.sent, Applied: t.applied,
+		Fault: fateNames[k]})
+}
+
+// definite reports whether a call that ended with err tells its caller
+// whether it applied: it did (nil), or it did not (a failed condition, a
+// throttled call, a missing row). Timeouts, 5xx and broken connections
+// leave it unknown.
+func definite(err error) bool {
+	switch outcome(err) {
+	case trace.OutcomeOK, trace.OutcomeCondition, trace.OutcomeThrottled, trace.OutcomeNotFound:
+		return true
+	}
+	return false
 }
 
 // outcome names the outcome of a call's error as the history does.

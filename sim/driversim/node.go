@@ -89,9 +89,9 @@ func (w *world) startNode(sl *slot) *node {
 		cfg.Consumer, cfg.ConsumerName = engine.FanOut, consumerName
 	}
 	switch cfg.Assignment = w.w.Assignment; {
-	case cfg.Assignment == "mixed" && n.rng.chance(0.5):
+	case cfg.Assignment == AssignmentMixed && n.rng.chance(0.5):
 		cfg.Assignment = engine.AssignmentScan
-	case cfg.Assignment == "mixed":
+	case cfg.Assignment == AssignmentMixed:
 		cfg.Assignment = engine.AssignmentAssigner
 	}
 	cfg.Trace = n.trace

@@ -8,6 +8,7 @@ import (
 
 	"github.com/shardlease/shardlease/engine"
 	"github.com/shardlease/shardlease/fakes"
+	"github.com/shardlease/shardlease/sim/check"
 )
 
 // Options choose a run. The zero value of each field means "drawn from
@@ -26,10 +27,23 @@ type Options struct {
 	// virtual time); a quiet phase long enough for the liveness checks
 	// follows.
 	Chaos time.Duration
+	// Quiet, if set, replaces the quiet phase derived from the liveness
+	// bound with one of this length: such a run checks the safety
+	// invariants only (no L1, no end-of-run S4: a short quiet phase need
+	// not see everything delivered), and takes a fraction of the time.
+	Quiet time.Duration
 	// Faults selects the fault classes: "" or "swarm" draws a mix from the
 	// seed, "none" injects nothing, "all" everything, or a comma-separated
 	// list of FaultClasses.
 	Faults string
+	// Assignment is how leases reach the consumers: engine.AssignmentAssigner,
+	// engine.AssignmentScan, AssignmentMixed, or "" (drawn: the assigner in
+	// six worlds in ten, scan in a quarter, mixed in the rest).
+	Assignment string
+	// Consumer is how the consumers read: ConsumerPolling, ConsumerFanOut,
+	// or "" (drawn: fan-out in three worlds in ten, and wherever sub-drop
+	// is drawn).
+	Consumer string
 	// Mutation plants a bug in every consumer of the run (a name of
 	// internal/planted, e.g. "driver-handoff-unchecked"); it needs a binary
 	// built with the shardlease_mutations tag.
@@ -40,6 +54,17 @@ type Options struct {
 	// Hash computes Result.TraceHash.
 	Hash bool
 }
+
+// Values of Options.Assignment and Options.Consumer besides the engine's.
+const (
+	// AssignmentMixed gives each consumer incarnation scan or the
+	// assigner, drawn: a rolling deploy from one to the other.
+	AssignmentMixed = "mixed"
+	// ConsumerPolling and ConsumerFanOut read the shards with GetRecords
+	// or with enhanced fan-out.
+	ConsumerPolling = "polling"
+	ConsumerFanOut  = "fan-out"
+)
 
 // FaultClasses are the fault classes a run can draw.
 var FaultClasses = []string{
@@ -113,6 +138,13 @@ type World struct {
 	// says
 	FailurePolicy int
 	Bound         time.Duration // the liveness bound after healing
+	// Balance: L1 checks that the live consumers hold their fair share of
+	// the unfinished leases at the end, within one (balancing steals and
+	// no consumer's leases are capped)
+	Balance bool
+	// SafetyOnly: the quiet phase is Options.Quiet, too short for the
+	// liveness checks, which the run skips
+	SafetyOnly bool
 }
 
 // FanOutWorld is the enhanced fan-out of a world.
@@ -143,10 +175,10 @@ func (w World) End() time.Duration { return w.Chaos + w.Quiet }
 // String describes the world on one line.
 func (w World) String() string {
 	e := w.Engine
-	return fmt.Sprintf("seed=%d workers=%d shards=%d chaos=%v quiet=%v lease=%v renew=%v margin=%v take=%v sync=%v idle=%v limit=%d steal=%d calltimeout=%v puts/s=%.2f policy=%d assignment=%s indexlag=%v stalelag=%v fanout=%v faults=%s",
+	return fmt.Sprintf("seed=%d workers=%d shards=%d chaos=%v quiet=%v lease=%v renew=%v margin=%v take=%v sync=%v idle=%v limit=%d steal=%d calltimeout=%v puts/s=%.2f policy=%d assignment=%s indexlag=%v stalelag=%v fanout=%v balance=%v safety-only=%v faults=%s",
 		w.Seed, w.Workers, w.Shards, w.Chaos, w.Quiet, e.LeaseDuration, e.RenewInterval, e.SafetyMargin, e.TakeInterval,
 		e.ShardSyncInterval, e.IdleTimeBetweenReads, e.GetRecordsLimit, e.MaxLeasesToStealAtOnce, w.CallTimeout, w.PutRate,
-		w.FailurePolicy, w.Assignment, w.IndexLag, w.StaleLag, w.FanOut, strings.Join(w.Faults, ","))
+		w.FailurePolicy, w.Assignment, w.IndexLag, w.StaleLag, w.FanOut, w.Balance, w.SafetyOnly, strings.Join(w.Faults, ","))
 }
 
 // drawWorld draws the configuration of a run from its seed and options.
@@ -192,8 +224,14 @@ func drawWorld(o Options) (World, error) {
 	case "", "swarm":
 		for _, c := range FaultClasses {
 			p := 0.5
-			if c == "handoff-pause" {
+			switch c {
+			case "handoff-pause":
 				p = 0.9
+			case "shutdown":
+				// the driver's stop sequence (final checkpoints, the
+				// shutdown deadline, processors that outlive Run) is its
+				// most intricate code: most worlds shut consumers down
+				p = 0.8
 			}
 			if r.chance(p) {
 				w.Faults = append(w.Faults, c)
@@ -221,7 +259,14 @@ func drawWorld(o Options) (World, error) {
 	case x < 0.85:
 		w.Assignment = engine.AssignmentScan
 	default:
-		w.Assignment = "mixed"
+		w.Assignment = AssignmentMixed
+	}
+	switch o.Assignment {
+	case "":
+	case engine.AssignmentAssigner, engine.AssignmentScan, AssignmentMixed:
+		w.Assignment = o.Assignment
+	default:
+		return w, fmt.Errorf("driversim: unknown assignment %q (want %s, %s or %s)", o.Assignment, engine.AssignmentAssigner, engine.AssignmentScan, AssignmentMixed)
 	}
 	if r.chance(0.5) {
 		w.IndexLag = r.between(10*time.Millisecond, time.Second)
@@ -254,7 +299,25 @@ func drawWorld(o Options) (World, error) {
 		rt.ProcPanic = r.rangeF(0.01, 0.05)
 	}
 
-	if fr := newRNG(o.Seed, streamWorld^0xfa2); fr.chance(0.3) || w.has("sub-drop") {
+	fr := newRNG(o.Seed, streamWorld^0xfa2)
+	on := fr.chance(0.3) || w.has("sub-drop")
+	switch o.Consumer {
+	case "":
+	case ConsumerPolling:
+		if w.has("sub-drop") {
+			if f := strings.TrimSpace(o.Faults); f != "" && f != "swarm" && f != "all" {
+				return w, fmt.Errorf("driversim: fault class sub-drop needs a fan-out world, not consumer %s", o.Consumer)
+			}
+			// drawn by the swarm (or all): a polling world has no subscription to drop
+			w.Faults = slices.DeleteFunc(w.Faults, func(c string) bool { return c == "sub-drop" })
+		}
+		on = false
+	case ConsumerFanOut:
+		on = true
+	default:
+		return w, fmt.Errorf("driversim: unknown consumer %q (want %s or %s)", o.Consumer, ConsumerPolling, ConsumerFanOut)
+	}
+	if on {
 		f := &w.FanOut
 		f.On = true
 		f.Activation = fr.between(0, 3*time.Second).Round(10 * time.Millisecond)
@@ -275,8 +338,30 @@ func drawWorld(o Options) (World, error) {
 	}
 	w.Bound = b.Round(time.Second)
 	w.Quiet = 2*w.Bound + 2*(full.TakeInterval+full.LeaseDuration) + 5*time.Second
+	// L1 checks balance where a balancing round may steal and nothing
+	// caps a worker's leases (as the simulator's worlds): the quiet phase
+	// then leaves a steal round per lease a worker may have to give up
+	w.Balance = full.MaxLeasesToStealAtOnce > 0 && full.MaxLeasesForWorker == 0
+	if w.Balance {
+		per := (w.Shards*3+w.Workers-1)/w.Workers + 3
+		w.Quiet += time.Duration(per) * (full.TakeInterval + full.LeaseDuration)
+	}
 	w.Quiet = w.Quiet.Round(time.Second)
+	if o.Quiet > 0 {
+		w.Quiet, w.SafetyOnly = o.Quiet, true
+	}
 	return w, nil
+}
+
+// checkOptions are the checkers' options for a run of w that ended at
+// end: the faults stop at the end of the chaos phase (Heal), the liveness
+// bound is the world's (and no liveness is checked in a safety-only run).
+func (w World) checkOptions(end time.Duration) check.Options {
+	o := check.Options{End: end, Heal: w.Chaos, Bound: w.Bound, Balance: w.Balance, BalanceSlack: 1}
+	if w.SafetyOnly {
+		o.Heal = 0 // no liveness checks
+	}
+	return o
 }
 
 // engineConfig returns the configuration of one consumer.

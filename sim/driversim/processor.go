@@ -224,6 +224,7 @@ func (p *processor) ShardEnded(ctx context.Context, in engine.ShardEndedInput) e
 		return errCrashed
 	}
 	p.n.waitThawed()
+	p.answered("ok")
 	return nil
 }
 
@@ -234,10 +235,19 @@ func (p *processor) ShutdownRequested(ctx context.Context, in engine.ShutdownInp
 	}
 	p.work(b)
 	if b.boom {
+		p.answered("failed")
 		panic("driversim: ShutdownRequested panics (injected)")
 	}
 	p.checkpoint(ctx, in.Checkpointer)
+	p.answered("ok")
 	return nil
+}
+
+// answered records the processor's answer to a notice (KindDone with no
+// records, as the simulator records it): how it returned, "ok" or
+// "failed" (a panic).
+func (p *processor) answered(how string) {
+	p.record(trace.Record{Kind: trace.KindDone, Key: p.key, Reason: how})
 }
 
 func (p *processor) LeaseLost(ctx context.Context, in engine.LeaseLostInput) {

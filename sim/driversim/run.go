@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/shardlease/shardlease/engine"
 	"github.com/shardlease/shardlease/fakes"
 	"github.com/shardlease/shardlease/internal/planted"
+	"github.com/shardlease/shardlease/linearizability"
 	"github.com/shardlease/shardlease/sim/check"
 	"github.com/shardlease/shardlease/sim/trace"
 )
@@ -48,8 +50,14 @@ type Result struct {
 	// doc).
 	TraceHash uint64
 	End       time.Duration
-	// Records is the history, with Options.KeepRecords.
-	Records []trace.Record
+	// Lin is the verdict of the linearizability check of the lease
+	// table's history (an illegal key is also in Violations, as Lin; a
+	// key whose check ran out of budget is unknown, not a violation).
+	Lin linearizability.OnlineResult
+	// Records is the length of the history; History the history itself,
+	// with Options.KeepRecords.
+	Records int
+	History []trace.Record
 	Final   []engine.Lease
 	// RunErrors are the errors Run of a consumer returned before the end
 	// (a shutdown that could not release every lease, for instance).
@@ -62,7 +70,8 @@ var ErrNoBubble = errors.New("driversim: Run must be called inside a testing/syn
 // Run runs the world of o.Seed: real engine.Consumers, each with its own
 // clock, store, stream and processors over one shared fakes.LeaseTable and
 // fakes.Kinesis, the faults of the world's schedule, then a quiet phase;
-// and checks the history with sim/check (S1-S6, L1). It must be called
+// and checks the history with every checker of sim/check (check.All) and
+// the linearizability of the table's history (Lin). It must be called
 // inside a synctest bubble, which it leaves with no goroutine running.
 func Run(o Options) (*Result, error) {
 	if y := time.Now().UTC().Year(); y != 2000 {
@@ -156,12 +165,11 @@ func Run(o Options) (*Result, error) {
 	time.Sleep(5*time.Minute + 10*wd.Engine.LeaseDuration)
 
 	recs := w.history()
-	h := check.History{Records: recs, Final: final, FinalKnown: true}
-	rep := check.All(h, check.Options{End: end, Heal: wd.Chaos, Bound: wd.Bound})
-	res := &Result{World: wd, Violations: rep.Violations, LostToRetention: rep.LostToRetention,
-		Figures: check.Measure(recs, end), Stats: w.stats, End: end, Final: final, RunErrors: w.runErrs}
+	v := wd.verdict(recs, final, end)
+	res := &Result{World: wd, Violations: v.Violations, LostToRetention: v.LostToRetention, Lin: v.Lin,
+		Figures: v.Figures, Stats: w.stats, End: end, Final: final, RunErrors: w.runErrs, Records: len(recs)}
 	if o.KeepRecords {
-		res.Records = recs
+		res.History = recs
 	}
 	if o.Hash {
 		res.TraceHash = canonicalHash(recs)
@@ -170,22 +178,61 @@ func Run(o Options) (*Result, error) {
 		v := &res.Violations[i]
 		v.Seed = o.Seed
 		v.Excerpt = check.Excerpt(recs, *v, 2*wd.Engine.LeaseDuration, 40)
-		v.Replay = replay(o)
+		v.Replay = Replay(o)
 	}
 	return res, nil
 }
 
-// replay is the command that re-runs o.
-func replay(o Options) string {
-	s := "go test ./sim/driversim -run 'TestDriverSim$' -driversim.seed=" + strconv.FormatUint(o.Seed, 10) + " -v"
-	if o.Faults != "" {
-		s += " -driversim.faults=" + o.Faults
+// verdict is what the checkers make of a history.
+type verdict struct {
+	Violations      []check.Violation
+	LostToRetention int
+	Figures         check.Figures
+	Lin             linearizability.OnlineResult
+}
+
+// verdict runs every checker over the history recs of a run of w that
+// ended at end with the table final: every checker of sim/check
+// (check.All: whatever it runs, the driver's history gets it too), with
+// the options the world implies, the linearizability of the table's
+// history (Lin), and the figures.
+func (w World) verdict(recs []trace.Record, final []engine.Lease, end time.Duration) verdict {
+	rep := check.All(check.History{Records: recs, Final: final, FinalKnown: true}, w.checkOptions(end))
+	lin, linV := checkLin(recs, w.CallTimeout)
+	if linV != nil {
+		rep.Violations = append(rep.Violations, *linV)
 	}
+	return verdict{Violations: rep.Violations, LostToRetention: rep.LostToRetention, Figures: check.Measure(recs, end), Lin: lin}
+}
+
+// Replay is the go test command that re-runs o: TestDriverSim on its seed
+// and settings (with the build tag of the planted bugs if o plants one).
+func Replay(o Options) string {
+	var b strings.Builder
+	b.WriteString("go test ")
 	if o.Mutation != "" {
-		s = "go test -tags " + planted.Tag + " ./sim/driversim -run 'TestDriverSim$' -driversim.seed=" + strconv.FormatUint(o.Seed, 10) +
-			" -driversim.plant=" + o.Mutation + " -v"
+		b.WriteString("-tags " + planted.Tag + " ")
 	}
-	return s
+	b.WriteString("./sim/driversim -run 'TestDriverSim$' -driversim.seed=" + strconv.FormatUint(o.Seed, 10))
+	if o.Workers > 0 {
+		b.WriteString(" -driversim.workers=" + strconv.Itoa(o.Workers))
+	}
+	if o.Shards > 0 {
+		b.WriteString(" -driversim.shards=" + strconv.Itoa(o.Shards))
+	}
+	if o.Chaos > 0 {
+		b.WriteString(" -driversim.chaos=" + o.Chaos.String())
+	}
+	if o.Quiet > 0 {
+		b.WriteString(" -driversim.quiet=" + o.Quiet.String())
+	}
+	for _, f := range []struct{ name, v string }{{"faults", o.Faults}, {"assignment", o.Assignment}, {"consumer", o.Consumer}, {"plant", o.Mutation}} {
+		if f.v != "" && (f.name != "faults" || f.v != "swarm") {
+			b.WriteString(" -driversim." + f.name + "=" + f.v)
+		}
+	}
+	b.WriteString(" -v")
+	return b.String()
 }
 
 // canonicalHash hashes recs (sim/trace.Hash) without what the order of

@@ -62,7 +62,9 @@ func (s *nodeStore) DeleteLease(ctx context.Context, key string, expect engine.E
 // what waits for who, in assignment by an assigner.
 func (s *nodeStore) ListPending(ctx context.Context, who string) ([]engine.Lease, error) {
 	var out []engine.Lease
-	err := s.n.call(ctx, &callSpec{op: engine.OpListPending, key: who}, func(ctx context.Context) (err error) {
+	// recorded with no key, as the simulator records a poll of the index
+	// (a call on no lease's row); its draws are named by who
+	err := s.n.call(ctx, &callSpec{op: engine.OpListPending, draw: who}, func(ctx context.Context) (err error) {
 		out, err = s.n.w.tbl.ListPending(ctx, who)
 		return err
 	}, func(r *trace.Record) { r.Count = len(out) })

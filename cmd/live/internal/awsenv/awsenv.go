@@ -21,7 +21,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/kinesis"
-	"github.com/aws/smithy-go/logging"
+	"github.com/shardlease/shardlease/engine/awslog"
 )
 
 // Settings choose the region and endpoints. Empty fields fall back to the
@@ -33,7 +33,7 @@ type Settings struct {
 	DynamoDBEndpoint string
 	KinesisEndpoint  string
 	// Logger receives the SDK's own log lines (its warnings, and with
-	// ClientLogMode its debug lines) through SDKLogger. Nil: slog.Default().
+	// ClientLogMode its debug lines) through awslog.New. Nil: slog.Default().
 	Logger *slog.Logger
 }
 
@@ -55,7 +55,7 @@ func Load(ctx context.Context, s Settings) (*Clients, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	opts = append(opts, config.WithHTTPClient(httpClient()), config.WithLogger(SDKLogger(log)))
+	opts = append(opts, config.WithHTTPClient(httpClient()), config.WithLogger(awslog.New(log)))
 	cfg, err := config.LoadDefaultConfig(ctx, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("loading the AWS configuration: %w", err)
@@ -118,32 +118,4 @@ func Redact(endpoint string) string {
 		return endpoint
 	}
 	return u.Redacted()
-}
-
-// SDKLogger routes the AWS SDK's log lines (smithy-go logging.Logger)
-// through log: WARN lines at slog.LevelWarn, DEBUG (and any other
-// classification) at slog.LevelDebug, each with source=aws-sdk.
-func SDKLogger(log *slog.Logger) logging.Logger {
-	return sdkLogger{log: log, ctx: context.Background()}
-}
-
-type sdkLogger struct {
-	log *slog.Logger
-	ctx context.Context
-}
-
-func (l sdkLogger) Logf(c logging.Classification, format string, v ...any) {
-	level := slog.LevelDebug
-	if c == logging.Warn {
-		level = slog.LevelWarn
-	}
-	if !l.log.Enabled(l.ctx, level) {
-		return
-	}
-	l.log.Log(l.ctx, level, fmt.Sprintf(format, v...), "source", "aws-sdk")
-}
-
-// WithContext implements logging.ContextLogger.
-func (l sdkLogger) WithContext(ctx context.Context) logging.Logger {
-	return sdkLogger{log: l.log, ctx: ctx}
 }

@@ -12,15 +12,42 @@ import (
 
 func secs(d time.Duration) string { return fmt.Sprintf("%.2fs", d.Seconds()) }
 
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}
+
+// stopWords says how the worker processes ended, in words: "2 stopped
+// cleanly, 1 killed".
+func stopWords(stops map[string]int) string {
+	words := map[string]string{
+		"exit":          "stopped cleanly",
+		"error":         "stopped on an error",
+		"crash":         "killed by the harness",
+		"vanished":      "ended without a word (killed?)",
+		"second signal": "exited at a second signal",
+	}
+	var out []string
+	for k, n := range stops {
+		w, ok := words[k]
+		if !ok {
+			w = "ended (" + k + ")"
+		}
+		out = append(out, fmt.Sprintf("%d %s", n, w))
+	}
+	sort.Strings(out)
+	if len(out) == 0 {
+		return "none"
+	}
+	return strings.Join(out, ", ")
+}
+
 // Print writes the report for people.
 func (r *Report) Print(w io.Writer) {
 	p := func(format string, a ...any) { fmt.Fprintf(w, format+"\n", a...) }
-	stops := make([]string, 0, len(r.Stops))
-	for k, n := range r.Stops {
-		stops = append(stops, fmt.Sprintf("%s %d", k, n))
-	}
-	sort.Strings(stops)
-	p("run: %s, %d processes (%d worker processes: %s)", secs(r.Duration), r.Processes, r.Workers, strings.Join(stops, ", "))
+	p("run: %s, %s (%s: %s)", secs(r.Duration), plural(r.Processes, "process", "processes"), plural(r.Workers, "worker process", "worker processes"), stopWords(r.Stops))
 	wc := r.Writes
 	p("lease-table writes: %d sent, %d applied (%d acknowledged, %d of unknown outcome to the writer, shown applied by the history), %d not applied; %d applies reordered by version",
 		wc.Sent, wc.Acknowledged+wc.Inferred, wc.Acknowledged, wc.Inferred, wc.NotApplied, wc.Reordered)

@@ -1,0 +1,954 @@
+package check
+
+import (
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/shardlease/shardlease/engine"
+	"github.com/shardlease/shardlease/sim/trace"
+)
+
+// The latency invariants: the availability the README promises, checked
+// on every handoff whose path the trace shows undisturbed.
+const (
+	T1 = "T1" // an unplanned failover ends within its derived bound
+	T2 = "T2" // a planned move ends within its derived bound
+	T3 = "T3" // a dead assigner is replaced within its derived bound
+)
+
+// Timing is what the latency invariants (T1-T3) and the balance invariant
+// (B1) need to know of a world: its lease timing, the intervals of the
+// assignment and the drift of its clocks. A nil Options.Timing leaves
+// them unchecked (cmd/live, whose histories carry no configuration).
+//
+// Each bound is derived from these figures and from the round trips of
+// the calls on the handoff's path as the trace shows them (see
+// docs/claims.md, "Latency bounds"); a handoff whose path the trace shows
+// disturbed (a failed or faulty call, a pause, a crash of a process on the
+// path, a second assignment, a change of assigner) is not checked.
+type Timing struct {
+	LeaseDuration        time.Duration
+	RenewInterval        time.Duration
+	AssignerScanInterval time.Duration
+	PendingPollInterval  time.Duration
+	TakeInterval         time.Duration
+	// IndexLag is how far the pending index may lag the table.
+	IndexLag time.Duration
+	// Drift bounds the rate drift of every clock (|drift| ≤ Drift): a
+	// wait of d on a worker's monotonic clock lasts at most d/(1-Drift)
+	// of true time.
+	Drift float64
+	// Assigner and Scan say which ways of handing leases out the fleet's
+	// workers use (both: a mixed fleet).
+	Assigner, Scan bool
+	// Capped: MaxLeasesForWorker is set, so a failover may wait for a
+	// worker with room (T1 is not checked).
+	Capped bool
+	// FanOut: the workers read with enhanced fan-out (a restart registers
+	// its consumer first: the resume bound is not checked).
+	FanOut bool
+	// BalanceByCount: the assigner balances lease counts (B1's role rule
+	// holds only then).
+	BalanceByCount bool
+}
+
+// timingSlack is what a bound allows beyond its derived terms: the steps
+// of one true instant, rounding of the jitter.
+const timingSlack = 50 * time.Millisecond
+
+// jit is the longest true time of an interval d that a worker jitters (up
+// to a tenth more) and times on its own clock.
+func (tm *Timing) jit(d time.Duration) time.Duration { return tm.wait(d + d/10) }
+
+// wait is the longest true time of a wait of d on a worker's clock.
+func (tm *Timing) wait(d time.Duration) time.Duration {
+	return time.Duration(float64(d) / (1 - tm.Drift))
+}
+
+// settle is how long after a change of the fleet (a process started or
+// stopped, a fault) the assigner's member list may still change: a member
+// drops out once it has not renewed for two renew intervals and a scan,
+// or said hello within one and a half lease durations; its hello takes a
+// poll and the index's lag to be read.
+func (tm *Timing) settle() time.Duration {
+	return max(2*tm.RenewInterval+tm.jit(tm.AssignerScanInterval), tm.wait(3*tm.LeaseDuration/2)) +
+		tm.jit(tm.PendingPollInterval) + tm.IndexLag + time.Second
+}
+
+// interval is a stretch of true time.
+type interval struct{ from, to time.Duration }
+
+func (i interval) overlaps(from, to time.Duration) bool { return i.from <= to && i.to >= from }
+
+// rttBuckets is how many seconds of round trips a process keeps: longer
+// than any bound (a gap beyond it is a violation whatever its round trips).
+const rttBuckets = 256
+
+// tproc is what the timing checker keeps of one process.
+type tproc struct {
+	slot  int32
+	owner string
+	start time.Duration
+	alive bool
+	dist  [16]interval // its latest disturbances (a ring)
+	ndist int
+	// asg: its latest disturbances of the calls on the assigner row, and
+	// its pauses (T3 asks only how its reads of that row went)
+	asg     [8]interval
+	nasg    int
+	rtt     [rttBuckets]rttBucket
+	renewed time.Duration // its last applied write of the assigner row
+	// releasedRow: when its release of the assigner row applied
+	releasedRow time.Duration
+}
+
+type rttBucket struct {
+	sec int64
+	max time.Duration
+}
+
+// disturb records a disturbance of the process over i.
+func (p *tproc) disturb(i interval) {
+	p.dist[p.ndist%len(p.dist)] = i
+	p.ndist++
+}
+
+// disturbed reports whether the process was disturbed in [from, to]; a
+// ring too short to tell counts as disturbed.
+func (p *tproc) disturbed(from, to time.Duration) bool {
+	return inRing(p.dist[:], p.ndist, from, to)
+}
+
+// asgDisturbed reports whether a call of the process on the assigner row
+// failed, or the process was paused, in [from, to].
+func (p *tproc) asgDisturbed(from, to time.Duration) bool {
+	return inRing(p.asg[:], p.nasg, from, to)
+}
+
+// inRing reports whether an interval of the ring (n of them written)
+// overlaps [from, to]; a ring too short to tell counts as overlapping.
+func inRing(ring []interval, n int, from, to time.Duration) bool {
+	k := min(n, len(ring))
+	oldest := interval{from: -1}
+	for i := 0; i < k; i++ {
+		d := ring[i]
+		if d.overlaps(from, to) {
+			return true
+		}
+		if oldest.from < 0 || d.from < oldest.from {
+			oldest = d
+		}
+	}
+	return n > len(ring) && oldest.from > from
+}
+
+func (p *tproc) asgDisturb(i interval) {
+	p.asg[p.nasg%len(p.asg)] = i
+	p.nasg++
+}
+
+// noteRTT records a call of the process answered at t after rtt.
+func (p *tproc) noteRTT(t, rtt time.Duration) {
+	sec := int64(t / time.Second)
+	b := &p.rtt[sec%rttBuckets]
+	if b.sec != sec {
+		*b = rttBucket{sec: sec}
+	}
+	b.max = max(b.max, rtt)
+}
+
+// maxRTT returns the longest round trip of the process's calls answered
+// in [from, to] (and the second before).
+func (p *tproc) maxRTT(from, to time.Duration) time.Duration {
+	var m time.Duration
+	lo, hi := int64(from/time.Second)-1, int64(to/time.Second)
+	if hi-lo >= rttBuckets {
+		lo = hi - rttBuckets + 1
+	}
+	for s := lo; s <= hi; s++ {
+		if s < 0 {
+			continue
+		}
+		if b := &p.rtt[s%rttBuckets]; b.sec == s {
+			m = max(m, b.max)
+		}
+	}
+	return m
+}
+
+// tkey is what the timing checker keeps of one key.
+type tkey struct {
+	acqProc   int32
+	acqReason string
+	acqT      time.Duration
+	assigns   []assignRec // the latest assignments (TraceAssigned), oldest first
+	// conflicts: condition failures of writes on the key (by process);
+	// fails: its calls that failed (by process); writes: the writes that
+	// applied on it (by process)
+	conflicts []conflict
+	fails     []conflict
+	writes    []conflict
+	// handing: the process handing the lease over, since handAt (-1:
+	// none)
+	handing int32
+	handAt  time.Duration
+}
+
+// assignRec is an assignment of a key: it applied at t, written by
+// process by, naming to (once the assigner's trace said so; "" before).
+type assignRec struct {
+	t  time.Duration
+	by int32
+	to string
+}
+
+type conflict struct {
+	t    time.Duration
+	proc int32
+}
+
+// asgTenure is one holding of the assigner row.
+type asgTenure struct {
+	proc     int32
+	from, to time.Duration // to: 0 while held
+	prev     int32         // the holder before it (-1: none)
+}
+
+// timingChecker checks T1, T2 and T3 (see Timing).
+type timingChecker struct {
+	o     Options
+	tm    *Timing
+	keys  *keyTable
+	procs []*tproc         // by process id
+	slots map[int32]int32  // slot -> its live process
+	live  map[string]int32 // owner -> its live process
+	// global holds the disturbances no process is known for (a pause of
+	// an unnamed worker), and every disturbance, process start and stop
+	// of the fleet for T3's steadiness (a ring)
+	unnamed []interval
+	fleet   [256]fleetEvent
+	nfleet  int
+	asg     []asgTenure // the assigner row's holdings, oldest first (the latest few)
+	out     []Violation
+	// bounded counts the handoffs checked against a bound: failovers (T1),
+	// planned moves (T2), assigner takeovers (T3)
+	bounded [3]int
+}
+
+type fleetEvent struct {
+	proc int32
+	i    interval
+	// member: a process started or stopped (the member list changes), not
+	// a disturbance of a call or a pause
+	member bool
+}
+
+func newTiming(o Options, keys *keyTable) *timingChecker {
+	return &timingChecker{o: o, tm: o.Timing, keys: keys, slots: map[int32]int32{}, live: map[string]int32{}}
+}
+
+func (c *timingChecker) proc(id int32) *tproc {
+	if id < 0 {
+		return nil
+	}
+	for int(id) >= len(c.procs) {
+		c.procs = append(c.procs, nil)
+	}
+	p := c.procs[id]
+	if p == nil {
+		p = &tproc{slot: -1}
+		c.procs[id] = p
+	}
+	return p
+}
+
+func (c *timingChecker) fleetEvent(proc int32, i interval) {
+	c.fleet[c.nfleet%len(c.fleet)] = fleetEvent{proc: proc, i: i}
+	c.nfleet++
+}
+
+func (c *timingChecker) memberEvent(proc int32, t time.Duration) {
+	c.fleet[c.nfleet%len(c.fleet)] = fleetEvent{proc: proc, i: interval{t, t}, member: true}
+	c.nfleet++
+}
+
+// fleetChanges counts the processes other than except that started or
+// stopped in [from, to] (each may change the member list); a pause of an
+// unnamed worker overlapping it, or a ring too short to tell, counts as
+// many.
+func (c *timingChecker) fleetChanges(from, to time.Duration, except int32) int {
+	n := min(c.nfleet, len(c.fleet))
+	oldest := time.Duration(-1)
+	changes := 0
+	for i := 0; i < n; i++ {
+		e := c.fleet[i]
+		if e.member && e.proc != except && e.i.overlaps(from, to) {
+			changes++
+		}
+		if oldest < 0 || e.i.from < oldest {
+			oldest = e.i.from
+		}
+	}
+	if c.nfleet > len(c.fleet) && oldest > from {
+		return 1 << 20
+	}
+	for _, u := range c.unnamed {
+		if u.overlaps(from, to) {
+			return 1 << 20
+		}
+	}
+	return changes
+}
+
+func (c *timingChecker) key(ks *keyState) *tkey {
+	if ks.tk == nil {
+		ks.tk = &tkey{acqProc: -1, handing: -1}
+	}
+	return ks.tk
+}
+
+// pathOp reports whether a call of op can be on a handoff's path: the
+// table calls, and the stream calls of shard sync (a scan waits for the
+// sync round in flight).
+func pathOp(op engine.Op) bool {
+	return op.IsStore() || op == engine.OpListShards || op == engine.OpDescribeStream
+}
+
+// failedOutcome reports whether a call's outcome delayed its caller (the
+// call must be made again, or was answered only at its timeout).
+func failedOutcome(o string) bool {
+	switch o {
+	case trace.OutcomeOK, trace.OutcomeCondition, trace.OutcomeNotFound:
+		return false
+	}
+	return true
+}
+
+// observe feeds the records the timing checker reads.
+func (c *timingChecker) observe(r *trace.Record) {
+	switch r.Kind {
+	case trace.KindProcStart:
+		p := c.proc(r.Proc)
+		p.slot, p.owner, p.start, p.alive = r.Worker, r.Owner, r.T, true
+		c.slots[r.Worker] = r.Proc
+		c.live[r.Owner] = r.Proc
+		c.memberEvent(r.Proc, r.T)
+	case trace.KindProcStop:
+		p := c.proc(r.Proc)
+		p.alive = false
+		if c.live[r.Owner] == r.Proc {
+			delete(c.live, r.Owner)
+		}
+		c.memberEvent(r.Proc, r.T)
+		c.asgEnd(r.Proc, r.T)
+	case trace.KindSend:
+		// A live worker that writes its hello again, later than right
+		// after its start, is one the assigner's member list no longer
+		// names: the list, and so who the deputies are, changed.
+		if r.Proc >= 0 && r.Op == engine.OpCreateLease && strings.HasPrefix(r.Key, engine.HelloPrefix) {
+			if p := c.proc(r.Proc); r.T-p.start > c.tm.settle() {
+				c.memberEvent(r.Proc, r.T)
+			}
+		}
+	case trace.KindReply:
+		if r.Proc < 0 || !pathOp(r.Op) {
+			return
+		}
+		p := c.proc(r.Proc)
+		p.noteRTT(r.T, r.T-r.Sent)
+		failed := r.Fault != "" || failedOutcome(r.Outcome)
+		switch {
+		case !failed:
+		case r.Key == "" || engine.IsReserved(r.Key):
+			// a scan, a poll of the index, a listing of shards, or a call on
+			// a reserved row (the assigner row, the stream's marker read by
+			// the start-up checks, a hello): what the process's handing out
+			// and taking of any lease waits for
+			i := interval{r.Sent, r.T}
+			p.disturb(i)
+			c.fleetEvent(r.Proc, i)
+			if r.Key == engine.AssignerKey {
+				p.asgDisturb(i)
+			}
+		default:
+			// a call on one lease's row delays that lease only
+			tk := c.key(c.keys.get(r.Key))
+			tk.fails = appendRecent(tk.fails, conflict{r.T, r.Proc}, r.T)
+		}
+		if r.Outcome == trace.OutcomeCondition && r.Key != "" {
+			tk := c.key(c.keys.get(r.Key))
+			tk.conflicts = appendRecent(tk.conflicts, conflict{r.T, r.Proc}, r.T)
+		}
+	case trace.KindFault:
+		if !strings.Contains(r.Reason, "pause") {
+			return
+		}
+		d := pauseFor(r.Reason)
+		i := interval{r.T, r.T + d}
+		slot := r.Worker
+		if slot < 0 && strings.Contains(r.Reason, "in the middle of a delivery") {
+			slot = pausedSlot(r.Reason)
+		}
+		if pid, ok := c.slots[slot]; ok && slot >= 0 {
+			c.proc(pid).disturb(i)
+			c.proc(pid).asgDisturb(i)
+			c.fleetEvent(pid, i)
+			return
+		}
+		c.unnamed = append(c.unnamed, i)
+	case trace.KindApply:
+		if r.Outcome != trace.OutcomeOK || r.Proc < 0 {
+			return
+		}
+		if r.Key == engine.AssignerKey {
+			p := c.proc(r.Proc)
+			p.renewed = r.T
+			if r.Reason == trace.WriteRelease {
+				p.releasedRow = r.T
+			}
+			return
+		}
+		if r.Key != "" && !engine.IsReserved(r.Key) {
+			tk := c.key(c.keys.get(r.Key))
+			tk.writes = appendRecent(tk.writes, conflict{r.T, r.Proc}, r.T)
+			if r.Reason == trace.WriteAssign && r.RowOwner == "" {
+				// an assignment (not a handoff request, which keeps the
+				// owner): timed at its apply, since its assignee may take
+				// the row before the assigner hears back
+				tk.assigns = appendRecent(tk.assigns, assignRec{t: r.T, by: r.Proc}, r.T)
+			}
+		}
+	case trace.LeaseAcquired:
+		if r.Key == engine.AssignerKey {
+			c.asgAcquired(r)
+			return
+		}
+		tk := c.key(c.keys.get(r.Key))
+		tk.acqProc, tk.acqReason, tk.acqT = r.Proc, r.Reason, r.T
+	case trace.LeaseLost, trace.LeaseReleased:
+		if r.Key == engine.AssignerKey {
+			c.asgEnd(r.Proc, r.T)
+			return
+		}
+		if tk := c.key(c.keys.get(r.Key)); tk.handing == r.Proc {
+			tk.handing = -1
+		}
+	case trace.HandingOver:
+		tk := c.key(c.keys.get(r.Key))
+		tk.handing, tk.handAt = r.Proc, r.T
+	case trace.CallSent:
+		if r.Reason == trace.WriteRelease {
+			c.handedOver(r)
+		}
+	case trace.Assigned:
+		// the assigner heard its assignment applied: name its assignee
+		to, ok := strings.CutPrefix(r.Reason, "to ")
+		if !ok {
+			return
+		}
+		to, _, _ = strings.Cut(to, ":")
+		tk := c.key(c.keys.get(r.Key))
+		for i := len(tk.assigns) - 1; i >= 0; i-- {
+			if x := &tk.assigns[i]; x.by == r.Proc && x.to == "" {
+				x.to = to
+				break
+			}
+		}
+	}
+}
+
+// appendRecent appends x to s and drops the entries older than 10
+// minutes before now (s is in time order); it keeps at most 32.
+func appendRecent[T assignRec | conflict](s []T, x T, now time.Duration) []T {
+	s = append(s, x)
+	drop := 0
+	for drop < len(s)-1 && (len(s)-drop > 32 || timeOf(s[drop]) < now-10*time.Minute) {
+		drop++
+	}
+	if drop > 0 {
+		s = append(s[:0], s[drop:]...)
+	}
+	return s
+}
+
+func timeOf[T assignRec | conflict](x T) time.Duration {
+	switch v := any(x).(type) {
+	case assignRec:
+		return v.t
+	case conflict:
+		return v.t
+	}
+	return 0
+}
+
+// pauseFor returns the length of a pause fault ("... for 2.305s ...").
+func pauseFor(reason string) time.Duration {
+	_, rest, ok := strings.Cut(reason, " for ")
+	if !ok {
+		return time.Hour // unknown: as long as it may be
+	}
+	f, _, _ := strings.Cut(rest, " ")
+	d, err := time.ParseDuration(f)
+	if err != nil {
+		return time.Hour
+	}
+	return d
+}
+
+// pausedSlot returns N of "pause wN ...", or -1.
+func pausedSlot(reason string) int32 {
+	_, rest, ok := strings.Cut(reason, "pause w")
+	if !ok {
+		return -1
+	}
+	i := 0
+	for i < len(rest) && rest[i] >= '0' && rest[i] <= '9' {
+		i++
+	}
+	n, err := strconv.Atoi(rest[:i])
+	if err != nil {
+		return -1
+	}
+	return int32(n)
+}
+
+func (c *timingChecker) asgAcquired(r *trace.Record) {
+	prev := int32(-1)
+	if n := len(c.asg); n > 0 {
+		prev = c.asg[n-1].proc
+		if c.asg[n-1].to == 0 {
+			c.asg[n-1].to = r.T
+		}
+	}
+	if len(c.asg) >= 16 {
+		c.asg = append(c.asg[:0], c.asg[1:]...)
+	}
+	c.asg = append(c.asg, asgTenure{proc: r.Proc, from: r.T, prev: prev})
+	if prev >= 0 && prev != r.Proc {
+		c.takeover(c.asg[len(c.asg)-2], r)
+	}
+}
+
+func (c *timingChecker) asgEnd(proc int32, t time.Duration) {
+	if n := len(c.asg); n > 0 && c.asg[n-1].proc == proc && c.asg[n-1].to == 0 {
+		c.asg[n-1].to = t
+	}
+}
+
+// asgHeld returns the holding of the assigner row by proc that spans
+// [from, to], if any.
+func (c *timingChecker) asgHeld(proc int32, from, to time.Duration) (asgTenure, bool) {
+	for _, a := range c.asg {
+		if a.proc == proc && a.from <= from && (a.to == 0 || a.to >= to) {
+			return a, true
+		}
+	}
+	return asgTenure{}, false
+}
+
+// asgChanges counts the holdings of the assigner row that began in
+// (from, to].
+func (c *timingChecker) asgChanges(from, to time.Duration) int {
+	n := 0
+	for _, a := range c.asg {
+		if a.from > from && a.from < to {
+			n++
+		}
+	}
+	return n
+}
+
+// asgBegan returns the holding of the assigner row by proc that began in
+// (from, to], if any.
+func (c *timingChecker) asgBegan(proc int32, from, to time.Duration) (asgTenure, bool) {
+	for _, a := range c.asg {
+		if a.proc == proc && a.from > from && a.from <= to {
+			return a, true
+		}
+	}
+	return asgTenure{}, false
+}
+
+// pathClean reports whether none of procs (nil entries skipped) was
+// disturbed in [from, to] (a pause, or a failed scan, poll, listing or
+// call on the assigner row), none of their calls on the key failed, no
+// pause of an unnamed worker overlaps it, no write on the key but one of
+// except's failed its condition, and no process but except and procs
+// wrote the key (a take by a third process that never acted, another
+// failover stacked on this one).
+func (c *timingChecker) pathClean(tk *tkey, from, to time.Duration, except int32, procs ...*tproc) bool {
+	for _, p := range procs {
+		if p != nil && p.disturbed(from, to) {
+			return false
+		}
+	}
+	for _, x := range tk.writes {
+		if x.t <= from || x.t > to || x.proc == except {
+			continue
+		}
+		onPath := false
+		for _, p := range procs {
+			onPath = onPath || (p != nil && c.proc(x.proc) == p)
+		}
+		if !onPath {
+			return false
+		}
+	}
+	for _, u := range c.unnamed {
+		if u.overlaps(from, to) {
+			return false
+		}
+	}
+	for _, x := range tk.conflicts {
+		if x.proc != except && x.t >= from && x.t <= to {
+			return false
+		}
+	}
+	for _, x := range tk.fails {
+		if x.proc == except || x.t < from || x.t > to {
+			continue
+		}
+		for _, p := range procs {
+			if p != nil && c.proc(x.proc) == p {
+				return false // a call of the path on the key failed
+			}
+		}
+	}
+	return true
+}
+
+// started is tenure t starting after prev on its key. A handoff whose old
+// tenure is still open but released (its release's reply not in yet) is
+// checked when that tenure ends, which says whether it was planned.
+func (c *timingChecker) started(prev, t *tenure) {
+	if prev == nil || prev.Proc == t.Proc {
+		return
+	}
+	if prev.Open && prev.Released > 0 {
+		prev.tnext = t
+		return
+	}
+	c.handoff(&prev.Tenure, &t.Tenure, t.kt.ks)
+}
+
+// closedTenure is tenure t ending: a handoff waiting for it is checked.
+func (c *timingChecker) closedTenure(t *tenure) {
+	if n := t.tnext; n != nil {
+		t.tnext = nil
+		c.handoff(&t.Tenure, &n.Tenure, t.kt.ks)
+	}
+}
+
+// handoff is tenure b starting after tenure a on their key, in another
+// process: a failover (T1) or a planned move (T2), checked if its path
+// was undisturbed.
+func (c *timingChecker) handoff(a, b *Tenure, ks *keyState) {
+	if len(c.out) >= c.o.max() || ks == nil || engine.IsReserved(b.Key) {
+		return
+	}
+	gap, planned, ok := HandoffGap(a, b)
+	if !ok {
+		return
+	}
+	tk := c.key(ks)
+	if tk.acqProc != b.Proc {
+		return // acted on without a take the trace shows
+	}
+	B := c.proc(b.Proc)
+	switch {
+	case planned:
+		c.plannedMove(a, b, tk, gap, B)
+	case !c.tm.Capped:
+		c.failover(a, b, tk, gap, B)
+	}
+}
+
+// assignment returns the latest assignment of the key that applied in
+// (from, to], and how many did.
+func (tk *tkey) assignment(from, to time.Duration) (assignRec, int) {
+	var last assignRec
+	n := 0
+	for _, x := range tk.assigns {
+		if x.t > from && x.t <= to {
+			last = x
+			n++
+		}
+	}
+	return last, n
+}
+
+func (c *timingChecker) failover(a, b *Tenure, tk *tkey, gap time.Duration, B *tproc) {
+	tm := c.tm
+	from, to := a.Idle(), b.Start
+	var bound time.Duration
+	var how string
+	switch tk.acqReason {
+	case "assigned":
+		asg, n := tk.assignment(from, tk.acqT)
+		direct := n == 0 // the assigner took it itself
+		switch {
+		case direct:
+			asg = assignRec{t: tk.acqT, by: b.Proc, to: b.Owner}
+		case n != 1 || (asg.to != "" && asg.to != b.Owner):
+			return // assigned twice (the first assignee never took it)
+		}
+		G := c.proc(asg.by)
+		// after the assigner's decision: its assignment's round trip, the
+		// index's lag, the new owner's poll, read and take (or, taken
+		// directly, the assigner's take)
+		after := func(rg, rb time.Duration) time.Duration {
+			if direct {
+				return 3 * rb
+			}
+			return 3*rg + tm.IndexLag + tm.jit(tm.PendingPollInterval) + 3*rb
+		}
+		afterHow := "the index lag, a poll interval and the round trips of the assigner's scan and assignment and of the new owner's poll, read and take"
+		if direct {
+			afterHow = "the round trips of the assigner's scan and take"
+		}
+		if _, ok := c.asgHeld(asg.by, from, asg.t); ok {
+			if !c.pathClean(tk, from, to, a.Proc, G, B) {
+				return
+			}
+			bound = tm.jit(tm.AssignerScanInterval) + tm.wait(tm.LeaseDuration) + after(G.maxRTT(from, to), B.maxRTT(from, to))
+			how = "the assigner's scan interval (jittered), the lease duration, " + afterHow
+			if c.procOwner(a.Proc) == G.owner {
+				// the assigner's own lease, lost in its own view: it is
+				// assigned at the assigner's next scan, not at its expiry
+				bound += tm.jit(tm.AssignerScanInterval)
+				how += ", and one more scan interval (the assigner's own lease is reassigned at its next scan)"
+			}
+			break
+		}
+		// The assigner changed once: the new one, from the moment it took
+		// the row over (checked by T3), scans at once and times the lease
+		// from then, or hands the leases of the old assigner, if that was
+		// the old owner, out at once.
+		began, ok := c.asgBegan(asg.by, from, asg.t)
+		if !ok || c.procOwner(began.prev) == G.owner || c.asgChanges(from, began.from) > 0 {
+			// a restart under the same id resumes its predecessor's
+			// leases; more changes are not accounted for
+			return
+		}
+		if !c.pathClean(tk, began.from, to, a.Proc, G, B) {
+			return
+		}
+		rest := after(G.maxRTT(began.from, to), B.maxRTT(began.from, to))
+		wait := tm.wait(tm.LeaseDuration)
+		how = "the time until the assigner row was taken over, the lease duration, " + afterHow
+		if P := c.proc(a.Proc); began.prev == a.Proc && (P.releasedRow == 0 || P.releasedRow < P.renewed) {
+			// the old assigner's row expired: its leases went with it.
+			// One that released its row (its shutdown ended with leases
+			// still held) leaves them to be timed out like any other.
+			wait = 0
+			how = "the time until the assigner row was taken over, " + afterHow
+		}
+		bound = (began.from - from) + wait + rest
+		// the lease's last version may have come after the takeover
+		bound = max(bound, tm.jit(tm.AssignerScanInterval)+tm.wait(tm.LeaseDuration)+rest)
+	case "expired", "stolen":
+		if !c.pathClean(tk, from, to, a.Proc, B) {
+			return
+		}
+		rb := B.maxRTT(from, to)
+		bound = 2*tm.jit(tm.TakeInterval) + tm.wait(tm.LeaseDuration) + 5*rb
+		how = "two take intervals (jittered), the lease duration and the round trips of the new owner's scans and take"
+		if B.start > from {
+			// a worker started since: it first saw the lease at its
+			// first scan, at once
+			bound = max(bound, (B.start-from)+tm.jit(tm.TakeInterval)+tm.wait(tm.LeaseDuration)+8*rb)
+			how += " (or, as the new owner started after, the time until it started, a take interval, the lease duration and the round trips of its start-up checks, scans and take)"
+		}
+	case "resumed":
+		// a restart under the same owner id resumes its own lease at once
+		if c.procOwner(a.Proc) != b.Owner || B.start <= from || tm.FanOut {
+			return
+		}
+		if !c.pathClean(tk, B.start, to, a.Proc, B) {
+			return
+		}
+		rb := B.maxRTT(B.start, to)
+		bound = (B.start - from) + 8*rb
+		how = "the time until the process restarted and the round trips of its start-up checks, scan and take"
+	default:
+		return
+	}
+	bound += timingSlack
+	c.bounded[0]++
+	if gap > bound {
+		c.out = append(c.out, Violation{Invariant: T1, Key: b.Key, Workers: []string{b.who(), a.who()}, From: from, To: to,
+			Seqs: []uint64{a.LastSeq, b.FirstSeq},
+			Detail: "failover took " + gap.String() + " (" + ratioD(gap, tm.LeaseDuration) + "), beyond its bound " + bound.String() + " (" + ratioD(bound, tm.LeaseDuration) + ": " + how + "): " +
+				a.who() + " last held the lease at " + from.String() + ", " + b.who() + " acted at " + to.String() + " (" + tk.acqReason + ")"})
+	}
+}
+
+func (c *timingChecker) plannedMove(a, b *Tenure, tk *tkey, gap time.Duration, B *tproc) {
+	tm := c.tm
+	if !tm.Assigner || tm.Scan || tk.acqReason != "assigned" {
+		return // scan-mode workers take released leases at their next scan
+	}
+	from, to := max(a.End, a.Released), b.Start
+	A := c.proc(a.Proc)
+	ra, rb := A.maxRTT(from, to), B.maxRTT(from, to)
+	var bound time.Duration
+	var how string
+	asg, n := tk.assignment(from, tk.acqT)
+	switch {
+	case a.HandedTo != "":
+		// released to the receiver: no assignment is needed (one that
+		// names another worker means the receiver did not take it)
+		if (n != 0 && asg.to != "" && asg.to != b.Owner) || !c.pathClean(tk, from, to, -1, A, B) {
+			return
+		}
+		bound = ra + tm.IndexLag + tm.jit(tm.PendingPollInterval) + 3*rb
+		how = "the round trip of the release, the index lag, a poll interval and the round trips of the receiver's poll, read and take"
+	default:
+		// a shutdown: released to the assigner, which hands it out
+		if n != 1 || (asg.to != "" && asg.to != b.Owner) {
+			return
+		}
+		G := c.proc(asg.by)
+		if _, ok := c.asgHeld(asg.by, from, asg.t); !ok || asg.by == a.Proc {
+			return // the assigner changed, or is the one shutting down
+		}
+		if !c.pathClean(tk, from, to, -1, A, G, B) {
+			return
+		}
+		rg := G.maxRTT(from, to)
+		bound = ra + tm.IndexLag + tm.jit(tm.PendingPollInterval) + 3*rg
+		how = "the round trip of the release, the index lag, a poll interval and the round trips of the assigner's poll, read and assignment"
+		if asg.by != b.Proc {
+			bound += tm.IndexLag + tm.jit(tm.PendingPollInterval) + 3*rb
+			how += ", and again for the new owner's poll, read and take"
+		}
+	}
+	bound += timingSlack
+	c.bounded[1]++
+	if gap > bound {
+		c.out = append(c.out, Violation{Invariant: T2, Key: b.Key, Workers: []string{b.who(), a.who()}, From: from, To: to,
+			Seqs: []uint64{a.LastSeq, b.FirstSeq},
+			Detail: "planned move took " + gap.String() + " (" + ratioD(gap, tm.LeaseDuration) + "), beyond its bound " + bound.String() + " (" + ratioD(bound, tm.LeaseDuration) + ": " + how + "): " +
+				a.who() + " let the lease go at " + from.String() + ", " + b.who() + " acted at " + to.String()})
+	}
+}
+
+// handedOver is r.Proc sending the release of a lease: a handoff under
+// way ends within half a lease duration of its start (the holder releases
+// then whatever its processor does), and a write of the lease in flight
+// at that deadline.
+func (c *timingChecker) handedOver(r *trace.Record) {
+	tk := c.key(c.keys.get(r.Key))
+	if tk.handing != r.Proc || len(c.out) >= c.o.max() {
+		return
+	}
+	tm := c.tm
+	from := tk.handAt
+	tk.handing = -1
+	P := c.proc(r.Proc)
+	if !c.pathClean(tk, from, r.T, -1, P) {
+		return
+	}
+	bound := tm.wait(tm.LeaseDuration/2) + 2*P.maxRTT(from, r.T) + timingSlack
+	c.bounded[1]++
+	if gap := r.T - from; gap > bound {
+		c.out = append(c.out, Violation{Invariant: T2, Key: r.Key, Workers: []string{who(r)}, From: from, To: r.T, Seqs: []uint64{r.Seq},
+			Detail: who(r) + " released the lease " + gap.String() + " (" + ratioD(gap, tm.LeaseDuration) + ") after it began handing it over, beyond half a lease duration and a write's round trip (" + bound.String() + "): the lease stayed being handed over"})
+	}
+}
+
+// takeover is the assigner row taken by r.Proc after old held it: T3, if
+// the fleet was steady and a deputy of old was alive and undisturbed.
+func (c *timingChecker) takeover(old asgTenure, r *trace.Record) {
+	tm := c.tm
+	if !tm.Assigner || tm.Scan || len(c.out) >= c.o.max() {
+		return
+	}
+	G := c.proc(old.proc)
+	from := G.renewed
+	how := "a poll interval (jittered), the lease duration and the round trips of the new assigner's reads and take"
+	wait := tm.jit(tm.PendingPollInterval) + tm.wait(tm.LeaseDuration)
+	if G.releasedRow > 0 && G.releasedRow >= G.renewed {
+		from = G.releasedRow // released: taken at the next read
+		wait = tm.jit(tm.PendingPollInterval)
+		how = "a poll interval (jittered) and the round trips of the new assigner's read and take"
+	}
+	to := r.T
+	if from <= 0 || from < old.from {
+		return
+	}
+	// The deputies: the two live owners after the old assigner's in the
+	// sorted list, which is the assigner's member list when no worker but
+	// it started or stopped since long enough for that list to settle.
+	// With one such change the list may still name one worker the live
+	// fleet does not (or lack one it does), which displaces at most one
+	// of the two: both must then be up to the job, else one suffices. Up
+	// to the job: alive meanwhile, not paused, every read of the assigner
+	// row answered.
+	win := from - tm.settle()
+	changes := c.fleetChanges(win, to, old.proc)
+	if changes > 1 {
+		return
+	}
+	N := c.proc(r.Proc)
+	var rtt time.Duration
+	able := 0
+	deps := c.deputies(G.owner)
+	for _, d := range deps {
+		if p := c.proc(d); p.alive && p.start < win && !p.asgDisturbed(win, to) {
+			able++
+			rtt = max(rtt, p.maxRTT(from, to))
+		}
+	}
+	if able == 0 || (changes == 1 && able < len(deps)) {
+		return
+	}
+	rtt = max(rtt, N.maxRTT(from, to))
+	bound := wait + 3*rtt + timingSlack
+	c.bounded[2]++
+	if gap := to - from; gap > bound {
+		c.out = append(c.out, Violation{Invariant: T3, Key: engine.AssignerKey, Workers: []string{who(r), G.owner + "#" + itoa(int(old.proc))}, From: from, To: to,
+			Seqs:   []uint64{r.Seq},
+			Detail: "the assigner row was taken over " + gap.String() + " (" + ratioD(gap, tm.LeaseDuration) + ") after its holder last wrote it, beyond the bound " + bound.String() + " (" + how + ")"})
+	}
+}
+
+// deputies returns the live processes of the (at most) two owners that
+// follow owner in the sorted list of live owners: the assigner's deputies
+// in a fleet whose member list is its live workers.
+func (c *timingChecker) deputies(owner string) []int32 {
+	var owners []string
+	for o := range c.live {
+		if o != owner {
+			owners = append(owners, o)
+		}
+	}
+	slices.Sort(owners)
+	// the two after owner, wrapping around
+	i := 0
+	for i < len(owners) && owners[i] < owner {
+		i++
+	}
+	var out []int32
+	for k := 0; k < engine.Deputies && k < len(owners); k++ {
+		out = append(out, c.live[owners[(i+k)%len(owners)]])
+	}
+	return out
+}
+
+func (c *timingChecker) procOwner(proc int32) string {
+	if p := c.proc(proc); p != nil {
+		return p.owner
+	}
+	return ""
+}
+
+// ratioD renders d in lease durations.
+func ratioD(d, lease time.Duration) string {
+	if lease <= 0 {
+		return "?"
+	}
+	return strconv.FormatFloat(float64(d)/float64(lease), 'f', 2, 64) + " D"
+}
