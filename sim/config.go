@@ -270,12 +270,28 @@ const NotOwedPrefix = trace.NotOwedPrefix
 // never read (at LATEST every one, at AT_TIMESTAMP those that arrived
 // before the timestamp) when that is where its lease begins: the row's
 // checkpoint is that start sentinel and p's processor has processed no
-// record of the shard since it was initialized. Anywhere else a start at
-// LATEST skips records it owes (the planted bug resubscribe-at-latest).
+// record of the shard since it was initialized, in a world configured to
+// begin there, and the shard is not a child of one with a row. Anywhere
+// else a start at LATEST skips records it owes (the planted bugs
+// resubscribe-at-latest and child-at-latest).
 func (s *simulator) notOwed(p *proc, c *engine.Call) {
 	pos := c.Position
 	if pos.Type != engine.IterLatest && pos.Type != engine.IterAtTimestamp {
 		return
+	}
+	// only where the configuration begins a lease there: a world that
+	// begins at TRIM_HORIZON owes every record, and a child of a shard
+	// with a row begins at TRIM_HORIZON in any world (the planted bug
+	// child-at-latest starts it at LATEST)
+	if pos.Type == engine.IterLatest && !s.latestWorld() || pos.Type == engine.IterAtTimestamp && s.w.Config.InitialPosition != engine.AtTimestamp {
+		return
+	}
+	if sh, ok := s.shardOf(c.Stream, c.Shard); ok {
+		for _, pid := range sh.ParentIDs() {
+			if _, ok := s.row(s.shardKey(c.Stream, pid)); ok {
+				return
+			}
+		}
 	}
 	key := s.callKey(c)
 	row, ok := s.row(key)
