@@ -136,13 +136,16 @@ toxiproxy:
 # test-chaos runs the short live chaos test (both initial positions, and LATEST with enhanced fan-out against internal/efoserver; ~1 min):
 # worker processes built from cmd/live against dynalite/kinesalite, with kills,
 # pauses, link faults, throttling, splits and merges; then `live check`.
-# The servers are always stopped afterwards.
-test-chaos: toxiproxy prometheus prometheus
+# The servers are always stopped afterwards. On a failure it ends with the
+# last lines each failing sub-test wrote (scripts/test-failures.sh): with
+# -v they are printed among the other sub-tests' lines.
+test-chaos: toxiproxy prometheus
 	@export LOCALAWS_STATE_DIR=$(LIVE_LOCALAWS_STATE); \
 	trap 'scripts/localaws.sh stop >/dev/null' EXIT; \
 	scripts/localaws.sh start && \
 	SHARDLEASE_LOCALAWS=1 SHARDLEASE_REQUIRE_LOCALAWS=1 SHARDLEASE_CHAOS=short TOXIPROXY_SERVER=$(GOBIN)/server \
-		$(GO) test -count=1 -run '^TestLiveChaos$$' -v -timeout 10m ./cmd/live/
+		$(GO) test -count=1 -run '^TestLiveChaos$$' -v -timeout 10m ./cmd/live/ 2>&1 | tee $(LIVE_LOCALAWS_STATE)/chaos.log; \
+	st=$${PIPESTATUS[0]}; [ $$st = 0 ] || scripts/test-failures.sh $(LIVE_LOCALAWS_STATE)/chaos.log; exit $$st
 
 # chaos is the long form: four chaos cycles per initial position (~4 min).
 chaos: toxiproxy prometheus
@@ -150,7 +153,8 @@ chaos: toxiproxy prometheus
 	trap 'scripts/localaws.sh stop >/dev/null' EXIT; \
 	scripts/localaws.sh start && \
 	SHARDLEASE_LOCALAWS=1 SHARDLEASE_REQUIRE_LOCALAWS=1 SHARDLEASE_CHAOS=long TOXIPROXY_SERVER=$(GOBIN)/server \
-		$(GO) test -count=1 -run '^TestLiveChaos$$' -v -timeout 30m ./cmd/live/
+		$(GO) test -count=1 -run '^TestLiveChaos$$' -v -timeout 30m ./cmd/live/ 2>&1 | tee $(LIVE_LOCALAWS_STATE)/chaos.log; \
+	st=$${PIPESTATUS[0]}; [ $$st = 0 ] || scripts/test-failures.sh $(LIVE_LOCALAWS_STATE)/chaos.log; exit $$st
 
 # live-local starts the local servers and runs a producer and three workers
 # (metrics on 127.0.0.1:9464-9466) until Ctrl-C (or DURATION seconds), then

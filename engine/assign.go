@@ -79,6 +79,8 @@ type assignState struct {
 	depOwner  string
 	depIs     bool
 	nextHello time.Duration
+	// watch is the watch of this worker's pending rows (Config.WatchPending)
+	watch pendingWatch
 
 	as *assigner // non-nil while this worker holds the assigner row
 }
@@ -162,14 +164,16 @@ func (w *Worker) advanceAssigned() {
 		// the leases its predecessor held.
 		w.startScan()
 	}
-	if !a.pollInFlight && now >= a.nextPoll {
+	if !a.pollInFlight && now >= a.nextPoll && a.watch.polls() {
 		a.pollInFlight = true
+		a.watch.owed = false
 		a.nextPoll = now + w.jitter(w.cfg.PendingPollInterval)
 		if w.bug("poll-every-lease-duration") {
 			a.nextPoll = now + w.jitter(w.cfg.LeaseDuration)
 		}
 		w.call(Call{Op: OpListPending, Key: w.cfg.Owner}, pendingCall{purpose: forPoll})
 	}
+	w.readNotified()
 	if !a.indexOK {
 		return // nothing else until the index answered (or is found missing)
 	}
@@ -201,9 +205,10 @@ func (w *Worker) advanceAssigned() {
 // worker.
 func (w *Worker) wakeAssigned(min func(time.Duration)) {
 	a := &w.asg
-	if !a.pollInFlight {
+	if !a.pollInFlight && a.watch.polls() {
 		min(a.nextPoll)
 	}
+	w.wakeWatches(min)
 	if !a.indexOK {
 		return
 	}
@@ -251,7 +256,9 @@ func (w *Worker) onPoll(r *Result) {
 		return
 	}
 	if r.Err != nil {
-		return // the next poll comes soon
+		// the next poll comes soon; with a watch up, the one it owes
+		w.asg.watch.owed = w.asg.watch.up
+		return
 	}
 	w.asg.indexOK = true
 	for _, row := range r.Listing.Leases {
@@ -285,6 +292,10 @@ func (w *Worker) onConfirm(key string, rs *rowState, r *Result) {
 	if rs != nil && rs.confirming {
 		rs.confirming = false
 		w.rows.tidy(rs)
+	}
+	if r.Err != nil && w.asg.watch.up {
+		// no poll will show the row again: read it again later
+		w.asg.watch.note([]PendingChange{{Key: key}}, w.now.Mono+w.cfg.PendingPollInterval)
 	}
 	if r.Err != nil || w.shutdown {
 		return

@@ -21,6 +21,9 @@ type assigner struct {
 	pollInFlight bool
 	nextPoll     time.Duration
 	confirming   map[string]bool
+	// watch is the watch of the rows that wait for the assigner
+	// (Config.WatchPending)
+	watch pendingWatch
 
 	live    map[string]time.Duration // member -> when last seen renewing (or taking, or inherited)
 	hellos  map[string]time.Duration // member -> when its hello was last read
@@ -143,6 +146,26 @@ func (a *assigner) members(w *Worker) []string {
 	return out
 }
 
+// learnWriter notes who wrote row when the version this assigner saw last,
+// prev, is an assignment to a worker: no one but the assignee writes the
+// row next (a worker takes only what is assigned to it, and declines
+// without a write), so a later version that another process wrote, this
+// assigner's own writes aside, is the assignee's. A worker assigned a
+// lease that takes it and releases it for its shutdown before any scan
+// shows its take is then known to be leaving, and is not given the lease
+// back.
+func (a *assigner) learnWriter(w *Worker, prev, row Lease) {
+	if row.Writer == "" || row.Writer == w.writer || row.Counter <= prev.Counter || row.Key != prev.Key {
+		return
+	}
+	if prev.Owner != "" || prev.Pending == "" || prev.Pending == AssignerPending {
+		return
+	}
+	if _, ok := a.writers[row.Writer]; !ok {
+		a.writers[row.Writer] = prev.Pending
+	}
+}
+
 // released notes the release, for its shutdown, of a lease that row now
 // shows: its writer is leaving.
 func (a *assigner) released(w *Worker, row Lease) {
@@ -171,11 +194,13 @@ func (w *Worker) advanceAssigner() {
 		}
 		w.call(Call{Op: OpListLeases, Consistent: true}, pendingCall{purpose: forScan})
 	}
-	if !a.pollInFlight && now >= a.nextPoll {
+	if !a.pollInFlight && now >= a.nextPoll && a.watch.polls() {
 		a.pollInFlight = true
+		a.watch.owed = false
 		a.nextPoll = now + w.jitter(w.cfg.PendingPollInterval)
 		w.call(Call{Op: OpListPending, Key: AssignerPending}, pendingCall{purpose: forAssignerPoll})
 	}
+	w.readAssignerNotified()
 	if a.expiry > 0 && now >= a.expiry && !w.bug("expiry-at-scans-only") {
 		// A lease expires now in this worker's view: assign it at once,
 		// from what the last scan showed (the write is conditioned on that
@@ -236,7 +261,7 @@ func (w *Worker) wakeAssigner(min func(time.Duration)) {
 	if !w.sync.inFlight() {
 		min(w.sync.next)
 	}
-	if !w.asg.as.pollInFlight {
+	if !w.asg.as.pollInFlight && w.asg.as.watch.polls() {
 		min(w.asg.as.nextPoll)
 	}
 	if h := w.heldAssignerRow(); h != nil {
@@ -255,6 +280,7 @@ func (w *Worker) onAssignerPoll(r *Result) {
 	}
 	a.pollInFlight = false
 	if r.Err != nil {
+		a.watch.owed = a.watch.up
 		return
 	}
 	for _, row := range r.Listing.Leases {
@@ -273,6 +299,9 @@ func (w *Worker) onAssignerConfirm(key string, r *Result) {
 		return
 	}
 	delete(a.confirming, key)
+	if r.Err != nil && a.watch.up {
+		a.watch.note([]PendingChange{{Key: key}}, w.now.Mono+w.cfg.PendingPollInterval)
+	}
 	if r.Err != nil || !w.isAssigner() || r.Lease.Pending != AssignerPending {
 		return
 	}
@@ -285,6 +314,9 @@ func (w *Worker) onAssignerConfirm(key string, r *Result) {
 			w.sendWrite(wr)
 		}
 		return
+	}
+	if rs := w.rows.get(key); rs != nil && rs.observed && rs.obs.ok {
+		a.learnWriter(w, rs.obs.row, row)
 	}
 	a.released(w, row)
 	o := w.observeRow(row) // the freshest version this worker knows: not older than row

@@ -91,6 +91,15 @@ type Config struct {
 	// PendingPollInterval is the time between a worker's reads of what
 	// waits for it (AssignmentAssigner). Default: LeaseDuration/8.
 	PendingPollInterval time.Duration
+	// WatchPending makes a worker in assigned mode learn what waits for it
+	// from a watch its driver keeps (Ready.Watch, InputWatch) instead of
+	// polling the pending index every PendingPollInterval: it reads the
+	// index once whenever a watch starts, then only the rows a watch
+	// reports, so a planned move costs the watch's latency and the take.
+	// Consumer sets it when its Store implements PendingWatcher (an etcd
+	// store does); a driver of its own sets it only if it keeps the
+	// watches.
+	WatchPending bool
 	// BalanceBy is what the assigner balances: BalanceLeases (the
 	// default: lease counts) or BalanceThroughput (the KB per second each
 	// holder reports with its renewals, Lease.ThroughputKBps).

@@ -91,6 +91,9 @@
 // is to take it. Every other worker reads only the rows whose Pending names
 // it (the store's PendingIndex, a sparse index: eventually consistent),
 // reads each strongly consistently, and takes it with a conditional write.
+// With a store that pushes what waits for a worker (PendingWatcher, an etcd
+// store; Config.WatchPending) it reads the index once when its watch
+// starts, then only the rows the watch reports, and polls nothing.
 // A balance move is a cooperative handoff: the assigner asks the holder
 // (HandoffTo), which finishes its in-flight batch, lets its processor
 // checkpoint (ShutdownRequested) and releases the lease to the receiver,

@@ -92,6 +92,7 @@ type Consumer struct {
 	storeSem    chan struct{}
 	streamSem   chan struct{}
 	runners     map[string]*runner
+	watches     map[string]*watchRunner // see driver_watch.go
 	waiters     map[uint64]chan error
 	nextToken   uint64
 	done        chan struct{}
@@ -117,6 +118,13 @@ func NewConsumer(opts ConsumerOptions) (*Consumer, error) {
 	}
 	if err := opts.FailurePolicy.validate(); err != nil {
 		errs = append(errs, err)
+	}
+	if _, ok := opts.Store.(PendingWatcher); ok && opts.Config.Assignment != AssignmentScan {
+		// The store pushes what waits for a worker: watch it rather than
+		// poll the index (see Config.WatchPending).
+		opts.Config.WatchPending = true
+	} else if opts.Config.WatchPending {
+		errs = append(errs, fmt.Errorf("Config.WatchPending needs a Store that implements engine.PendingWatcher; %T does not", opts.Store))
 	}
 	if opts.Config.Seed == 0 {
 		// Every process needs its own seed (see Config.Seed): the driver,
@@ -182,6 +190,7 @@ func NewConsumer(opts ConsumerOptions) (*Consumer, error) {
 		storeSem:    make(chan struct{}, opts.MaxStoreCalls),
 		streamSem:   make(chan struct{}, opts.MaxStreamCalls),
 		runners:     make(map[string]*runner),
+		watches:     make(map[string]*watchRunner),
 		waiters:     make(map[uint64]chan error),
 		done:        make(chan struct{}),
 		health:      newHealth(cfg.LeaseDuration, opts.StartTimeout),
@@ -231,6 +240,7 @@ func (c *Consumer) Run(ctx context.Context) error {
 	defer cancelCalls()
 	procCtx, cancelProcs := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelProcs()
+	defer c.stopWatches()
 
 	timer := c.clk.Timer(0)
 	defer timer.Stop()
@@ -245,6 +255,7 @@ func (c *Consumer) Run(ctx context.Context) error {
 		rd := c.worker.Step(now, in)
 		c.health.stepped(now.Wall, c.start.Add(rd.WakeAt), c.worker.leases())
 		c.carryOut(callCtx, procCtx, rd)
+		c.keepWatches(procCtx, rd.Watch)
 		c.publishActingUntil()
 		if !started && c.worker.Started() {
 			started, startBy = true, nil

@@ -175,6 +175,8 @@ type cluster struct {
 	cfg       Config
 	intercept func(tw *tWorker, c Call) (Result, bool)
 	steps     int // Steps taken, for benchmarks
+	// push, if set, keeps the workers' pending watches (watch_test.go)
+	push *pushHub
 }
 
 func newCluster(t *testing.T, shards int, cfg Config) *cluster {
@@ -240,6 +242,12 @@ func (c *cluster) step(tw *tWorker, in Input) {
 			}
 			r.ID = call.ID
 			tw.inbox = append(tw.inbox, Input{Kind: InputResult, Result: r})
+			if c.push != nil {
+				c.push.applied(c, call, r)
+			}
+		}
+		if c.push != nil {
+			c.push.keep(tw, rd.Watch)
 		}
 		for _, n := range notices {
 			c.process(tw, n)
@@ -335,7 +343,7 @@ func (c *cluster) run(d time.Duration) {
 	for c.now < end {
 		c.now += 100 * time.Millisecond
 		for _, tw := range c.workers {
-			if !tw.down && !tw.stopped && c.now >= tw.wake {
+			if !tw.down && !tw.stopped && (c.now >= tw.wake || len(tw.inbox) > 0) {
 				c.step(tw, Input{Kind: InputTick})
 			}
 		}

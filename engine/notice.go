@@ -80,6 +80,9 @@ const (
 	InputCheckpoint
 	// InputShutdown: drain, checkpoint and release every lease, then stop.
 	InputShutdown
+	// InputWatch: news of one of the watches Ready.Watch asks for
+	// (Input.Watch; see Config.WatchPending).
+	InputWatch
 )
 
 // Input is an event for the core.
@@ -94,6 +97,7 @@ type Input struct {
 	Reason     string     // InputDone with Skipped: the decision, for the trace
 	Checkpoint Checkpoint // InputCheckpoint
 	Token      uint64     // InputCheckpoint
+	Watch      WatchInput // InputWatch
 }
 
 // Ready is what the core asks of its driver after a Step: calls to make,
@@ -111,4 +115,12 @@ type Ready struct {
 	// cannot recover from (see Worker.Err): a failed start-up check or a
 	// stream re-created while it ran.
 	Err error
+	// Watch lists, sorted, the Pending values whose rows the worker wants
+	// pushed to it (Config.WatchPending): its own owner id, and the
+	// assigner's (AssignerPending) while it is the assigner. The driver
+	// keeps one PendingWatch per value, opens one for a value that joins
+	// the list, closes one that leaves it, and reports each through
+	// InputWatch: Started once it is established (again), its changes, and
+	// Lost when it ends.
+	Watch []string
 }

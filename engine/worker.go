@@ -231,6 +231,7 @@ func (w *Worker) Step(now Now, in Input) Ready {
 		w.rd.Stopped = true
 		w.rd.Err = w.err
 		w.rd.WakeAt = 0
+		w.rd.Watch = w.rd.Watch[:0]
 		return w.rd
 	}
 	if !w.started {
@@ -249,6 +250,8 @@ func (w *Worker) Step(now Now, in Input) Ready {
 		w.onCheckpointRequest(in.Key, w.affected, in.Checkpoint, in.Token)
 	case InputShutdown:
 		w.beginShutdown()
+	case InputWatch:
+		w.onWatch(&in.Watch)
 	}
 	switch {
 	case w.stopped:
@@ -258,6 +261,7 @@ func (w *Worker) Step(now Now, in Input) Ready {
 		w.advance()
 	}
 	w.rd.WakeAt = w.wake()
+	w.rd.Watch = w.watching(w.rd.Watch[:0])
 	w.rd.Stopped = w.stopped
 	w.rd.Err = w.err
 	return w.rd

@@ -314,6 +314,7 @@ func (w *Worker) writeApplied(wr *write) {
 
 func (w *Worker) writeNotApplied(wr *write, throttled bool) {
 	rs := w.rows.current(wr.rs, wr.key)
+	w.renotify(wr)
 	switch wr.kind {
 	case wTake, wCreate, wDelete, wAssign, wHello:
 		w.clearWrite(rs)
@@ -332,6 +333,7 @@ func (w *Worker) writeNotApplied(wr *write, throttled bool) {
 
 func (w *Worker) writeSuperseded(wr *write) {
 	rs := w.rows.current(wr.rs, wr.key)
+	w.renotify(wr)
 	if rs != nil {
 		rs.ghosts = nil
 	}

@@ -29,6 +29,10 @@ func TestLeaseTableContract(t *testing.T) {
 	}{
 		{"strongly_consistent", fakes.LeaseTableOptions{}},
 		{"stale_lag", fakes.LeaseTableOptions{StaleLag: 5 * time.Second, Seed: 7}},
+		// the table of the simulator's etcd worlds (sim/run.go): the watch
+		// log kept, serializable scans lagging; etcdstore runs the suite
+		// against a real cluster
+		{"etcd_watch_log", fakes.LeaseTableOptions{Watch: true, StaleLag: 2 * time.Second, Seed: 11}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			storetest.Run(t, func(t *testing.T) engine.LeaseStore { return fakes.NewLeaseTable(tc.opts) }, malform)

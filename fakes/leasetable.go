@@ -43,6 +43,11 @@ type LeaseTableOptions struct {
 	// NoIndex makes the table one without a pending index: ListPending
 	// fails with engine.ErrNoIndex.
 	NoIndex bool
+	// Watch makes the table keep, per Pending value, the log of writes a
+	// watch of its pending index reports (PendingChanges), as etcd keeps
+	// its revisions until a compaction (Compact): the table of an etcd
+	// store (package etcdstore). See watch.go.
+	Watch bool
 }
 
 // LeaseTable is an in-memory DynamoDB lease table that implements
@@ -73,6 +78,11 @@ type LeaseTable struct {
 
 	index   *pendingIndex
 	noIndex bool
+	// rev counts the writes applied (the store's revision); watch is the
+	// log of the writes that leave a row waiting (Options.Watch), nil
+	// without it
+	rev   int64
+	watch *watchLog
 }
 
 var _ engine.LeaseStore = (*LeaseTable)(nil)
@@ -91,6 +101,7 @@ func NewLeaseTable(opts LeaseTableOptions) *LeaseTable {
 		index: newPendingIndex(opts.IndexLag),
 
 		noIndex: opts.NoIndex,
+		watch:   newWatchLog(opts.Watch),
 	}
 }
 
@@ -362,8 +373,10 @@ func (t *LeaseTable) write(key string, v version, now time.Time) {
 	t.writeRow(t.keys[key], key, v, now)
 }
 
-// writeRow is write with tk the key's tableKey (nil if none).
+// writeRow is write with tk the key's tableKey (nil if none). Each call is
+// one revision of the table (Revision), as an etcd transaction is.
 func (t *LeaseTable) writeRow(tk *tableKey, key string, v version, now time.Time) {
+	t.rev++
 	if tk == nil {
 		if v.state == rowAbsent && v.lease.Pending == "" {
 			return // nothing to write, nothing to index
@@ -371,6 +384,9 @@ func (t *LeaseTable) writeRow(tk *tableKey, key string, v version, now time.Time
 		tk = t.intern(key)
 	}
 	t.index.update(tk, v.lease.Pending, now) // "" for a row gone or malformed
+	if t.watch != nil && v.state == rowPresent && v.lease.Pending != "" {
+		t.watch.add(v.lease.Pending, key, t.rev)
+	}
 	h := tk.h
 	if h == nil {
 		if v.state == rowAbsent {

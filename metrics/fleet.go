@@ -26,6 +26,11 @@ type fleet struct {
 	rows      map[string]*fleetRow // by lease key, from the latest scan
 	infoName  string               // the assigner's owner id (this worker)
 	previous  string               // the owner whose expired assigner row this worker took over
+	// expired counts the leases this worker, the assigner, reassigned
+	// because they expired since its latest scan: they were without an
+	// acting owner from their expiry to their take, which may fall
+	// between two scans, and the next scan counts them
+	expired map[string]bool
 
 	info, leases, withoutOwner, gap, awaiting, assigned, handoffs, scanAge *prometheus.Desc
 }
@@ -57,7 +62,7 @@ func newFleet(cl prometheus.Labels, lease, margin time.Duration, now func() time
 	f.info = d("shardlease_assigner_info", "1 on the worker that holds the assigner row (the elected worker that hands leases out); the label assigner names it.", "assigner")
 	f.leases = d("shardlease_fleet_leases", "Leases of the table that are not finished (SHARD_END excluded).")
 	f.withoutOwner = d("shardlease_fleet_shards_without_owner",
-		"Unfinished leases without an acting owner at the latest scan or the one before (so that a gap one scan saw outlives one scrape): unowned (awaiting assignment, or assigned and not yet taken), or owned by a worker whose row has stood still for the lease duration less the safety margin (by the lease rules it has stopped acting), or by the previous assigner, whose row had expired.")
+		"Unfinished leases without an acting owner at the latest scan or the one before (so that a gap one scan saw outlives one scrape): unowned (awaiting assignment, or assigned and not yet taken), or owned by a worker whose row has stood still for the lease duration less the safety margin (by the lease rules it has stopped acting), or by the previous assigner, whose row had expired; and leases the assigner reassigned since the scan before because they expired, whose gap may have fallen between two scans.")
 	f.gap = d("shardlease_fleet_ownership_gap_seconds",
 		"The longest ownership gap at the latest scan or the one before: how long the lease without an acting owner the longest had been so, from its owner's last renewal, take or release the scans showed (from when a scan first showed the lease if none did); 0 when every lease had an acting owner at both.")
 	f.awaiting = d("shardlease_fleet_leases_awaiting_assignment", "Unowned leases no worker is assigned to yet (a new shard, a lease released at shutdown).")
@@ -136,6 +141,24 @@ func (f *fleet) observe(l engine.Listing, at time.Time) {
 	}
 	f.scanned = at
 	f.prev, f.cur = f.cur, f.state(at)
+	if n := len(f.expired); n > f.cur.withoutOwner {
+		f.cur.withoutOwner = n
+	}
+	clear(f.expired)
+}
+
+// expiredMove records that this worker, the assigner, reassigned the lease
+// key because it had expired (see fleet.expired).
+func (f *fleet) expiredMove(key string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.assigner {
+		return
+	}
+	if f.expired == nil {
+		f.expired = make(map[string]bool)
+	}
+	f.expired[key] = true
 }
 
 // Describe implements prometheus.Collector.

@@ -284,3 +284,40 @@ func TestFleetAfterAnAssignerTakeover(t *testing.T) {
 	}
 	wantFleet(t, m, "taken", map[string]string{"shardlease_fleet_shards_without_owner": "0", "shardlease_fleet_ownership_gap_seconds": "0"})
 }
+
+// A lease the assigner reassigns because it expired, between two of its
+// scans, was without an acting owner from its expiry to its take: the
+// next scan counts it (and, as ever, the one after), though neither scan
+// saw the row expired (the live chaos test: the assigner hands a killed
+// worker's leases out at their expiry, and the new owner takes them before
+// the next scan).
+func TestFleetCountsExpiredMovesBetweenScans(t *testing.T) {
+	m, c := newTestMetrics(t, "w2")
+	ss := &scanStore{LeaseStore: engine.NewMemStore()}
+	st := m.Store(ss)
+	tr := m.Tracer(nil)
+	scan := func() {
+		t.Helper()
+		if _, err := st.ListLeases(context.Background(), true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ss.rows = []engine.Lease{lease("a", "w1", 4, "p1"), lease("b", "w3", 2, "p3")}
+	// not the assigner: nothing counted
+	tr(engine.TraceEvent{Kind: engine.TraceAssigned, Key: "a", Reason: "to w3: expired"})
+	tr(engine.TraceEvent{Kind: engine.TraceLeaseAcquired, Key: engine.AssignerKey, Reason: "assigner"})
+	scan()
+	wantFleet(t, m, "first scan", map[string]string{"shardlease_fleet_shards_without_owner": "0"})
+	c.advance(time.Second)
+	tr(engine.TraceEvent{Kind: engine.TraceAssigned, Key: "a", Reason: "to w3: expired"})
+	tr(engine.TraceEvent{Kind: engine.TraceAssigned, Key: "b", Reason: "to w1: balance"})
+	ss.rows[0] = lease("a", "w3", 5, "p3") // taken before the next scan
+	scan()
+	wantFleet(t, m, "reassigned for expiry since the last scan", map[string]string{"shardlease_fleet_shards_without_owner": "1"})
+	c.advance(time.Second)
+	scan()
+	wantFleet(t, m, "the scan before still counts", map[string]string{"shardlease_fleet_shards_without_owner": "1"})
+	c.advance(time.Second)
+	scan()
+	wantFleet(t, m, "gone", map[string]string{"shardlease_fleet_shards_without_owner": "0"})
+}

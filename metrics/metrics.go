@@ -211,6 +211,10 @@ func (m *Metrics) trace(e engine.TraceEvent) {
 		return
 	}
 	switch e.Kind {
+	case engine.TraceAssigned:
+		if strings.HasSuffix(e.Reason, ": expired") {
+			m.fleet.expiredMove(e.Key)
+		}
 	case engine.TraceCallSent:
 		m.sent(e.Key, e.Counter, e.Reason)
 		if e.Reason == "take" {

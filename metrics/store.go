@@ -111,8 +111,27 @@ func (m *Metrics) storeCall(op engine.Op, class string, start time.Time, err err
 // operation, write class and outcome, and the malformed rows of every
 // scan are counted. The wrapper passes s's table check (engine.TableChecker:
 // none if s has none) and its pending index (engine.PendingIndex:
-// engine.ErrNoIndex if s has none) through.
-func (m *Metrics) Store(s engine.LeaseStore) engine.LeaseStore { return &store{m: m, next: s} }
+// engine.ErrNoIndex if s has none) through; a store that pushes what waits
+// for a worker (engine.PendingWatcher) stays one.
+func (m *Metrics) Store(s engine.LeaseStore) engine.LeaseStore {
+	st := &store{m: m, next: s}
+	if pw, ok := s.(engine.PendingWatcher); ok {
+		return &watchingStore{store: st, pw: pw}
+	}
+	return st
+}
+
+// watchingStore is the wrapper of a store that implements
+// engine.PendingWatcher.
+type watchingStore struct {
+	*store
+	pw engine.PendingWatcher
+}
+
+// WatchPending starts a watch of the wrapped store.
+func (s *watchingStore) WatchPending(ctx context.Context, who string) (engine.PendingWatch, error) {
+	return s.pw.WatchPending(ctx, who)
+}
 
 // CheckTable runs the wrapped store's table check, if it has one.
 func (s *store) CheckTable(ctx context.Context) error {

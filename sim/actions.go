@@ -281,6 +281,8 @@ func (s *simulator) act(a Action) {
 	case ActSDKRetry:
 		s.fault(desc, "")
 		s.svc.retryKind, s.svc.retryChance, s.svc.retryUntil = a.Target, a.Value, s.now+a.Dur
+	case ActLeaderChange:
+		s.leaderChange(a) // etcd.go
 	case ActDupOwner:
 		src := s.live(s.slotOf(a.Worker))
 		if src == nil {

@@ -87,6 +87,8 @@ var configRows = []configRow{
 	{"DeregisterConsumer", "true (fan-out)", func(w *World, c *engine.Config) bool { return c.DeregisterConsumer }},
 	{"ConsistentTakeScans", "false", func(w *World, c *engine.Config) bool { return !c.ConsistentTakeScans }},
 	{"ConsistentTakeScans", "true", func(w *World, c *engine.Config) bool { return c.ConsistentTakeScans }},
+	{"WatchPending", "false (DynamoDB worlds)", func(w *World, c *engine.Config) bool { return !c.WatchPending }},
+	{"WatchPending", "true (etcd worlds: pushed assignments)", func(w *World, c *engine.Config) bool { return c.WatchPending }},
 	{"Seed", "one per process (a restart gets its own)", always},
 	{"AdoptUnverifiedRows", "false", func(w *World, c *engine.Config) bool { return !c.AdoptUnverifiedRows }},
 	{"AdoptUnverifiedRows", "true", func(w *World, c *engine.Config) bool { return c.AdoptUnverifiedRows }},
@@ -109,6 +111,7 @@ var worldRows = []configRow{
 	{"targeted fault", "on", func(w *World, _ *engine.Config) bool { return w.Target.On }},
 	{"KPL aggregates", "on", func(w *World, _ *engine.Config) bool { return w.KPL.Share > 0 }},
 	{"a KCL table adopted", "on", func(w *World, _ *engine.Config) bool { return w.Config.Legacy.On }},
+	{"lease table an etcd store", "on", func(w *World, _ *engine.Config) bool { return w.Etcd.On }},
 	{"outside the assumptions (an outside fault class drawn)", "yes", func(w *World, _ *engine.Config) bool {
 		return w.has("drift-beyond") || w.has("long-pause") || w.has("dup-owner")
 	}},

@@ -53,7 +53,7 @@ const shareLegacy = 0.12
 // several streams, whose first stream's rows it would have to key).
 func drawLegacy(r rng, w *World) LegacyWorld {
 	l := LegacyWorld{Records: r.intIn(1, 20), Unlisted: r.intIn(1, 3)}
-	if !r.chance(shareLegacy) || w.Config.Multi.On {
+	if !r.chance(shareLegacy) || w.Config.Multi.On || w.Etcd.On { // a KCL table is never an etcd one
 		return LegacyWorld{}
 	}
 	l.On = true

@@ -32,6 +32,20 @@ func (s *simulator) loop() {
 			s.onSubWake(e.a)
 		case evHeldApply:
 			s.onHeldApply(e.a)
+		case evWatchOpen:
+			s.onWatchOpen(e.a)
+		case evWatchStarted:
+			s.onWatchStarted(e.a)
+		case evWatchReport:
+			s.onWatchReport(e.a)
+		case evWatchResume:
+			s.onWatchResume(e.a)
+		case evWatchCut:
+			s.onWatchCut(e.a)
+		case evWatchRetry:
+			s.onWatchRetry(e.a)
+		case evCompact:
+			s.onCompact()
 		case evReply:
 			s.onReply(int(e.a), false)
 		case evTimeout:

@@ -26,6 +26,8 @@ type mutationCase struct {
 	hard bool
 	// assignment, if set, is the Options.Assignment of the runs.
 	assignment string
+	// store, if set, is the Options.Store of the runs.
+	store string
 }
 
 var mutationCases = []mutationCase{
@@ -34,6 +36,12 @@ var mutationCases = []mutationCase{
 	{mutation: "engine:handoff-before-release", faults: "swarm", invariant: "S1", bound: 48},
 	{mutation: "engine:assigner-early-expiry", faults: "swarm", invariant: "S1", bound: 32},
 	{mutation: "unfenced-assign", faults: "swarm", invariant: "S2", bound: 16},
+	// etcd worlds (etcd.go): a Txn comparing the owner only lets a stale
+	// write of the same owner land (the assigner's on a lease its holder
+	// renewed since); a watch resumed at the current revision never reports
+	// what was written while it was cut (W3)
+	{mutation: "etcd-owner-only-compare", faults: "swarm", store: "etcd", invariant: "Lin S2 S3", bound: 8},
+	{mutation: "etcd-watch-resume-at-current", faults: "swarm", store: "etcd", invariant: "W3", bound: 8},
 	// sequence numbers of varying length (fakes.Kinesis): a string
 	// comparison drops records or misplaces checkpoints at the first
 	// shard whose numbers grow by a digit
@@ -115,7 +123,7 @@ func TestMutationsCaught(t *testing.T) {
 			}
 			start := time.Now()
 			for seed := uint64(1); seed <= mc.bound; seed++ {
-				o := Options{Seed: seed, Mutation: mc.mutation, Faults: mc.faults, Consumer: mc.consumer, Assignment: mc.assignment, Workers: 4, Shards: 8}
+				o := Options{Seed: seed, Mutation: mc.mutation, Faults: mc.faults, Consumer: mc.consumer, Assignment: mc.assignment, Store: mc.store, Workers: 4, Shards: 8}
 				if mc.faults == "swarm" {
 					o.Workers, o.Shards = 0, 0 // drawn, as in the swarm
 				}

@@ -34,6 +34,10 @@ type Options struct {
 	// Engine, if set, adjusts the drawn engine configuration of every
 	// process (Owner, Streams, Seed and Trace are set by the simulator).
 	Engine func(*engine.Config)
+	// Store is the lease table: "dynamodb", "etcd" (see etcd.go), or ""
+	// (a swarm draws etcd for a quarter of its worlds; other runs use the
+	// DynamoDB table).
+	Store string
 	// Consumer is how the workers read: "polling" (GetRecords), "fan-out"
 	// (enhanced fan-out: SubscribeToShard), or "" (a swarm draws fan-out
 	// for 3 worlds in 10; other runs poll).
@@ -473,6 +477,9 @@ func ReplayCommand(o Options) string {
 	}
 	if o.Consumer != "" {
 		s += " -consumer " + o.Consumer
+	}
+	if o.Store != "" {
+		s += " -store " + o.Store
 	}
 	if o.SubscriptionLifetime != 0 {
 		s += " -subscription-lifetime " + o.SubscriptionLifetime.String()

@@ -241,6 +241,9 @@ func (s *simulator) step(p *proc, in *engine.Input) {
 	s.cl.sentBy = nil
 	s.opStepped()
 	rd := p.core.Step(engine.Now{Mono: p.clk.mono(s.now), Wall: p.clk.wall(s.now)}, *in)
+	if s.w.Etcd.On {
+		s.keepWatches(p, rd.Watch) // watch.go
+	}
 	if p.holdNext {
 		p.holdNext = false
 		p.hCalls = append(p.hCalls, rd.Calls...)

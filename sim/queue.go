@@ -24,6 +24,14 @@ const (
 	evPutRate                           // a burst ends: the put rate changes
 	evSettle                            // a probe of whether the world has settled (see settle.go)
 	evPutSecond                         // the second stream's producer puts the records arrived (a = put generation; see streams.go)
+	// etcd worlds (etcd.go, watch.go): a = watch slot<<32 | generation
+	evWatchOpen    // a watch's request reaches the store
+	evWatchStarted // its confirmation reaches its process
+	evWatchReport  // it reports what the store's log holds
+	evWatchResume  // a cut stream reconnects
+	evWatchCut     // a random cut of its stream
+	evWatchRetry   // the next attempt to open it
+	evCompact      // the store compacts its old revisions
 )
 
 // event is one entry of the queue, a plain value.

@@ -39,18 +39,19 @@ type simulator struct {
 	tbl *fakes.LeaseTable
 	st  *fakes.Kinesis
 
-	rec recorder
-	fo  fanOutSim // enhanced fan-out (fanout.go)
-	net network
-	svc services
-	cl  cluster
-	pm  processorModel
-	wl  workload
-	kpl kplState
-	fs  faultState
-	bd  boundaryState // boundary seeking (boundary.go)
-	ops opState       // operations in progress (ops.go)
-	aim aimState      // aimed faults (aim.go)
+	rec  recorder
+	fo   fanOutSim // enhanced fan-out (fanout.go)
+	net  network
+	svc  services
+	cl   cluster
+	pm   processorModel
+	wl   workload
+	kpl  kplState
+	fs   faultState
+	bd   boundaryState // boundary seeking (boundary.go)
+	ops  opState       // operations in progress (ops.go)
+	aim  aimState      // aimed faults (aim.go)
+	etcd etcdState     // an etcd world's store (etcd.go, watch.go)
 	// delivered: the processes that delivered records of a lease since
 	// they acquired it (config.go)
 	delivered map[procKey]bool
@@ -113,7 +114,8 @@ func run(o Options) (*Result, error) {
 	s.initAim()
 	// The world: the fakes, on the run's true virtual time.
 	clk := fakes.ClockFunc(func() time.Time { return epoch.Add(s.now) })
-	s.tbl = fakes.NewLeaseTable(fakes.LeaseTableOptions{Clock: clk, Seed: o.Seed, StaleLag: s.tableLag(), IndexLag: w.Assignment.IndexLag})
+	s.tbl = fakes.NewLeaseTable(fakes.LeaseTableOptions{Clock: clk, Seed: o.Seed, StaleLag: max(s.tableLag(), w.Etcd.SerializableLag),
+		IndexLag: w.Assignment.IndexLag, Watch: w.Etcd.On})
 	s.st = fakes.NewKinesis(fakes.KinesisOptions{Clock: clk, Seed: o.Seed, Retention: w.Retention, OnTrimRange: s.onTrim, FreeTrimmed: true})
 	s.wl.init(w)
 	if err := s.st.CreateGeneratedStream(streamName, w.Shards, s.wl.records(w)); err != nil {
@@ -145,6 +147,7 @@ func (s *simulator) setup() {
 	s.fs.schedule = s.drawSchedule()
 	s.fs.schedule = append(s.fs.schedule, s.boundarySchedule()...)
 	s.fs.schedule = append(s.fs.schedule, s.comboSchedule()...)
+	s.fs.schedule = append(s.fs.schedule, s.setupEtcd()...)
 	s.fs.schedule = append(s.fs.schedule, s.o.Actions...)
 	sort.SliceStable(s.fs.schedule, func(i, j int) bool { return s.fs.schedule[i].At < s.fs.schedule[j].At })
 	for i, a := range s.fs.schedule {

@@ -57,6 +57,9 @@ func (s *simulator) onApply(i int, retry bool) {
 	var execErr error
 	transient := false
 	if c.Op.IsStore() {
+		if s.w.Etcd.On && c.Op.IsWrite() && f.applied < 0 {
+			s.etcdApplied(f, true) // a cut aimed at the write's watchers (etcd.go)
+		}
 		switch {
 		case f.aim.throttle && !retry:
 			f.aim.throttle = false
@@ -74,6 +77,9 @@ func (s *simulator) onApply(i int, retry bool) {
 			}
 			execErr = res.Err
 			*res = engine.Result{ID: c.ID, Err: errTransient}
+		case s.inElection():
+			applied, execErr = s.electionCall(p, f, res) // etcd.go
+			transient = true
 		case rn.chance(s.rate(s.w.Rates.TableThrottle)) || (s.now < s.svc.tableThrUntil && rn.chance(s.svc.tableThrottle)):
 			res.Err = errThrottled
 			f.fault = "throttled"
@@ -122,6 +128,9 @@ func (s *simulator) onApply(i int, retry bool) {
 	renewed := applied && f.applied < 0 && f.reason == trace.WriteRenew && p.alive
 	took := applied && f.applied < 0 && f.reason == trace.WriteTake
 	assigned := applied && f.applied < 0 && f.reason == trace.WriteAssign
+	if applied && s.w.Etcd.On {
+		s.etcdApplied(f, false) // the index's change, to the watches (etcd.go)
+	}
 	if applied && f.applied < 0 {
 		f.applied = s.now
 	}
@@ -205,7 +214,9 @@ func (s *simulator) execStore(p *proc, f *inflight, res *engine.Result) bool {
 	c := &f.call
 	switch c.Op {
 	case engine.OpListLeases:
-		if sl := s.cl.slots[p.slot]; !c.Consistent && sl.staleScans > 0 {
+		if sl := s.cl.slots[p.slot]; !c.Consistent && s.w.Etcd.On {
+			s.serializableScan(p, f, res) // etcd.go
+		} else if !c.Consistent && sl.staleScans > 0 {
 			// a restarted process's first scans, as stale as the table
 			// allows (ActCrashAfterRenew)
 			sl.staleScans--
@@ -256,6 +267,8 @@ func (s *simulator) execStore(p *proc, f *inflight, res *engine.Result) bool {
 	switch {
 	case unconditional && c.Op != engine.OpCreateLease:
 		err = s.writeUnconditional(c)
+	case s.o.Mutation == "etcd-owner-only-compare" && s.w.Etcd.On && c.Op != engine.OpCreateLease:
+		err = s.ownerOnlyWrite(c) // etcd.go
 	case c.Op == engine.OpCreateLease:
 		err = s.tbl.CreateLease(s.ctx, c.Lease)
 	case c.Op == engine.OpUpdateLease:

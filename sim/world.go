@@ -55,6 +55,8 @@ type World struct {
 	// Combo is the combination of rare things the world drew on purpose
 	// (see combos.go).
 	Combo ComboWorld
+	// Etcd is the world's etcd store, if its lease table is one (etcd.go).
+	Etcd EtcdWorld
 	// switchesMode: a scripted action switches workers between the ways
 	// of taking leases (ActSwitchMode), so the fleet may mix them.
 	switchesMode bool
@@ -103,7 +105,7 @@ func (w World) String() string {
 		w.Workers, w.Shards, w.Chaos, w.Quiet, strings.Join(w.Faults, ","), e.LeaseDuration, e.RenewInterval, e.SafetyMargin, e.MaxClockDrift,
 		e.TakeInterval, e.ShardSyncInterval, e.MaxLeasesForWorker, e.MaxLeasesToStealAtOnce, e.GetRecordsLimit, e.IdleTimeBetweenReads, e.ConsistentTakeScans,
 		w.Rates, w.TableLatency.Base, w.TableLatency.Tail, w.StreamLatency.Base, w.StreamLatency.Tail, w.CallTimeout, w.Retention, w.PutRate, w.DriftBound, w.CheckpointPace, w.Bound, w.Balance, w.FanOut) +
-		w.policyString() + w.Assignment.String() + w.KPL.String() + w.Boundary.String() + w.Aim.String() + w.Target.String() + w.Config.String() + w.Combo.String() + w.settleString()
+		w.policyString() + w.Assignment.String() + w.KPL.String() + w.Boundary.String() + w.Aim.String() + w.Target.String() + w.Config.String() + w.Combo.String() + w.Etcd.String() + w.settleString()
 }
 
 func (w World) settleString() string {
@@ -155,6 +157,7 @@ func (w World) engineConfig(owner string, seed uint64) engine.Config {
 		c.MultiStream, c.LegacyStream = true, w.keyFormat().LegacyStream
 	}
 	w.Config.apply(&c)
+	c.WatchPending = w.Etcd.On
 	return c
 }
 
@@ -263,7 +266,7 @@ func drawWorld(o Options) (World, error) {
 		w.Faults = append([]string(nil), FaultClasses...)
 	default:
 		known := map[string]bool{}
-		for _, c := range append(append(append([]string(nil), FaultClasses...), OutsideClasses...), FanOutClasses...) {
+		for _, c := range append(append(append(append([]string(nil), FaultClasses...), OutsideClasses...), FanOutClasses...), EtcdClasses...) {
 			known[c] = true
 		}
 		for _, c := range strings.Split(f, ",") {
@@ -353,6 +356,9 @@ func drawWorld(o Options) (World, error) {
 		return w, err
 	}
 	w.drawKPL(o, f == "" || f == "swarm")
+	if err := w.drawEtcd(o, f == "" || f == "swarm"); err != nil {
+		return w, err
+	}
 	if err := w.drawBoundary(o, f == "" || f == "swarm", full.LeaseDuration); err != nil {
 		return w, err
 	}

@@ -13,7 +13,7 @@ import (
 	"github.com/shardlease/shardlease/cmd/live/internal/awsenv"
 	"github.com/shardlease/shardlease/cmd/live/internal/history"
 	"github.com/shardlease/shardlease/cmd/live/internal/livecheck"
-	"github.com/shardlease/shardlease/engine/dynamostore"
+	"github.com/shardlease/shardlease/engine"
 	"github.com/shardlease/shardlease/engine/kinesisstream"
 )
 
@@ -23,7 +23,9 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fs := flag.NewFlagSet("live check", flag.ContinueOnError)
 	var a awsFlags
 	a.register(fs)
-	table := fs.String("table", "", "lease table to read the final checkpoints from (needed to check that checkpoints cover every record)")
+	var sf storeFlags
+	sf.register(fs)
+	table := fs.String("table", "", "lease table to read the final checkpoints from (needed to check that checkpoints cover every record; with -store etcd, the prefix /shardlease/<table>/)")
 	stream := fs.String("stream", "", "stream to list the shards of (their parents), for the parents-first check")
 	jsonOut := fs.String("json", "", "also write the report as JSON to this file")
 	grace := fs.Duration("grace", 0, "do not require records put in the last GRACE of the history to be delivered")
@@ -50,6 +52,10 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintln(stderr, "live check:", err)
 		return exitUsage
 	}
+	if err := sf.validate(); err != nil {
+		fmt.Fprintln(stderr, "live check:", err)
+		return exitUsage
+	}
 	var mo history.MergeOptions
 	var o livecheck.Options
 	o.Grace, o.MaxPerCheck = *grace, *maxV
@@ -63,17 +69,23 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		ctx, cancel := context.WithTimeout(ctx, *timeout)
 		defer cancel()
 		if *table != "" {
-			store := dynamostore.New(clients.DynamoDB, *table)
+			opened, err := sf.open(*table, clients)
+			if err != nil {
+				fmt.Fprintln(stderr, "live check:", err)
+				return exitUsage
+			}
+			defer opened.Close()
+			store := opened.store
 			// A table that is not a lease table (another key schema)
 			// would read as rows without leases, and every checkpoint as
 			// lost: say what is wrong with it instead.
-			if err := store.CheckTable(ctx); err != nil {
+			if err := store.(engine.TableChecker).CheckTable(ctx); err != nil {
 				fmt.Fprintf(stderr, "live check: -table %s: %v\n", *table, err)
 				return exitUsage
 			}
 			l, err := store.ListLeases(ctx, true)
 			if err != nil {
-				fmt.Fprintf(stderr, "live check: reading the final lease table %q: %v\n", *table, err)
+				fmt.Fprintf(stderr, "live check: reading the final lease table %s: %v\n", opened.where, err)
 				return exitFailed
 			}
 			o.Final, o.FinalKnown, o.Malformed = l.Leases, true, l.Malformed

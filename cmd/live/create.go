@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/shardlease/shardlease/cmd/live/internal/awsenv"
+	"github.com/shardlease/shardlease/engine"
 	"github.com/shardlease/shardlease/engine/dynamostore"
 	"github.com/shardlease/shardlease/engine/kinesisstream"
 )
@@ -18,7 +19,9 @@ func runCreate(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	fs := flag.NewFlagSet("live create", flag.ContinueOnError)
 	var a awsFlags
 	a.register(fs)
-	table := fs.String("table", "", "DynamoDB lease table to create (on-demand billing, hash key leaseKey)")
+	var sf storeFlags
+	sf.register(fs)
+	table := fs.String("table", "", "lease table to create: a DynamoDB table (on-demand billing, hash key leaseKey), or with -store etcd the prefix /shardlease/<table>/, which is checked (no other application's keys) and laid out (its schema key)")
 	stream := fs.String("stream", "", "Kinesis stream to create (provisioned)")
 	shards := fs.Int("shards", 4, "shards of a new stream")
 	consumerName := fs.String("consumer-name", "", "register this enhanced fan-out consumer on -stream (if missing) and wait until it is ACTIVE")
@@ -42,14 +45,26 @@ func runCreate(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		fmt.Fprintln(stderr, "live create: -shards must be at least 1")
 		return exitUsage
 	}
-	clients, err := awsenv.Load(ctx, awsenv.Settings{Region: a.region, DynamoDBEndpoint: a.dynamoEndpoint, KinesisEndpoint: a.kinesisEndpoint})
-	if err != nil {
+	if err := sf.validate(); err != nil {
 		fmt.Fprintln(stderr, "live create:", err)
 		return exitUsage
 	}
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
-	if *table != "" {
+	if *table != "" && sf.kind == storeEtcd {
+		if code := createEtcd(ctx, &sf, *table, stdout, stderr); code != exitOK {
+			return code
+		}
+		if *stream == "" {
+			return exitOK
+		}
+	}
+	clients, err := awsenv.Load(ctx, awsenv.Settings{Region: a.region, DynamoDBEndpoint: a.dynamoEndpoint, KinesisEndpoint: a.kinesisEndpoint})
+	if err != nil {
+		fmt.Fprintln(stderr, "live create:", err)
+		return exitUsage
+	}
+	if *table != "" && sf.kind != storeEtcd {
 		if err := dynamostore.CreateTable(ctx, clients.DynamoDB, *table); err != nil {
 			fmt.Fprintln(stderr, "live create:", err)
 			return exitFailed
@@ -93,6 +108,39 @@ func runCreate(ctx context.Context, args []string, stdout, stderr io.Writer) int
 			return exitFailed
 		}
 		fmt.Fprintf(stdout, "consumer %s: ACTIVE, %s\n", c.Name, c.ARN)
+	}
+	return exitOK
+}
+
+// createEtcd checks the etcd prefix of table (nothing of another
+// application's under it) and writes its schema key if it has none: there is
+// nothing else to create. Nothing becomes ACTIVE either: a cluster that does
+// not answer within twice -etcd-dial-timeout is named as unreachable
+// rather than waited for until -timeout.
+func createEtcd(ctx context.Context, sf *storeFlags, table string, stdout, stderr io.Writer) int {
+	o, err := sf.open(table, nil)
+	if err != nil {
+		fmt.Fprintln(stderr, "live create:", err)
+		return exitUsage
+	}
+	defer o.Close()
+	ctx, cancel := context.WithTimeout(ctx, 2*sf.dialWait)
+	defer cancel()
+	wrote, err := o.etcd.EnsurePrefix(ctx)
+	switch {
+	case errors.Is(err, engine.ErrAccessDenied):
+		fmt.Fprintf(stderr, "live create: the etcd cluster refused the credentials or their permissions on the %s (-etcd-username, %s, -etcd-cert): %v\n", o.where, envEtcdPassword, err)
+		return exitUsage
+	case errors.Is(err, engine.ErrTableSchema):
+		fmt.Fprintf(stderr, "live create: the %s cannot be this application's lease table: %v\n", o.where, err)
+		return exitUsage
+	case err != nil:
+		fmt.Fprintf(stderr, "live create: the %s: %v\n", o.where, err)
+		return exitFailed
+	case wrote:
+		fmt.Fprintf(stdout, "lease table %s: laid out (schema key written; nothing else to create)\n", o.where)
+	default:
+		fmt.Fprintf(stdout, "lease table %s: ready (already laid out)\n", o.where)
 	}
 	return exitOK
 }

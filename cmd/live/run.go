@@ -20,7 +20,6 @@ import (
 	"github.com/shardlease/shardlease/cmd/live/internal/awsenv"
 	"github.com/shardlease/shardlease/cmd/live/internal/history"
 	"github.com/shardlease/shardlease/engine"
-	"github.com/shardlease/shardlease/engine/dynamostore"
 	"github.com/shardlease/shardlease/engine/kinesisstream"
 	"github.com/shardlease/shardlease/metrics"
 )
@@ -28,6 +27,7 @@ import (
 // workerFlags are the flags of `live run`.
 type workerFlags struct {
 	aws          awsFlags
+	store        storeFlags
 	stream       string
 	table        string
 	owner        string
@@ -69,8 +69,9 @@ type workerFlags struct {
 
 func (f *workerFlags) register(fs *flag.FlagSet) {
 	f.aws.register(fs)
+	f.store.register(fs)
 	fs.StringVar(&f.stream, "stream", "", "Kinesis stream to consume (required)")
-	fs.StringVar(&f.table, "table", "", "DynamoDB lease table (required; create it with \"live create\")")
+	fs.StringVar(&f.table, "table", "", "lease table (required): the DynamoDB table (create it with \"live create\"), or with -store etcd the name of the prefix /shardlease/<table>/")
 	fs.StringVar(&f.owner, "owner", "", "owner id of this worker, unique among live workers (default: host name plus a random suffix)")
 	fs.StringVar(&f.initial, "initial-position", engine.Latest, "where the shards that exist when the application first starts begin: LATEST, TRIM_HORIZON or AT_TIMESTAMP (children of splits and merges always begin at TRIM_HORIZON)")
 	fs.StringVar(&f.atTimestamp, "at-timestamp", "", "the AT_TIMESTAMP position, RFC 3339")
@@ -199,6 +200,10 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		o.errorf("%v", err)
 		return exitUsage
 	}
+	if err := f.store.validate(); err != nil {
+		fmt.Fprintln(stderr, "live run:", err)
+		return exitUsage
+	}
 	if f.owner == "" {
 		f.owner = defaultOwner()
 	}
@@ -217,7 +222,13 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		o.errorf("%v", err)
 		return exitUsage
 	}
-	store := dynamostore.New(clients.DynamoDB, f.table)
+	opened, err := f.store.open(f.table, clients)
+	if err != nil {
+		fmt.Fprintln(stderr, "live run:", err)
+		return exitUsage
+	}
+	defer opened.Close()
+	store := opened.store
 	stream := kinesisstream.New(clients.Kinesis)
 	defer stream.Close() // subscriptions still open
 
@@ -264,7 +275,7 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	}
 
 	region, dynEP, kinEP := clients.Where()
-	log.Info("starting worker", "stream", f.stream, "table", f.table, "region", region, "dynamodb_endpoint", dynEP, "kinesis_endpoint", kinEP,
+	log.Info("starting worker", "stream", f.stream, "table", f.table, "store", opened.where, "region", region, "dynamodb_endpoint", dynEP, "kinesis_endpoint", kinEP,
 		"initial_position", full.Streams[0].InitialPosition, "lease_duration", full.LeaseDuration, "renew_interval", full.RenewInterval,
 		"safety_margin", full.SafetyMargin, "take_interval", full.TakeInterval, "shard_sync_interval", full.ShardSyncInterval,
 		"consumer", full.Consumer.String(), "consumer_name", full.ConsumerName)
@@ -312,7 +323,7 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	}
 	if runErr != nil {
 		rec.ProcStop("error")
-		if code, msg := startupFailure(runErr, f, region, dynEP, kinEP); code != 0 {
+		if code, msg := startupFailure(runErr, f, opened.where, region, kinEP); code != 0 {
 			o.errorf("%s", msg)
 			return code
 		}
@@ -334,19 +345,23 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) int
 // exit status 2 of a configuration problem and a plain message naming the
 // table, the stream, where they were looked for and what to do. It
 // returns 0 for other errors.
-func startupFailure(err error, f workerFlags, region, dynEP, kinEP string) (int, string) {
+func startupFailure(err error, f workerFlags, where, region, kinEP string) (int, string) {
 	var mm *engine.StreamMismatchError
 	switch {
 	case errors.As(err, &mm):
-		return exitUsage, fmt.Sprintf("the lease table %q does not belong to stream %q (region %s): %v", f.table, f.stream, region, mm)
+		return exitUsage, fmt.Sprintf("the lease table %s does not belong to stream %q (region %s): %v", where, f.stream, region, mm)
 	case errors.Is(err, engine.ErrTableMissing):
-		return exitUsage, fmt.Sprintf("the lease table %q does not exist (region %s, DynamoDB endpoint %s); create it with `live create -table %s -stream %s`: %v",
-			f.table, region, dynEP, f.table, f.stream, err)
+		return exitUsage, fmt.Sprintf("the lease table %s does not exist; create it with `live create -table %s -stream %s`: %v",
+			where, f.table, f.stream, err)
+	case errors.Is(err, engine.ErrTableSchema) && f.store.kind == storeEtcd:
+		return exitUsage, fmt.Sprintf("the %s is not this application's lease table: %v", where, err)
 	case errors.Is(err, engine.ErrTableSchema):
-		return exitUsage, fmt.Sprintf("the table %q is not a lease table (region %s, DynamoDB endpoint %s): %v", f.table, region, dynEP, err)
+		return exitUsage, fmt.Sprintf("the table %s is not a lease table: %v", where, err)
 	case errors.Is(err, engine.ErrStreamMissing):
 		return exitUsage, fmt.Sprintf("the stream %q does not exist (region %s, Kinesis endpoint %s); create it with `live create -table %s -stream %s`: %v",
 			f.stream, region, kinEP, f.table, f.stream, err)
+	case errors.Is(err, engine.ErrAccessDenied) && f.store.kind == storeEtcd && strings.Contains(err.Error(), "etcdstore"):
+		return exitUsage, fmt.Sprintf("the etcd cluster refused the credentials or their permissions on the %s (-etcd-username, %s, -etcd-cert): %v", where, envEtcdPassword, err)
 	case errors.Is(err, engine.ErrAccessDenied):
 		return exitUsage, fmt.Sprintf("the credentials were rejected or lack a permission (region %s; the IAM policy is in docs/aws.md): %v", region, err)
 	}

@@ -111,6 +111,7 @@ func parseArgs(args []string, stderr io.Writer) (*config, error) {
 		mutation   = fs.String("mutation", "", "plant a bug (see -list) to show the checkers catch it")
 		assignment = fs.String("assignment", "", "how leases reach the workers: assigner, scan, mixed (each worker slot draws), or empty: the assigner (the swarm draws)")
 		consumer   = fs.String("consumer", "", "how the workers read: polling, fan-out (enhanced fan-out), or empty: the swarm draws fan-out for 3 worlds in 10; default: the scenario's")
+		store      = fs.String("store", "", "the lease table: dynamodb, etcd (an etcd store, with pushed assignments), or empty: the swarm draws etcd for a quarter of its worlds")
 		lifetime   = fs.Duration("subscription-lifetime", 0, "fan-out: how long a subscription lasts (0: the scenario's, or drawn from 15s to 5m)")
 		boundary   = fs.String("boundary", "", "boundary seeking (timings at the edges of the assumptions): on, off, or empty: the swarm draws it for half its worlds")
 		aim        = fs.String("aim", "", "faults aimed inside the engine's multi-write operations: on, off, or empty: the swarm draws them for 4 worlds in 10")
@@ -261,6 +262,14 @@ func parseArgs(args []string, stderr io.Writer) (*config, error) {
 		}
 		o.Consumer = *consumer
 	}
+	if set["store"] {
+		switch *store {
+		case "", "dynamodb", "etcd":
+		default:
+			return nil, usagef("-store %q: want dynamodb or etcd (or empty: drawn)", *store)
+		}
+		o.Store = *store
+	}
 	if set["subscription-lifetime"] {
 		if *lifetime < 0 {
 			return nil, usagef("-subscription-lifetime must not be negative")
@@ -410,6 +419,9 @@ func parseArgs(args []string, stderr io.Writer) (*config, error) {
 	if o.Consumer != "" {
 		c.options["consumer"] = o.Consumer
 	}
+	if o.Store != "" {
+		c.options["store"] = o.Store
+	}
 	if o.Assignment != "" {
 		c.options["assignment"] = o.Assignment
 	}
@@ -475,7 +487,7 @@ func (c *config) parseDriver(set map[string]bool, o sim.Options, driver bool, sh
 	if !swarm {
 		return usagef("driver worlds draw their own worlds: -scenario %s does not apply to them (use the swarm)", c.scenario.Name)
 	}
-	for _, f := range []string{"retention", "boundary", "subscription-lifetime", "heapprofile", "memstats", "cpuprofile", "memprofile"} {
+	for _, f := range []string{"retention", "boundary", "store", "subscription-lifetime", "heapprofile", "memstats", "cpuprofile", "memprofile"} {
 		if set[f] && driver {
 			return usagef("-%s does not apply to driver worlds", f)
 		}
@@ -606,8 +618,8 @@ func listing(w io.Writer) {
 			fmt.Fprintf(w, "      %s\n", l)
 		}
 	}
-	fmt.Fprintf(w, "\nfault classes (-faults swarm|none|all|A,B,...):\n  inside the assumptions: %s\n  outside (S1 tolerated): %s\n  enhanced fan-out worlds only (-consumer fan-out; a swarm draws them there): %s\n",
-		strings.Join(sim.FaultClasses, ", "), strings.Join(sim.OutsideClasses, ", "), strings.Join(sim.FanOutClasses, ", "))
+	fmt.Fprintf(w, "\nfault classes (-faults swarm|none|all|A,B,...):\n  inside the assumptions: %s\n  outside (S1 tolerated): %s\n  enhanced fan-out worlds only (-consumer fan-out; a swarm draws them there): %s\n  etcd worlds only (-store etcd; a swarm draws them there): %s\n",
+		strings.Join(sim.FaultClasses, ", "), strings.Join(sim.OutsideClasses, ", "), strings.Join(sim.FanOutClasses, ", "), strings.Join(sim.EtcdClasses, ", "))
 	fmt.Fprintln(w, "\ncombinations (-combo NAME|off), rare things a swarm draws together on purpose:")
 	for _, c := range sim.Combos {
 		fmt.Fprintf(w, "  %s (%.0f%% of swarm worlds)\n", c.Name, 100*c.Share)

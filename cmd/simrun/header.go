@@ -36,9 +36,21 @@ func worldHeader(w sim.World) string {
 	if w.SkipAfter > 0 {
 		more += fmt.Sprintf(", a batch skipped after %d failed deliveries in a row", w.SkipAfter)
 	}
-	more += w.Assignment.String() + w.KPL.String() + w.Boundary.String()
+	more += assignmentText(w.Assignment) + w.KPL.String() + w.Boundary.String()
 	fmt.Fprintf(&b, "  %s\n", strings.TrimPrefix(more, "; "))
+	if w.Etcd.On {
+		fmt.Fprintf(&b, "  store: %s\n", strings.TrimPrefix(w.Etcd.String(), "; store "))
+	}
 	return b.String()
+}
+
+// assignmentText is the world's assignment mode and the pending index's
+// lag, "exact" for an index written with the rows (an etcd world's).
+func assignmentText(a sim.AssignmentWorld) string {
+	if a.IndexLag == 0 {
+		return fmt.Sprintf("; assignment %s (index exact)", a.Mode)
+	}
+	return a.String()
 }
 
 // engineLine names each engine setting with the value the engine uses,

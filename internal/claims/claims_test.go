@@ -35,7 +35,16 @@ type claim struct {
 	checkers []string
 	bugs     []string // nil for the harness's rows
 	harness  bool
+	// open: the row's planted bugs cell ends with openMark: no run
+	// catches them yet (make mutants says so), so the claim is stated and
+	// checked but not yet shown to be: TestClaimsCaught requires it to
+	// stay uncaught until the mark is removed.
+	open bool
 }
+
+// openMark ends the planted bugs cell of a claim whose planted bugs no run
+// catches yet.
+const openMark = "(not caught yet)"
 
 var rowRE = regexp.MustCompile(`^\| ([CH]\d+) "([^"]+)" \| ([^|]*) \| ([^|]*) \|(?: ([^|]*) \|)?$`)
 
@@ -71,7 +80,11 @@ func readTables(t *testing.T) ([]string, []claim) {
 		}
 		c := claim{line: i, id: m[1], fragment: m[2], stated: list(m[3]), checkers: list(m[4]), harness: in == "harness"}
 		if !c.harness {
-			c.bugs = list(m[5])
+			cell := strings.TrimSpace(m[5])
+			if b, ok := strings.CutSuffix(cell, openMark); ok {
+				c.open, cell = true, b
+			}
+			c.bugs = list(cell)
 		}
 		claims = append(claims, c)
 	}
@@ -332,8 +345,15 @@ func TestClaimsCaught(t *testing.T) {
 				caught = caught || r.Invariants[k] > 0 || (r.Caught && slices.Contains(strings.Fields(r.Invariant), k))
 			}
 		}
-		if !caught {
-			t.Errorf("%s: none of %v is caught by %v in reports/mutants.json (not measured: %v; run make mutants)", c.id, c.bugs, c.checkers, missing)
+		switch {
+		case c.open && caught:
+			t.Errorf("%s: marked %q but reports/mutants.json shows one of %v caught by %v: remove the mark", c.id, openMark, c.bugs, c.checkers)
+		case c.open && len(missing) > 0:
+			t.Errorf("%s: %v not measured; run make mutants", c.id, missing)
+		case c.open:
+			t.Logf("%s: open: none of %v is caught by %v yet", c.id, c.bugs, c.checkers)
+		case !caught:
+			t.Errorf("%s: none of %v is caught by %v in reports/mutants.json (not measured: %v; run make mutants; a claim no run shows yet ends its planted bugs with %q)", c.id, c.bugs, c.checkers, missing, openMark)
 		}
 	}
 }

@@ -60,6 +60,10 @@ var covers = []cover{
 	{"aws dynamodb create-table --table-name orders-leases --attribute-definitions AttributeName=leaseKey,AttributeType=S --key-schema AttributeName=leaseKey,KeyType=HASH --billing-mode PAY_PER_REQUEST", "test ./cmd/live TestDocAWSCommands", "aws "},
 	{"aws kinesis create-stream --stream-name orders --shard-count 4", "test ./cmd/live TestDocAWSCommands", "aws "},
 
+	// docs/etcd.md, against the test cluster (its endpoints for 127.0.0.1:2379)
+	{"live create -store etcd -etcd-endpoints http://127.0.0.1:2379 -table orders-leases -region eu-west-1 -stream orders -shards 4", "test ./cmd/live TestDocEtcdCommands", "live create -store etcd"},
+	{"live run -store etcd -etcd-endpoints http://127.0.0.1:2379 -table orders-leases -region eu-west-1 -stream orders -metrics-addr :9464", "test ./cmd/live TestDocEtcdCommands", "live run -store etcd"},
+
 	// docs/live.md's block "by hand", run whole by bash
 	{`scripts/localaws.sh start && eval "$(scripts/localaws.sh env)"`, "test ./cmd/live TestDocLocalByHand", "scripts/localaws.sh start"},
 	{"go build -o bin/live ./cmd/live", "test ./cmd/live TestDocLocalByHand", "scripts/localaws.sh start"},

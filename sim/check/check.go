@@ -107,7 +107,10 @@ type Report struct {
 
 // All runs every checker over h.
 func All(h History, o Options) Report {
-	c := newOnline(o, checkAll)
+	// W3 needs each write's index record before the watches' reports of
+	// it, which a history merged from several processes' clocks does not
+	// promise: it runs online, in the simulator (see W3).
+	c := newOnline(o, checkAll&^checkW3)
 	c.feed(h.Records)
 	rep, _ := c.Finish(h.Final, h.FinalKnown)
 	return rep

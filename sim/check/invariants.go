@@ -21,6 +21,7 @@ var Invariants = map[string]string{
 	G2:  "final checkpoints: a planned release waits for every checkpoint its processor asked for, after asking it to shut down",
 	W1:  "no lease decision comes from a step that read the wall clock",
 	W2:  "one write per held lease in flight: a holder's next write waits for the last one's outcome",
+	W3:  "a pending watch is reliable: it reports every write that leaves a row waiting for its value, in revision order, once each, and nothing else",
 	T1:  "failover time: an unplanned failover whose path is undisturbed ends within the bound derived from the world",
 	T2:  "planned-move time: a planned move whose path is undisturbed ends within the bound derived from the world",
 	T3:  "assigner takeover time: in a steady fleet a dead assigner is replaced within a lease duration and a poll",

@@ -28,8 +28,9 @@ const (
 	checkB1
 	checkL2
 	checkW2
+	checkW3
 
-	checkAll = checkS1 | checkS2 | checkS3 | checkS4 | checkS5 | checkS6 | checkL1 | checkMeasure | checkG1 | checkW1 | checkTiming | checkB1 | checkL2 | checkW2
+	checkAll = checkS1 | checkS2 | checkS3 | checkS4 | checkS5 | checkS6 | checkL1 | checkMeasure | checkG1 | checkW1 | checkTiming | checkB1 | checkL2 | checkW2 | checkW3
 )
 
 // Online runs every checker (S1-S6, L1) and the figures (Measure) over a
@@ -60,6 +61,7 @@ type Online struct {
 	b1 *b1Checker     // B1, with Options.Timing
 	l2 *l2Checker
 	w2 *w2Checker
+	w3 *w3Checker // watch.go
 	ms *measurer
 
 	prefed bool // the records put were taken before the history (feed)
@@ -127,6 +129,9 @@ func newOnline(o Options, w which) *Online {
 	if w&checkW2 != 0 {
 		c.w2 = newW2(o)
 	}
+	if w&checkW3 != 0 {
+		c.w3 = newW3(&c.o)
+	}
 	if w&checkMeasure != 0 {
 		c.ms = newMeasurer(&c.o, c.ten, c.puts, c.keys)
 		c.ten.ms = c.ms
@@ -161,6 +166,9 @@ func (c *Online) feed(recs []trace.Record) {
 func (c *Online) Observe(r *trace.Record) {
 	if c.w1 != nil {
 		c.w1.observe(r)
+	}
+	if c.w3 != nil && (r.Kind == trace.KindWatch || r.Kind == trace.KindIndex || r.Kind == trace.KindProcStop) {
+		c.w3.observe(r)
 	}
 	var ks *keyState // r.Key's, if a checker reads it
 	if keyed(r) {
@@ -379,7 +387,7 @@ func (c *Online) parent(key string) *keyState {
 
 // Finish ends the history: it runs the end-of-run checks against the
 // final table (if finalKnown) and returns every violation, S1 to L1, G1
-// (and G2), W1, T1-T3, B1, L2 and W2 in that order, and the figures.
+// (and G2), W1, T1-T3, B1, L2, W2 and W3 in that order, and the figures.
 func (c *Online) Finish(final []engine.Lease, finalKnown bool) (Report, Figures) {
 	var rep Report
 	if c.s1 != nil {
@@ -421,6 +429,9 @@ func (c *Online) Finish(final []engine.Lease, finalKnown bool) (Report, Figures)
 	}
 	if c.w2 != nil {
 		rep.Violations = append(rep.Violations, c.w2.out...)
+	}
+	if c.w3 != nil {
+		rep.Violations = append(rep.Violations, c.w3.finish()...)
 	}
 	var f Figures
 	if c.ms != nil {

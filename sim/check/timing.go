@@ -382,6 +382,21 @@ func (c *timingChecker) observe(r *trace.Record) {
 			tk.conflicts = appendRecent(tk.conflicts, conflict{r.T, r.Proc}, r.T)
 		}
 	case trace.KindFault:
+		if slots, d, ok := linkFault(r.Reason); ok {
+			// A partition or clog of workers' table links: a worker that makes
+			// no call meanwhile (an idle one, told of its assignments by a
+			// watch that the cut link holds back) fails none, yet learns
+			// nothing until the link heals.
+			i := interval{r.T, r.T + d}
+			for _, slot := range slots {
+				if pid, ok := c.slots[slot]; ok {
+					c.proc(pid).disturb(i)
+					c.proc(pid).asgDisturb(i)
+					c.fleetEvent(pid, i)
+				}
+			}
+			return
+		}
 		if !strings.Contains(r.Reason, "pause") {
 			return
 		}
@@ -495,6 +510,29 @@ func pauseFor(reason string) time.Duration {
 		return time.Hour
 	}
 	return d
+}
+
+// linkFault parses the description of a partition or a clog of workers'
+// links to the table ("partition workers=[4 5] target=both dir=request
+// for 2.6s"): the workers' slots and how long it lasts. A fault of the
+// stream links alone is not one: the lease path does not cross them.
+func linkFault(reason string) (slots []int32, d time.Duration, ok bool) {
+	f := strings.Fields(reason)
+	if len(f) < 3 || (f[1] != "partition" && f[1] != "clog") || !strings.HasPrefix(f[2], "workers=[") {
+		return nil, 0, false
+	}
+	if !strings.Contains(reason, " target=table") && !strings.Contains(reason, " target=both") {
+		return nil, 0, false
+	}
+	list, _, _ := strings.Cut(strings.TrimPrefix(reason[strings.Index(reason, "workers=[")+len("workers=["):], " "), "]")
+	for _, w := range strings.Fields(list) {
+		n, err := strconv.Atoi(w)
+		if err != nil {
+			return nil, 0, false
+		}
+		slots = append(slots, int32(n))
+	}
+	return slots, pauseFor(reason), true
 }
 
 // pausedSlot returns N of "pause wN ...", or -1.

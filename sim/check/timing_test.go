@@ -1,6 +1,8 @@
 package check
 
 import (
+	"cmp"
+	"slices"
 	"testing"
 	"time"
 
@@ -154,6 +156,19 @@ func TestT2(t *testing.T) {
 			add(at-0.05, trace.LeaseAcquired, 1, "k", reason("assigned")).
 			add(at, trace.Acting, 1, "k", cp("10")).recs
 	}
+	// a receiver whose table link is partitioned (or clogged) across the
+	// move learns of it late, and fails no call if it makes none (an idle
+	// worker told by a watch): not held to the bound; a fault of its
+	// stream link alone does not delay the move
+	cut := func(target string) []trace.Record {
+		recs := handoff(12)
+		f := trace.Record{Seq: uint64(len(recs) + 1), T: 9500 * time.Millisecond, Kind: trace.KindFault, Worker: -1, Proc: -1,
+			Reason: "   9.500s partition workers=[1] target=" + target + " dir=request for 2.4s"}
+		return append(recs[:len(recs):len(recs)], f)
+	}
+	expect(t, CheckTiming(sortedByTime(cut("table")), o), T2, 0)
+	expect(t, CheckTiming(sortedByTime(cut("both")), o), T2, 0)
+	expect(t, CheckTiming(sortedByTime(cut("stream")), o), T2, 1)
 	// bound: two poll intervals and the slack, 2.8 s
 	expect(t, CheckTiming(shutdown(12.7), o), T2, 0)
 	expect(t, CheckTiming(shutdown(13.5), o), T2, 1)
@@ -274,4 +289,33 @@ func TestT1LeasesOfAReleasedAssignerRow(t *testing.T) {
 	}
 	expect(t, CheckTiming(mk(false), o), T1, 1)
 	expect(t, CheckTiming(mk(true), o), T1, 0)
+}
+
+// sortedByTime orders hand-made records by time, numbering them again.
+func sortedByTime(recs []trace.Record) []trace.Record {
+	slices.SortStableFunc(recs, func(a, b trace.Record) int { return cmp.Compare(a.T, b.T) })
+	for i := range recs {
+		recs[i].Seq = uint64(i + 1)
+	}
+	return recs
+}
+
+func TestLinkFault(t *testing.T) {
+	for _, c := range []struct {
+		reason string
+		slots  []int32
+		d      time.Duration
+		ok     bool
+	}{
+		{"  28.981s partition workers=[4 5 6] target=both dir=request for 2.661s", []int32{4, 5, 6}, 2661 * time.Millisecond, true},
+		{"   1.000s clog workers=[0] target=table for 3s by 400ms", []int32{0}, 3 * time.Second, true},
+		{"   1.000s partition workers=[0] target=stream dir=both for 3s", nil, 0, false},
+		{"   2.133s shutdown w0 for 4.385s", nil, 0, false},
+		{"   2.000s pause w3 for 119ms mid-act", nil, 0, false},
+	} {
+		slots, d, ok := linkFault(c.reason)
+		if ok != c.ok || d != c.d || !slices.Equal(slots, c.slots) {
+			t.Errorf("linkFault(%q) = %v, %v, %v; want %v, %v, %v", c.reason, slots, d, ok, c.slots, c.d, c.ok)
+		}
+	}
 }

@@ -35,8 +35,12 @@ for a in assigner scan; do
 	j "100x2000-$a" -seed 1 -workers 100 -shards 2000 -duration 120s -quiet 60s -faults none -assignment $a || echo "exit $?"
 done
 j fanout -seeds 1-4 -consumer fan-out || echo "exit $?"
+j etcd -seeds 1-4 -store etcd || echo "exit $?"
 j clock -seeds 1-3 -scenario slow-clock-holder-cut-off || echo "exit $?"
 j migrate -seeds 1-3 -scenario migrate-to-assigner-and-back || echo "exit $?"
+for m in etcd-owner-only-compare etcd-watch-resume-at-current; do
+	j "mut-$m" -seeds 1-3 -store etcd -mutation $m || echo "exit $?"
+done
 for m in unfenced-take unfenced-checkpoint skip-on-resume orphan-children; do
 	j "mut-$m" -seeds 1-3 -mutation $m || echo "exit $?"
 done

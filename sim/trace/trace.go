@@ -72,11 +72,21 @@ const (
 	// records it; the linearizability check then knows the write took
 	// effect, if at all, before T.
 	KindCallEnd
+	// KindWatch: a pending watch of process Proc on the rows that wait for
+	// Reason (engine.Ready.Watch) at the store: Outcome "open" (the store
+	// registered it: it reports every write after revision Counter),
+	// "started" (its process was told), "change" (it reported the write of
+	// Key at revision Counter), "lost" (it could not resume after revision
+	// Counter), "closed" (its process no longer wants it).
+	KindWatch
+	// KindIndex: a write that left row Key waiting for Reason applied at
+	// the store's revision Counter (what the watches of Reason report).
+	KindIndex
 )
 
 var worldNames = [...]string{"send", "apply", "reply", "received", "done", "checkpoint-ack",
 	"initialized", "notice", "put", "shard-created", "shard-closed", "trim", "shard-expired",
-	"fault", "proc-start", "proc-stop", "phase", "call-end"}
+	"fault", "proc-start", "proc-stop", "phase", "call-end", "watch", "index"}
 
 func (k Kind) String() string {
 	if k >= KindSend && int(k-KindSend) < len(worldNames) {

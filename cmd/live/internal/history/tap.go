@@ -125,8 +125,26 @@ func Outcome(err error) string {
 }
 
 // Store returns s wrapped so that every call is timed, reported and
-// recorded.
-func (t *Tap) Store(s engine.LeaseStore) engine.LeaseStore { return &tapStore{t: t, next: s} }
+// recorded. A store that pushes what waits for a worker
+// (engine.PendingWatcher) stays one; its watches are not recorded.
+func (t *Tap) Store(s engine.LeaseStore) engine.LeaseStore {
+	ts := &tapStore{t: t, next: s}
+	if pw, ok := s.(engine.PendingWatcher); ok {
+		return &tapWatching{tapStore: ts, pw: pw}
+	}
+	return ts
+}
+
+// tapWatching is the tap of a store that implements engine.PendingWatcher.
+type tapWatching struct {
+	*tapStore
+	pw engine.PendingWatcher
+}
+
+// WatchPending starts a watch of the wrapped store.
+func (s *tapWatching) WatchPending(ctx context.Context, who string) (engine.PendingWatch, error) {
+	return s.pw.WatchPending(ctx, who)
+}
 
 type tapStore struct {
 	t    *Tap
