@@ -320,17 +320,18 @@ func (c *s4Checker) skipped(r *trace.Record, ks *keyState) {
 // received checks a batch of Count records First..Last (records lo..hi-1
 // of the shard) before they are marked received.
 func (c *s4Checker) received(r *trace.Record, p *shardPuts, first Seq, lo, hi int) {
-	span := hi - lo
+	notOwed := 0
 	for j := max(lo, p.base); j < hi; j++ {
-		if x := p.at(j); x.trimmed >= 0 && x.trimmed <= r.T {
-			span-- // not owed (a dropped corrupt aggregate): read past, not delivered
+		if x := p.at(j); x.notOwed && x.trimmed <= r.T {
+			notOwed++ // not owed (a dropped corrupt aggregate): read past, not delivered
 		}
 	}
+	span := hi - lo - notOwed
 	if p.base > 0 && first.Compare(p.fMax) <= 0 {
 		// the batch starts among records already received and covered
 		// (forgotten): it holds its first record and every kept one up to
-		// its last
-		if hi-lo+1 > r.Count {
+		// its last that is owed
+		if hi-lo+1-notOwed > r.Count {
 			c.add(Violation{Key: r.Key, Workers: []string{who(r)}, From: r.T, To: r.T, Seqs: []uint64{r.Seq},
 				Detail: "a batch of " + itoa(r.Count) + " records spans at least " + itoa(hi-lo+1) + " records put between " + r.First + " and " + r.Last})
 		}
