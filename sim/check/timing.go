@@ -706,11 +706,12 @@ func (c *timingChecker) handoff(a, b *Tenure, ks *keyState) {
 }
 
 // lateApply returns when the last write of the key by proc that was sent
-// by from (the old owner's last act) applied, if in (from, to]; else from.
-func (c *timingChecker) lateApply(tk *tkey, proc int32, from, to time.Duration) time.Duration {
+// by sentBy (the end of the old owner's tenure: a renewal sent while it
+// held the lease) applied, if in (from, to]; else from.
+func (c *timingChecker) lateApply(tk *tkey, proc int32, sentBy, from, to time.Duration) time.Duration {
 	at := from
 	for _, x := range tk.writes {
-		if x.proc == proc && x.sent <= from && x.t > at && x.t <= to {
+		if x.proc == proc && x.sent <= sentBy && x.t > at && x.t <= to {
 			at = x.t
 		}
 	}
@@ -763,7 +764,7 @@ func (c *timingChecker) failover(a, b *Tenure, tk *tkey, gap time.Duration, B *t
 	// The lease duration runs from the row's last change, which the old
 	// owner's last write makes when it applies: a write in flight at its
 	// last act that lands late (a clogged or slow link) starts it then.
-	late := c.lateApply(tk, a.Proc, from, to) - from
+	late := c.lateApply(tk, a.Proc, max(from, a.EndT), from, to) - from
 	var bound time.Duration
 	var how string
 	restarted := false // the assignee's process stopped; its restart took the lease
