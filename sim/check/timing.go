@@ -92,7 +92,8 @@ type tproc struct {
 	owner string
 	start time.Duration
 	alive bool
-	dist  [16]interval // its latest disturbances (a ring)
+	stop  time.Duration // when it stopped (once !alive)
+	dist  [16]interval  // its latest disturbances (a ring)
 	ndist int
 	// asg: its latest disturbances of the calls on the assigner row, and
 	// its pauses (T3 asks only how its reads of that row went)
@@ -207,6 +208,7 @@ type assignRec struct {
 type conflict struct {
 	t    time.Duration
 	proc int32
+	sent time.Duration // of a write that applied (tkey.writes): when it was sent
 }
 
 // asgTenure is one holding of the assigner row.
@@ -337,7 +339,7 @@ func (c *timingChecker) observe(r *trace.Record) {
 		c.memberEvent(r.Proc, r.T)
 	case trace.KindProcStop:
 		p := c.proc(r.Proc)
-		p.alive = false
+		p.alive, p.stop = false, r.T
 		if c.live[r.Owner] == r.Proc {
 			delete(c.live, r.Owner)
 		}
@@ -375,11 +377,11 @@ func (c *timingChecker) observe(r *trace.Record) {
 		default:
 			// a call on one lease's row delays that lease only
 			tk := c.key(c.keys.get(r.Key))
-			tk.fails = appendRecent(tk.fails, conflict{r.T, r.Proc}, r.T)
+			tk.fails = appendRecent(tk.fails, conflict{t: r.T, proc: r.Proc}, r.T)
 		}
 		if r.Outcome == trace.OutcomeCondition && r.Key != "" {
 			tk := c.key(c.keys.get(r.Key))
-			tk.conflicts = appendRecent(tk.conflicts, conflict{r.T, r.Proc}, r.T)
+			tk.conflicts = appendRecent(tk.conflicts, conflict{t: r.T, proc: r.Proc}, r.T)
 		}
 	case trace.KindFault:
 		if slots, d, ok := linkFault(r.Reason); ok {
@@ -427,7 +429,7 @@ func (c *timingChecker) observe(r *trace.Record) {
 		}
 		if r.Key != "" && !engine.IsReserved(r.Key) {
 			tk := c.key(c.keys.get(r.Key))
-			tk.writes = appendRecent(tk.writes, conflict{r.T, r.Proc}, r.T)
+			tk.writes = appendRecent(tk.writes, conflict{r.T, r.Proc, r.Sent}, r.T)
 			if r.Reason == trace.WriteAssign && r.RowOwner == "" {
 				// an assignment (not a handoff request, which keeps the
 				// owner): timed at its apply, since its assignee may take
@@ -703,6 +705,45 @@ func (c *timingChecker) handoff(a, b *Tenure, ks *keyState) {
 	}
 }
 
+// lateApply returns when the last write of the key by proc that was sent
+// by sentBy (the end of the old owner's tenure: a renewal sent while it
+// held the lease) applied, if in (from, to]; else from.
+func (c *timingChecker) lateApply(tk *tkey, proc int32, sentBy, from, to time.Duration) time.Duration {
+	at := from
+	for _, x := range tk.writes {
+		if x.proc == proc && x.sent <= sentBy && x.t > at && x.t <= to {
+			at = x.t
+		}
+	}
+	return at
+}
+
+// assigneeRestarted reports whether B, which took the lease asg assigned
+// to its owner id, started after asg applied, and the process of that id
+// that was running then (if any) had no undisturbed chance to take it: it
+// stopped within the index's lag, a poll interval and three round trips of
+// the assignment, or was disturbed (a link cut or clogged, a failed scan
+// or poll, a pause) until it stopped. Then the lease waited for the
+// restart. A predecessor that had its chance and let it pass is no excuse.
+func (c *timingChecker) assigneeRestarted(asg assignRec, B *tproc) bool {
+	if B.start <= asg.t {
+		return false
+	}
+	var prev *tproc
+	for _, p := range c.procs {
+		if p != nil && p != B && p.owner == B.owner && !p.alive && p.start <= asg.t && p.stop > asg.t &&
+			(prev == nil || p.start > prev.start) {
+			prev = p
+		}
+	}
+	if prev == nil {
+		return true // no process of the assignee's id was running
+	}
+	tm := c.tm
+	chance := tm.IndexLag + tm.jit(tm.PendingPollInterval) + 3*prev.maxRTT(asg.t, prev.stop) + timingSlack
+	return prev.stop-asg.t <= chance || prev.disturbed(asg.t, prev.stop)
+}
+
 // assignment returns the latest assignment of the key that applied in
 // (from, to], and how many did.
 func (tk *tkey) assignment(from, to time.Duration) (assignRec, int) {
@@ -720,8 +761,13 @@ func (tk *tkey) assignment(from, to time.Duration) (assignRec, int) {
 func (c *timingChecker) failover(a, b *Tenure, tk *tkey, gap time.Duration, B *tproc) {
 	tm := c.tm
 	from, to := a.Idle(), b.Start
+	// The lease duration runs from the row's last change, which the old
+	// owner's last write makes when it applies: a write in flight at its
+	// last act that lands late (a clogged or slow link) starts it then.
+	late := c.lateApply(tk, a.Proc, max(from, a.EndT), from, to) - from
 	var bound time.Duration
 	var how string
+	restarted := false // the assignee's process stopped; its restart took the lease
 	switch tk.acqReason {
 	case "assigned":
 		asg, n := tk.assignment(from, tk.acqT)
@@ -731,6 +777,9 @@ func (c *timingChecker) failover(a, b *Tenure, tk *tkey, gap time.Duration, B *t
 			asg = assignRec{t: tk.acqT, by: b.Proc, to: b.Owner}
 		case n != 1 || (asg.to != "" && asg.to != b.Owner):
 			return // assigned twice (the first assignee never took it)
+		}
+		if restarted = !direct && c.assigneeRestarted(asg, B); restarted && tm.FanOut {
+			return // a restart registers its consumer first (as "resumed")
 		}
 		G := c.proc(asg.by)
 		// after the assigner's decision: its assignment's round trip, the
@@ -750,7 +799,7 @@ func (c *timingChecker) failover(a, b *Tenure, tk *tkey, gap time.Duration, B *t
 			if !c.pathClean(tk, from, to, a.Proc, G, B) {
 				return
 			}
-			bound = tm.jit(tm.AssignerScanInterval) + tm.wait(tm.LeaseDuration) + after(G.maxRTT(from, to), B.maxRTT(from, to))
+			bound = late + tm.jit(tm.AssignerScanInterval) + tm.wait(tm.LeaseDuration) + after(G.maxRTT(from, to), B.maxRTT(from, to))
 			how = "the assigner's scan interval (jittered), the lease duration, " + afterHow
 			if c.procOwner(a.Proc) == G.owner {
 				// the assigner's own lease, lost in its own view: it is
@@ -783,20 +832,20 @@ func (c *timingChecker) failover(a, b *Tenure, tk *tkey, gap time.Duration, B *t
 			wait = 0
 			how = "the time until the assigner row was taken over, " + afterHow
 		}
-		bound = (began.from - from) + wait + rest
+		bound = (max(began.from, from+late) - from) + wait + rest
 		// the lease's last version may have come after the takeover
-		bound = max(bound, tm.jit(tm.AssignerScanInterval)+tm.wait(tm.LeaseDuration)+rest)
+		bound = max(bound, late+tm.jit(tm.AssignerScanInterval)+tm.wait(tm.LeaseDuration)+rest)
 	case "expired", "stolen":
 		if !c.pathClean(tk, from, to, a.Proc, B) {
 			return
 		}
 		rb := B.maxRTT(from, to)
-		bound = 2*tm.jit(tm.TakeInterval) + tm.wait(tm.LeaseDuration) + 5*rb
+		bound = late + 2*tm.jit(tm.TakeInterval) + tm.wait(tm.LeaseDuration) + 5*rb
 		how = "two take intervals (jittered), the lease duration and the round trips of the new owner's scans and take"
 		if B.start > from {
 			// a worker started since: it first saw the lease at its
 			// first scan, at once
-			bound = max(bound, (B.start-from)+tm.jit(tm.TakeInterval)+tm.wait(tm.LeaseDuration)+8*rb)
+			bound = max(bound, (max(B.start, from+late)-from)+tm.jit(tm.TakeInterval)+tm.wait(tm.LeaseDuration)+8*rb)
 			how += " (or, as the new owner started after, the time until it started, a take interval, the lease duration and the round trips of its start-up checks, scans and take)"
 		}
 	case "resumed":
@@ -812,6 +861,13 @@ func (c *timingChecker) failover(a, b *Tenure, tk *tkey, gap time.Duration, B *t
 		how = "the time until the process restarted and the round trips of its start-up checks, scan and take"
 	default:
 		return
+	}
+	if restarted {
+		// the assignee's process stopped before it could take the lease,
+		// which waited for its restart under the same owner id: from the
+		// restart, as a resume
+		bound = max(bound, (B.start-from)+8*B.maxRTT(B.start, to))
+		how += " (or, as the assignee's process stopped before it could take the lease, the time until its restart and the round trips of its start-up checks, poll, read and take)"
 	}
 	bound += timingSlack
 	c.bounded[0]++

@@ -319,3 +319,89 @@ func TestLinkFault(t *testing.T) {
 		}
 	}
 }
+
+// TestT1LateApplyOfTheOldOwnersWrite: the lease duration runs from the
+// row's last change, so a write the old owner sent by its last act that
+// applies late (its link clogged: swarm seed 753, a checkpoint sent at
+// 15.6 s applied at 18.5 s) puts the failover's bound off by as much, as
+// does a renewal sent while it held the lease; a write it sent after its
+// tenure ended (a holder that renews a lease it no longer acts on) does
+// not.
+func TestT1LateApplyOfTheOldOwnersWrite(t *testing.T) {
+	o := Options{End: time.Minute, Timing: shippedTiming()}
+	// w0 renews at 5 s and stops acting at 6 s; a write of it applies at
+	// 8 s, sent at `sent` (0: none); w2 assigns k to w1, which acts at `at`
+	mk := func(sent, at float64) []trace.Record {
+		b := fleet().
+			add(1, trace.Acting, 0, "k", cp("10")).
+			add(5, trace.KindApply, 0, "k", applied(trace.WriteRenew)).
+			add(6, trace.StoppedActing, 0, "k", reason("safety margin before own-view expiry"))
+		if sent > 0 {
+			b.add(8, trace.KindApply, 0, "k", func(r *trace.Record) {
+				applied(trace.WriteCheckpoint)(r)
+				r.Sent = time.Duration(sent * float64(time.Second))
+			})
+		}
+		return assign(b, at-1, "k", "w1").
+			add(at-0.1, trace.LeaseAcquired, 1, "k", reason("assigned")).
+			add(at, trace.Acting, 1, "k", cp("10")).recs
+	}
+	// bound 15.09 s from the last renewal at 5 s, 18.09 s from the late
+	// apply at 8 s
+	expect(t, CheckTiming(mk(0, 23), o), T1, 1)
+	expect(t, CheckTiming(mk(5, 23), o), T1, 0)
+	expect(t, CheckTiming(mk(5, 23.5), o), T1, 1)
+	// a renewal sent while it held the lease, after its last act (merged
+	// main's seed 753: sent at 16.0 s, applied at 18.9 s): the same
+	expect(t, CheckTiming(mk(5.5, 23), o), T1, 0)
+	// sent after it stopped acting: no excuse
+	expect(t, CheckTiming(mk(6.5, 23), o), T1, 1)
+}
+
+// TestT1AssigneeRestarted: an assignment whose assignee's process stops
+// before it can take the lease (a shutdown within a poll of the
+// assignment: swarm seed 650; or a process cut from the table until it
+// stopped: seed 832) waits for the restart under the same owner id, which
+// takes the lease as a resume does: the failover is held to the time until
+// the restart and its round trips. A predecessor that had its chance and
+// let it pass is no excuse.
+func TestT1AssigneeRestarted(t *testing.T) {
+	o := Options{End: time.Minute, Timing: shippedTiming()}
+	as1 := func(r *trace.Record) { r.Owner, r.Worker = "w1", 1 }
+	// w0 renews k at 5 s and crashes at 6 s; w2 assigns it to w1 at 16 s;
+	// w1's process stops at stop, it restarts (process 3) at 30 s and acts
+	// at `at`
+	mk := func(stop, at float64, clog bool) *hb {
+		b := fleet().
+			add(1, trace.Acting, 0, "k", cp("10")).
+			add(5, trace.KindApply, 0, "k", applied(trace.WriteRenew)).
+			add(6, trace.KindProcStop, 0, "", reason("crash"))
+		if clog {
+			b.add(15, trace.KindFault, -1, "", func(r *trace.Record) {
+				r.Worker, r.Reason = -1, "  15.000s clog workers=[1] target=table for 20s by 2s"
+			})
+		}
+		assign(b, 16, "k", "w1").
+			add(stop, trace.KindProcStop, 1, "", reason("exit")).
+			add(30, trace.KindProcStart, 3, "", as1).
+			add(30.05, trace.KindReply, 3, engine.ReservedPrefix+"_stream", func(r *trace.Record) {
+				as1(r)
+				r.Op, r.Outcome, r.Sent = engine.OpGetLease, trace.OutcomeOK, 30*time.Second
+			})
+		return b.add(at-0.05, trace.LeaseAcquired, 3, "k", func(r *trace.Record) { as1(r); r.Reason = "assigned" }).
+			add(at, trace.Acting, 3, "k", func(r *trace.Record) { as1(r); r.Checkpoint = engine.Checkpoint{Sequence: "10"} })
+	}
+	// stopped 0.2 s after the assignment: from the restart, 25 s and
+	// eight round trips of 50 ms (25.45 s)
+	expect(t, CheckTiming(mk(16.2, 30.3, false).recs, o), T1, 0)
+	expect(t, CheckTiming(mk(16.2, 31, false).recs, o), T1, 1)
+	// stopped 9 s after it, undisturbed: it should have taken the lease
+	expect(t, CheckTiming(mk(25, 30.3, false).recs, o), T1, 1)
+	// the same, its table link clogged until it stopped
+	expect(t, CheckTiming(sortedT(mk(25, 30.3, true).recs), o), T1, 0)
+	// reading with fan-out, a restart registers its consumer first: not
+	// held to a bound (as a resume)
+	fan := *shippedTiming()
+	fan.FanOut = true
+	expect(t, CheckTiming(mk(16.2, 31, false).recs, Options{End: time.Minute, Timing: &fan}), T1, 0)
+}
