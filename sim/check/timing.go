@@ -27,7 +27,8 @@ const (
 // the calls on the handoff's path as the trace shows them (see
 // docs/claims.md, "Latency bounds"); a handoff whose path the trace shows
 // disturbed (a failed or faulty call, a pause, a crash of a process on the
-// path, a second assignment, a change of assigner) is not checked.
+// path, a second assignment, a change of assigner, a cut of the watch a
+// planned move waits on) is not checked.
 type Timing struct {
 	LeaseDuration        time.Duration
 	RenewInterval        time.Duration
