@@ -460,3 +460,44 @@ func TestAssignedBalancesByThroughput(t *testing.T) {
 		t.Errorf("the placement did not hold: A %v, B %v", c.held("A"), c.held("B"))
 	}
 }
+
+// A worker whose take of the assigner row has not come back (its reply
+// lost, its resolving reads lost too) may hold the row without knowing it,
+// and a successor that takes the row over once it expires reassigns the
+// leases written under its writer at once: the worker must act on its
+// leases as if they were bound to the row, until a lease duration less the
+// margin after it sent the take (swarm seed 152 with 65% of the assigner
+// row's calls lost: S1, the worker kept delivering shardId-000000000008
+// after the new assigner reassigned it).
+func TestAssignerTakeInFlightBindsLeases(t *testing.T) {
+	u := newUnit(t, Config{Assignment: AssignmentAssigner})
+	key := shardKey(0)
+	u.stream.add(key)
+	u.stream.put(key, 2)
+	u.put(Lease{Key: key, Checkpoint: startSeq(), Pending: me})
+	u.hold = func(c Call) bool { return c.Op.IsWrite() && (c.Lease.Key == AssignerKey || c.Key == AssignerKey) }
+	u.tick()
+	u.runTo(3 * time.Second)
+	take, ok := u.pending(OpCreateLease, AssignerKey)
+	if !ok {
+		take, ok = u.pending(OpUpdateLease, AssignerKey)
+	}
+	if !ok {
+		t.Fatalf("no take of the assigner row in flight:\n%s", u.dump())
+	}
+	if !u.w.Acting(key) {
+		t.Fatalf("not acting on %s:\n%s", key, u.dump())
+	}
+	var sent time.Duration
+	for _, c := range u.sent {
+		if c.c.ID == take.ID {
+			sent = c.at
+		}
+	}
+	cfg := u.w.cfg
+	u.runTo(sent + cfg.LeaseDuration - cfg.SafetyMargin + time.Millisecond)
+	if u.w.Acting(key) {
+		t.Fatalf("still acting on %s at %v, a lease duration less the margin after the take of the assigner row (sent at %v) whose outcome it does not know",
+			key, u.now, sent)
+	}
+}

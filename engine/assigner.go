@@ -299,7 +299,12 @@ func (w *Worker) onAssignerConfirm(key string, r *Result) {
 		return
 	}
 	delete(a.confirming, key)
-	if r.Err != nil && a.watch.up {
+	// No poll will show the row again, and no write may change it (a
+	// hello stands until the assigner deletes it): a read that failed, or
+	// that came back while this worker holds the assigner row but does not
+	// act on it (a renewal slow past its margin), is made again later.
+	lapsing := !w.isAssigner() && w.heldAssignerRow() != nil
+	if (r.Err != nil || lapsing) && a.watch.up {
 		a.watch.note([]PendingChange{{Key: key}}, w.now.Mono+w.cfg.PendingPollInterval)
 	}
 	if r.Err != nil || !w.isAssigner() || r.Lease.Pending != AssignerPending {

@@ -1,5 +1,7 @@
 package engine
 
+import "math"
+
 // loads returns the load of every owner of an unfinished lease (its lease
 // count, or its reported throughput with BalanceThroughput), counting
 // assignments not yet taken for their assignee, and not leases expired in
@@ -41,10 +43,14 @@ func (w *Worker) loads() map[string]float64 {
 	return loads
 }
 
-// weight is what one lease adds to its holder's load.
+// weight is what one lease adds to its holder's load: 1, or with
+// BalanceThroughput its throughput in thousandths of a KB per second, a
+// whole number (idle shards weigh one), so that loads summed in any order
+// are the same (loads ranges over the rows in the order this worker
+// interned their keys, which another worker or run may not share).
 func (w *Worker) weight(row Lease) float64 {
 	if w.cfg.BalanceBy == BalanceThroughput {
-		return row.ThroughputKBps + 1e-3 // idle shards weigh a little
+		return math.Round(row.ThroughputKBps*1000) + 1
 	}
 	return 1
 }

@@ -30,6 +30,10 @@ type subState struct {
 	subscribedAt time.Duration
 	askedAt      time.Duration
 	inUse        int // ErrResourceInUse answers in a row
+	// notFound: the last subscriptions were refused as not found, the
+	// first of them sent at notFoundSince
+	notFound      bool
+	notFoundSince time.Duration
 }
 
 // subscribe sends SubscribeToShard for h, from after the last continuation
@@ -87,7 +91,15 @@ func (w *Worker) onSubscribed(pc pendingCall, r *Result) {
 				w.recheckConsumer(h.ref.Stream)
 			}
 		case errors.Is(r.Err, ErrNotFound):
-			if listed, known := w.shardListed(h.ref); known && !listed {
+			// The shard is gone, or the consumer (a worker that shut down
+			// with DeregisterConsumer deregistered it). Only a listing
+			// that began after this subscription was sent tells them
+			// apart: one from before it may predate the shard (a child of
+			// a split the worker has not listed yet).
+			if !c.fo.notFound {
+				c.fo.notFound, c.fo.notFoundSince = true, c.fo.subscribedAt
+			}
+			if w.provenGone(h) && w.sync.listedAt[h.ref.Stream] > c.fo.notFoundSince {
 				// The shard has left the stream (see onIterator).
 				c.gone = true
 				c.end = true
@@ -108,6 +120,7 @@ func (w *Worker) onSubscribed(pc pendingCall, r *Result) {
 	}
 	c.backoff = 0
 	c.fo.inUse = 0
+	c.fo.notFound = false
 	c.fo.handle = r.Subscription
 	c.phase = cFetch
 	c.nextAt = now

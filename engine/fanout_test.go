@@ -476,3 +476,64 @@ func TestFanOutAggregates(t *testing.T) {
 		})
 	}
 }
+
+// A SubscribeToShard refused with not found (the consumer was deregistered
+// by a worker that shut down with DeregisterConsumer, say) for a shard the
+// worker's latest listing does not show, because the shard is newer than
+// the listing (a split's child), does not end the shard: only a listing
+// taken after the refusal proves it gone. The worker subscribes again and
+// delivers every record (swarm seed 45 with several streams, LATEST and
+// DeregisterConsumer: SHARD_END written on an open child, its records lost).
+func TestFanOutNotFoundIsNotShardEnd(t *testing.T) {
+	u := newUnit(t, fanOutConfig())
+	u.holding(shardKey(0), startSeq(), 1)
+	k1 := shardKey(1)
+	u.hold = func(c Call) bool { return c.Op == OpListShards } // the listing stays as it was
+	u.stream.add(k1)
+	u.stream.put(k1, 3)
+	gone := true
+	u.fault = func(c Call) (Result, bool) {
+		if c.Op == OpSubscribe && c.Shard == k1 && gone {
+			return Result{Err: fmt.Errorf("consumer arn:test:s/consumer/app: %w", ErrNotFound)}, true
+		}
+		return Result{}, false
+	}
+	u.put(Lease{Key: k1, Checkpoint: startSeq()})
+	u.runTo(12 * time.Second)
+	if !u.w.Acting(k1) && len(u.sentOf(OpSubscribe, k1, 0, u.now)) == 0 {
+		t.Fatalf("the worker did not take %s and subscribe:\n%s", k1, u.dump())
+	}
+	if len(u.sentOf(OpSubscribe, k1, 0, u.now)) == 0 {
+		t.Fatalf("no SubscribeToShard of %s", k1)
+	}
+	if row := u.row(k1); row.Checkpoint.IsShardEnd() {
+		t.Fatalf("a not-found subscription of a shard the stale listing lacks ended it: %v", row.Checkpoint)
+	}
+	gone = false
+	for _, c := range u.out {
+		u.reply(c, u.apply(c))
+	}
+	u.hold = nil
+	u.runTo(40 * time.Second)
+	if row := u.row(k1); row.Checkpoint.IsShardEnd() {
+		t.Fatalf("%s ended: %v", k1, row.Checkpoint)
+	}
+	if got, want := u.delivered(k1), seqsOf(u.stream.recs[k1]); !slices.Equal(got, want) {
+		t.Fatalf("delivered %v of %s, want %v", got, k1, want)
+	}
+}
+
+// A shard that really left the stream (its retention passed) is still
+// ended once a listing taken after the refused subscription proves it
+// gone: its child is listed and it is not.
+func TestFanOutGoneShardEnds(t *testing.T) {
+	u := newUnit(t, fanOutConfig())
+	p := u.holding(shardKey(0), startSeq(), 1)
+	u.stream.split(p, shardKey(1), shardKey(2))
+	u.stream.expire(p)
+	u.stream.end(u.stream.lastSub(), fmt.Errorf("gone: %w", ErrSubscriptionEnded))
+	u.runTo(60 * time.Second)
+	if len(u.traceOf(TraceShardEnded, p)) == 0 {
+		t.Fatalf("a shard gone from the stream (child listed, itself not) was not ended:\n%s", u.dump())
+	}
+}

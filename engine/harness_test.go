@@ -177,6 +177,32 @@ type cluster struct {
 	steps     int // Steps taken, for benchmarks
 	// push, if set, keeps the workers' pending watches (watch_test.go)
 	push *pushHub
+	// hold, if set, holds back the reply of each call it returns true for
+	// (a slow link): the call applies at once, its reply reaches the
+	// worker when the test releases it (releaseHeld)
+	hold        func(tw *tWorker, c Call) bool
+	heldReplies []heldReply
+}
+
+// heldReply is the reply of a call that hold held back.
+type heldReply struct {
+	tw   *tWorker
+	call Call
+	r    Result
+}
+
+// releaseHeld delivers the held replies that match, in the order they
+// were held.
+func (c *cluster) releaseHeld(match func(call Call) bool) {
+	var keep []heldReply
+	for _, h := range c.heldReplies {
+		if !match(h.call) {
+			keep = append(keep, h)
+			continue
+		}
+		h.tw.inbox = append(h.tw.inbox, Input{Kind: InputResult, Result: h.r})
+	}
+	c.heldReplies = keep
 }
 
 func newCluster(t *testing.T, shards int, cfg Config) *cluster {
@@ -241,7 +267,11 @@ func (c *cluster) step(tw *tWorker, in Input) {
 				r = Execute(context.Background(), c.store, c.streamAPI(), call)
 			}
 			r.ID = call.ID
-			tw.inbox = append(tw.inbox, Input{Kind: InputResult, Result: r})
+			if c.hold != nil && c.hold(tw, call) {
+				c.heldReplies = append(c.heldReplies, heldReply{tw: tw, call: call, r: r})
+			} else {
+				tw.inbox = append(tw.inbox, Input{Kind: InputResult, Result: r})
+			}
 			if c.push != nil {
 				c.push.applied(c, call, r)
 			}

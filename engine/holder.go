@@ -70,7 +70,11 @@ func (w *Worker) validUntil(h *holding) time.Duration { return h.validFrom + w.c
 
 // actUntil is when the worker stops acting on h: a safety margin before its
 // own view of expiry, and, while it holds the assigner row, no later than
-// on that row (the assigner's leases are bound to it: see assign.go).
+// on that row (the assigner's leases are bound to it: see assign.go). A
+// take of the assigner row whose outcome is not known yet binds them too:
+// it may have applied, and then a worker that takes the row over once it
+// expires (a lease duration after the take at the earliest) reassigns them
+// at once.
 func (w *Worker) actUntil(h *holding) time.Duration {
 	until := h.validFrom + w.cfg.LeaseDuration - w.cfg.SafetyMargin
 	if w.bug("no-safety-margin") {
@@ -78,6 +82,12 @@ func (w *Worker) actUntil(h *holding) time.Duration {
 	}
 	if c := w.heldAssignerRow(); c != nil && c != h && !c.gone && !w.bug("assigner-leases-unbound") {
 		until = min(until, w.actUntil(c))
+	}
+	if h.key == AssignerKey {
+		return until
+	}
+	if wr := w.writeOf(AssignerKey); wr != nil && wr.kind == wTake {
+		until = min(until, wr.sentAt+w.cfg.LeaseDuration-w.cfg.SafetyMargin)
 	}
 	return until
 }

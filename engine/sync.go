@@ -17,11 +17,14 @@ type syncState struct {
 	scanned bool
 	scans   uint64
 	shards  map[string][]Shard // the latest listing of each stream whose identity was confirmed
-	listing map[string][]Shard // this round's listings, committed to shards once confirmed
-	fresh   map[string]bool    // streams listed in this round
-	checked map[string]bool    // streams whose identity this round confirmed
-	rows    map[string]Lease   // this round's consistent scan, by key
-	asked   bool               // soon was called (a worker that does not sync periodically syncs then)
+	// listedAt: when the round that made each stream's latest listing
+	// began (0: the start-up listing)
+	listedAt map[string]time.Duration
+	listing  map[string][]Shard // this round's listings, committed to shards once confirmed
+	fresh    map[string]bool    // streams listed in this round
+	checked  map[string]bool    // streams whose identity this round confirmed
+	rows     map[string]Lease   // this round's consistent scan, by key
+	asked    bool               // soon was called (a worker that does not sync periodically syncs then)
 }
 
 func (s *syncState) inFlight() bool { return s.waiting > 0 }
@@ -186,6 +189,10 @@ func (w *Worker) finishSync() {
 	for _, sc := range w.cfg.Streams {
 		if s.fresh[sc.Name] && s.checked[sc.Name] {
 			s.shards[sc.Name] = s.listing[sc.Name]
+			if s.listedAt == nil {
+				s.listedAt = make(map[string]time.Duration)
+			}
+			s.listedAt[sc.Name] = s.sentAt
 			if w.asg.on && w.asg.as == nil {
 				continue // only the assigner creates and deletes rows
 			}

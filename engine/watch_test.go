@@ -309,3 +309,40 @@ func TestPushedReleaseBeforeAScanIsNotAssignedBack(t *testing.T) {
 		}
 	}
 }
+
+// A row the watch reported is read again later when its read comes back
+// while the assigner is not acting (its renewal slow, past the safety
+// margin, but not lost): a hello so read and dropped would otherwise
+// never be read again, since no write changes the row (the worker's own
+// hellos fail their condition while the row stands), and the worker would
+// stay out of the member list for good (etcd swarm world 501 of h-faults).
+func TestPushedReadWhileLapsingIsReadAgain(t *testing.T) {
+	c := pushed(t, 4)
+	for i := 0; i < 4; i++ {
+		c.stream.put(shardKey(i), 3)
+	}
+	c.start("A")
+	c.start("X")
+	c.runUntil(time.Minute, "A and X hold 2 each", func() bool { return len(c.held("A")) == 2 && len(c.held("X")) == 2 })
+	asg := c.assignerOf()
+	hello := HelloPrefix + "B"
+	// hold the assigner's renewals of its row and its read of B's hello
+	c.hold = func(tw *tWorker, call Call) bool {
+		return tw.id == asg && ((call.Op == OpUpdateLease && call.Key == AssignerKey) || (call.Op == OpGetLease && call.Key == hello))
+	}
+	c.start("B")
+	c.runUntil(time.Second, "the assigner reads B's hello", func() bool {
+		return slices.ContainsFunc(c.heldReplies, func(h heldReply) bool { return h.call.Key == hello })
+	})
+	cfg := c.cfg.withDefaults()
+	c.run(cfg.LeaseDuration - cfg.SafetyMargin) // past its margin: not acting as the assigner
+	if c.worker(asg).w.isAssigner() {
+		t.Fatalf("%s still acts as the assigner with its renewals held for %v", asg, cfg.LeaseDuration-cfg.SafetyMargin)
+	}
+	c.releaseHeld(func(call Call) bool { return call.Key == hello })
+	c.run(100 * time.Millisecond)
+	c.hold = nil
+	c.releaseHeld(func(Call) bool { return true }) // the renewal applied: it acts again
+	c.runUntil(2*cfg.LeaseDuration, "the assigner acting again", func() bool { return c.worker(asg).w.isAssigner() })
+	c.runUntil(3*cfg.LeaseDuration, "B gets a share", func() bool { return len(c.held("B")) >= 1 })
+}

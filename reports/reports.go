@@ -99,6 +99,10 @@ type Seed struct {
 	StreamOpsPerShardHour      float64 `json:"stream_ops_per_shard_hour"`
 	Puts                       int     `json:"puts"`
 	LostToRetention            int     `json:"lost_to_retention"`
+	// Ops are the run's multi-write operations (sim.Result.Ops): per
+	// kind, [instances, windows between steps, windows faulted, windows
+	// whose process was struck].
+	Ops map[string][4]int `json:"op_windows,omitempty"`
 
 	Replay string `json:"replay"`
 	// Error is set, and nothing else but Scenario and Seed, when the run
@@ -153,6 +157,12 @@ func NewSeed(scenario string, o sim.Options, res *sim.Result, wall time.Duration
 		s.Tolerated = nil
 	}
 	s.SetFigures(res.Figures)
+	if len(res.Ops) > 0 {
+		s.Ops = map[string][4]int{}
+		for _, c := range res.Ops {
+			s.Ops[c.Kind] = [4]int{c.Instances, c.Windows, c.Faulted, c.Struck}
+		}
+	}
 	return s
 }
 

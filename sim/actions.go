@@ -129,6 +129,7 @@ func (s *simulator) act(a Action) {
 		s.fs.faultWorker = int32(p.slot)
 		s.fault(desc, "")
 		s.fs.faultWorker = fw
+		s.opFaultOn(p.id)
 		if a.MidAct {
 			if a.Dur > s.midActSlack() {
 				s.fs.outside = append(s.fs.outside, fmt.Sprintf("at %v a pause of %v in the middle of acting, longer than the margin allows (%v)", s.now, a.Dur, s.midActSlack()))
@@ -154,6 +155,7 @@ func (s *simulator) act(a Action) {
 			sl.desired = false
 		}
 		p.stopping = true
+		s.opShutdown(p)
 		p.restart = a.Dur
 		p.killAt = s.now + 3*s.full.LeaseDuration + 4*s.w.CallTimeout
 		s.q.push(event{at: p.killAt, kind: evKill, proc: p.id})
@@ -176,6 +178,9 @@ func (s *simulator) act(a Action) {
 		s.fault(desc, "")
 		for _, i := range a.Workers {
 			sl := s.slotOf(i)
+			if a.Kind == ActPartition && a.Target != "stream" {
+				s.opFaultOnSlot(sl)
+			}
 			for _, l := range s.links(sl, a.Target) {
 				switch a.Kind {
 				case ActPartition:
@@ -223,11 +228,15 @@ func (s *simulator) act(a Action) {
 			panic("sim: split: " + err.Error())
 		}
 		s.wl.closed = append(s.wl.closed, closedShard{id, s.now})
-		s.emit(&trace.Record{Kind: trace.KindShardClosed, Worker: -1, Proc: -1, Key: id, Last: s.shardInfo(id).EndingSequence})
+		k := func(id string) string { return s.shardKey(streamName, id) }
+		s.emit(&trace.Record{Kind: trace.KindShardClosed, Worker: -1, Proc: -1, Key: k(id), Last: s.shardInfo(id).EndingSequence})
+		var kids []string
 		for _, c := range children {
-			s.emit(&trace.Record{Kind: trace.KindShardCreated, Worker: -1, Proc: -1, Key: c, Parent: id})
+			s.emit(&trace.Record{Kind: trace.KindShardCreated, Worker: -1, Proc: -1, Key: k(c), Parent: k(id)})
+			kids = append(kids, k(c))
 		}
-		s.wakeShard(id)
+		s.opSplit(k(id), kids)
+		s.wakeShard(k(id))
 		s.schedulePut()
 	case ActMerge:
 		open := s.openShards()
@@ -247,16 +256,18 @@ func (s *simulator) act(a Action) {
 			panic("sim: merge: " + err.Error())
 		}
 		s.wl.closed = append(s.wl.closed, closedShard{x, s.now}, closedShard{y, s.now})
-		s.emit(&trace.Record{Kind: trace.KindShardClosed, Worker: -1, Proc: -1, Key: x, Last: s.shardInfo(x).EndingSequence})
-		s.emit(&trace.Record{Kind: trace.KindShardClosed, Worker: -1, Proc: -1, Key: y, Last: s.shardInfo(y).EndingSequence})
-		s.emit(&trace.Record{Kind: trace.KindShardCreated, Worker: -1, Proc: -1, Key: c, Parent: x, Parent2: y})
-		s.wakeShard(x)
-		s.wakeShard(y)
+		k := func(id string) string { return s.shardKey(streamName, id) }
+		s.emit(&trace.Record{Kind: trace.KindShardClosed, Worker: -1, Proc: -1, Key: k(x), Last: s.shardInfo(x).EndingSequence})
+		s.emit(&trace.Record{Kind: trace.KindShardClosed, Worker: -1, Proc: -1, Key: k(y), Last: s.shardInfo(y).EndingSequence})
+		s.emit(&trace.Record{Kind: trace.KindShardCreated, Worker: -1, Proc: -1, Key: k(c), Parent: k(x), Parent2: k(y)})
+		s.opMerged(k(x), k(y), k(c))
+		s.wakeShard(k(x))
+		s.wakeShard(k(y))
 		s.schedulePut()
 		if s.bchance(s.w.Boundary.SlowParent) {
 			// the second parent finishes far later than the first: its
 			// holder pauses (see boundary.go)
-			s.later(Action{At: s.now, Kind: ActPause, Shard: y, Dur: s.bd.rng.between(2*time.Second, 3*s.full.LeaseDuration).Round(time.Millisecond)})
+			s.later(Action{At: s.now, Kind: ActPause, Shard: k(y), Dur: s.bd.rng.between(2*time.Second, 3*s.full.LeaseDuration).Round(time.Millisecond)})
 		}
 	case ActTableThrottle:
 		s.fault(desc, "")

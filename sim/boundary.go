@@ -171,6 +171,12 @@ type boundaryState struct {
 	// waiting are the scans held until another worker's next renewal
 	// applies (call slots, with their hold generation)
 	waiting []heldCall
+	// iterShard: the shard each iterator a process holds reads (the
+	// pages held for a cut holder's last moments are its lease's only)
+	iterShard map[string]string
+	// kbps: the throughput the last write of each row that applied
+	// reported (worlds with crashes after renewals)
+	kbps map[string]float64
 }
 
 type heldCall struct {
@@ -215,7 +221,11 @@ func (s *simulator) boundarySchedule() []Action {
 	for i := 0; i < b.CrashAfterRenew; i++ {
 		// early enough that the restart and its reads come in the chaos
 		at := r.between(time.Second, max(2*time.Second, s.w.Chaos-2*ld)).Round(time.Millisecond)
-		out = append(out, Action{At: at, Kind: ActCrashAfterRenew, Role: RoleHolder, Dur: r.between(ld-s.full.RenewInterval, ld).Round(time.Millisecond)})
+		// restarted after more than the margin (its take, counted from its
+		// own send, then outlasts the lease its predecessor renewed), and
+		// early enough to resume before a taker takes the lease
+		lo := max(2*s.full.SafetyMargin, ld/3)
+		out = append(out, Action{At: at, Kind: ActCrashAfterRenew, Role: RoleHolder, Dur: r.between(lo, max(lo, ld-s.full.RenewInterval/2)).Round(time.Millisecond)})
 	}
 	return out
 }
@@ -235,34 +245,80 @@ const (
 
 // armAfterRenew carries out ActCutAfterRenew and ActCrashAfterRenew: it
 // arms the slot for its process's next applied renewal.
+//
+// When no process it may strike holds a lease (early in a run, after
+// crashes) or every one is armed already, it tries again half a lease
+// duration later, up to four times (Action.Value counts the tries).
 func (s *simulator) armAfterRenew(a Action) {
 	p := s.boundaryTarget(a)
-	if p == nil {
+	if p == nil || p.afterRenew != "" || (a.Kind == ActCrashAfterRenew && s.crashRaceOn()) {
 		s.fault(a.String()+": no live process holds a lease", "")
+		if a.Value < 4 && s.now+s.full.LeaseDuration/2 < s.w.Chaos {
+			a.At, a.Value = s.now+s.full.LeaseDuration/2, a.Value+1
+			s.later(a)
+		}
 		return
 	}
 	s.fault(a.String(), "")
 	p.afterRenew, p.afterRenewDur = a.Kind, a.Dur
 }
 
+// crashRaceOn reports whether a crash after renewal is armed or under way
+// (its process not yet restarted and resumed), or too few live workers
+// are left to take the lease from the restarted one: one at a time, so
+// that a taker watches each.
+func (s *simulator) crashRaceOn() bool {
+	live := 0
+	for _, sl := range s.cl.slots {
+		if sl.cutAfterRead {
+			return true
+		}
+		if p := s.live(sl); p != nil && !sl.dup {
+			live++
+			if p.afterRenew == ActCrashAfterRenew {
+				return true
+			}
+		}
+	}
+	return live < 2
+}
+
+// resuming reports whether p is the restart of a process crashed after a
+// renewal that has not yet read the row it resumes (ActCrashAfterRenew):
+// its scans are not held for other workers' renewals or expiries, nor its
+// replies and resolving reads delayed, so that it resumes the lease
+// before a taker takes it.
+func (s *simulator) resuming(p *proc) bool { return s.cl.slots[p.slot].cutAfterRead }
+
 // boundaryTarget resolves the target of a boundary action: its Worker's
 // live process, or for the role holder a live process that holds a lease,
 // drawn from the boundary stream, and in worlds whose clocks run at the
 // drift bound one among the slowest clocks if any holds one (the holder
-// whose own view of expiry comes last in true time).
+// whose own view of expiry comes last in true time). The assigner is
+// drawn only when no other process holds a lease: its leases are bound to
+// its row, so that a cut assigner's leases go through a takeover of the
+// row (seen by its own planted bugs and scenarios), not through the
+// expiry race the boundary actions seek.
 func (s *simulator) boundaryTarget(a Action) *proc {
 	if a.Role == "" {
 		return s.live(s.slotOf(a.Worker))
 	}
 	holds := map[string]bool{}
+	asg := ""
 	for _, l := range s.tbl.Snapshot().Leases {
 		if l.Owner != "" && !strings.HasPrefix(l.Key, engine.ReservedPrefix) {
 			holds[l.Owner] = true
 		}
+		if l.Key == engine.AssignerKey {
+			asg = l.Owner
+		}
+	}
+	if len(holds) > 1 {
+		delete(holds, asg)
 	}
 	var all, slow []*proc
 	for _, sl := range s.cl.slots {
-		if p := s.live(sl); p != nil && !sl.dup && holds[p.owner] {
+		if p := s.live(sl); p != nil && !sl.dup && holds[p.owner] && p.afterRenew == "" {
 			all = append(all, p)
 			if sl.drift < 0 {
 				slow = append(slow, p)
@@ -293,15 +349,15 @@ func (s *simulator) racingOther(p *proc) bool {
 	return false
 }
 
-// armedOther returns the process other than p armed to be cut after its
-// next renewal, if any (-1): p's scan then waits for that renewal, so
-// that p sees the lease's last version as early as it can.
+// armedOther returns the process other than p armed to be cut or crashed
+// after its next renewal, if any (-1): p's scan then waits for that
+// renewal, so that p sees the lease's last version as early as it can.
 func (s *simulator) armedOther(p *proc) int32 {
 	if s.healed {
 		return -1
 	}
 	for _, sl := range s.cl.slots {
-		if q := s.live(sl); q != nil && q != p && q.afterRenew == ActCutAfterRenew {
+		if q := s.live(sl); q != nil && q != p && q.afterRenew != "" {
 			return q.id
 		}
 	}
@@ -349,6 +405,11 @@ func (s *simulator) assignApplied(f *inflight) {
 	if to == "" || len(s.bd.waiting) == 0 {
 		return
 	}
+	if _, ok := s.bd.racing[leaseKey(&f.call)]; len(s.bd.racing) > 0 && !ok {
+		// a lease whose holder was cut is about to be assigned: the polls
+		// wait for that assignment, not for one that comes just before it
+		return
+	}
 	s.releaseHeld(func(w heldCall, g *inflight) bool {
 		if w.poll && g.call.Key == to {
 			g.freshIndex = true // and sees the assignment
@@ -371,7 +432,7 @@ func (s *simulator) renewApplied(p *proc, f *inflight) {
 	// a scan of another process waited for this renewal: the assigner's,
 	// if there is one (it decides when the lease has expired)
 	waited, asg := false, int32(-1)
-	if p.afterRenew == ActCutAfterRenew {
+	if p.afterRenew != "" {
 		if i, ok := s.ownerSlot(engine.AssignerKey); ok {
 			if q := s.live(s.cl.slots[i]); q != nil {
 				asg = q.id
@@ -387,15 +448,23 @@ func (s *simulator) renewApplied(p *proc, f *inflight) {
 		return !w.poll && g.proc != f.proc && (w.after < 0 || w.after == f.proc)
 	})
 	k := p.afterRenew
-	if k == "" {
-		return
+	if k == "" || engine.IsReserved(leaseKey(&f.call)) {
+		return // (the assigner row's renewals neither: a lease's)
 	}
 	if s.healed {
 		p.afterRenew = "" // no fault after healing
 		return
 	}
-	if k == ActCutAfterRenew && !waited && p.afterRenewTries < 8 {
-		// cut after a renewal that another worker's scan sees at once
+	if !waited && p.afterRenewTries < 8 {
+		// cut or crash after a renewal that another worker's scan sees
+		// at once
+		p.afterRenewTries++
+		return
+	}
+	if k == ActCrashAfterRenew && s.bd.kbps[leaseKey(&f.call)] != f.call.Lease.ThroughputKBps && p.afterRenewTries < 30 {
+		// crash after a renewal that changed nothing but the row's
+		// version (an idle lease): the restarted process's resume, built
+		// on the row before it, then writes that renewal's very row
 		p.afterRenewTries++
 		return
 	}
@@ -405,8 +474,19 @@ func (s *simulator) renewApplied(p *proc, f *inflight) {
 	case ActCutAfterRenew:
 		s.fault(fmt.Sprintf("cut w%d from the table after its renewal of %s, for %v", sl.idx, leaseKey(&f.call), p.afterRenewDur), leaseKey(&f.call))
 		sl.table.cutReq = true
+		s.opFaultOnSlot(sl)
 		s.later(Action{At: s.now + p.afterRenewDur, Kind: actHealLink, Workers: []int{sl.idx}, Target: "table"})
-		f.late = true // its reply comes, just under the timeout
+		// its reply comes late: half the time just under the timeout (a
+		// validity counted from the reply outlasts the holder's), else
+		// early enough that the holder learns it in time to act to the
+		// end of its validity
+		if s.bd.rng.chance(0.5) {
+			f.late = true
+		} else if slack := s.midActSlack(); slack > time.Millisecond {
+			m := p.clk.mono(f.sent)
+			by := p.clk.trueAt(m+s.full.LeaseDuration-s.full.SafetyMargin) - slack - s.full.IdleTimeBetweenReads - s.full.RenewInterval
+			f.lateAt = s.bd.rng.between(s.now, max(s.now, by))
+		}
 		s.armExpiryPause(p, leaseKey(&f.call), f.sent)
 		if s.bd.racing == nil {
 			s.bd.racing = map[string]int32{}
@@ -418,7 +498,29 @@ func (s *simulator) renewApplied(p *proc, f *inflight) {
 		sl.throttleScans, sl.staleScans = 2, 2
 		sl.staleKey, sl.staleAt, sl.cutAfterRead = leaseKey(&f.call), s.now, true
 		s.later(Action{At: s.now + p.afterRenewDur, Kind: ActRestart, Worker: sl.idx})
+		if s.bd.racing == nil {
+			s.bd.racing = map[string]int32{}
+		}
+		s.bd.racing[leaseKey(&f.call)] = p.id // the others take it as early as they may
+		// and records come once the process is back, for both to read
+		for j := 1; j <= 6; j++ {
+			if at := s.now + p.afterRenewDur + time.Duration(j)*s.full.LeaseDuration/6; at < s.w.Chaos {
+				s.later(Action{At: at, Kind: actPutTo, Shard: leaseKey(&f.call)})
+			}
+		}
 	}
+}
+
+// rowWritten notes, in worlds with crashes after renewals, the throughput
+// an applied write of a row reported (see renewApplied).
+func (s *simulator) rowWritten(f *inflight) {
+	if s.w.Boundary.CrashAfterRenew == 0 || f.call.Op != engine.OpUpdateLease {
+		return
+	}
+	if s.bd.kbps == nil {
+		s.bd.kbps = map[string]float64{}
+	}
+	s.bd.kbps[leaseKey(&f.call)] = f.call.Lease.ThroughputKBps
 }
 
 // armExpiryPause arms p, whose lease key was last renewed by a write
@@ -433,7 +535,8 @@ func (s *simulator) renewApplied(p *proc, f *inflight) {
 //
 // So that the holder has something to deliver then, records are put to
 // the lease's shard at four moments in the last read interval and the
-// slack before its act-until time.
+// slack before its act-until time, and at four more in the margin after
+// it (which only a holder that acts past its act-until time reads).
 func (s *simulator) armExpiryPause(p *proc, key string, sent time.Duration) {
 	slack := s.midActSlack()
 	if slack <= time.Millisecond {
@@ -443,10 +546,14 @@ func (s *simulator) armExpiryPause(p *proc, key string, sent time.Duration) {
 	until := p.clk.trueAt(m + s.full.LeaseDuration - s.full.SafetyMargin)
 	end := p.clk.trueAt(m + s.full.LeaseDuration)
 	p.pauseDeliveryFrom, p.pauseDeliveryUntil, p.pauseDeliveryFor = until-slack, end, slack
-	p.lastActs = [2]time.Duration{until, end}
+	p.lastActs, p.lastKey = [2]time.Duration{until, end}, key
 	from := until - slack - s.full.IdleTimeBetweenReads
-	for j := 0; j < 4; j++ {
-		if at := from + time.Duration(j)*(until-from)/4; at > s.now && at < s.w.Chaos {
+	for j := 0; j < 8; j++ {
+		at := from + time.Duration(j)*(until-from)/4
+		if j >= 4 {
+			at = until + time.Duration(j-4)*(end-until)/4
+		}
+		if at > s.now && at < s.w.Chaos {
 			s.later(Action{At: at, Kind: actPutTo, Shard: key})
 		}
 	}
@@ -454,17 +561,20 @@ func (s *simulator) armExpiryPause(p *proc, key string, sent time.Duration) {
 
 // lastActAt returns when a page of records that would reach p at at,
 // within deadline, reaches it: just before one of its armed last
-// moments (armExpiryPause) that at precedes, if the deadline allows.
+// moments (armExpiryPause) that at precedes, drawn, or the other one if
+// the deadline does not allow the drawn one.
 func (s *simulator) lastActAt(p *proc, at, deadline time.Duration) time.Duration {
-	t := p.lastActs[0]
+	first, second := p.lastActs[0], p.lastActs[1]
 	if s.bd.rng.chance(0.5) {
-		t = p.lastActs[1]
+		first, second = second, first
 	}
-	t -= s.bd.rng.between(time.Microsecond, time.Millisecond)
-	if t <= at || t > deadline {
-		return at
+	for _, t := range [2]time.Duration{first, second} {
+		t -= s.bd.rng.between(time.Microsecond, time.Millisecond)
+		if t > at && t <= deadline {
+			return t
+		}
 	}
-	return t
+	return at
 }
 
 // takeApplied is a take of f's key that applied: with chance CutVictim,
@@ -492,6 +602,7 @@ func (s *simulator) takeApplied(f *inflight) {
 		d := 2 * s.full.LeaseDuration
 		s.fault(fmt.Sprintf("cut w%d from the table as its lease %s is taken, for %v", sl.idx, key, d), key)
 		sl.table.cutReq = true
+		s.opFaultOnSlot(sl)
 		s.later(Action{At: s.now + d, Kind: actHealLink, Workers: []int{sl.idx}, Target: "table"})
 		s.armExpiryPause(p, key, sent)
 		return
@@ -512,6 +623,7 @@ func (s *simulator) pauseMidDelivery(p *proc, f *inflight, in *engine.Input) boo
 	s.fault(fmt.Sprintf("pause w%d in the middle of a delivery for %v (the mid-act slack)", p.slot, d), "")
 	p.holdNext = true
 	s.deliver(p, in)
+	s.opFaultOn(p.id)
 	p.paused = true
 	s.fs.lastPauseID++
 	s.fs.pauseProc[s.fs.lastPauseID] = p.id
@@ -523,18 +635,27 @@ func (s *simulator) pauseMidDelivery(p *proc, f *inflight, in *engine.Input) boo
 // process: at, or, under a boundary knob, later within the deadline.
 func (s *simulator) replyAt(p *proc, f *inflight, at, deadline time.Duration) time.Duration {
 	b := &s.w.Boundary
-	if !b.On || at >= deadline || s.healed {
+	if !b.On {
+		return at
+	}
+	shard := s.readsShard(f)
+	if at >= deadline || s.healed {
 		return at
 	}
 	late := deadline - s.bd.rng.between(0, 2*time.Millisecond)
 	switch {
-	case f.call.Op == engine.OpGetRecords && p.lastActs[1] > at && f.in.Result.Err == nil && len(f.in.Result.Page.Records) > 0:
+	case p.lastActs[1] > at && f.in.Result.Err == nil && shard == p.lastKey &&
+		(f.call.Op == engine.OpGetRecords && len(f.in.Result.Page.Records) > 0 || f.call.Op == engine.OpNextEvent && len(f.in.Result.Event.Records) > 0):
+		// a page of records (polled, or pushed by a subscription) of the
+		// lease the holder was cut from
 		t := s.lastActAt(p, at, deadline)
 		f.lastAct = t != at
 		return t
-	case f.late || (f.call.Op.IsStore() && f.call.Op != engine.OpListLeases && s.bchance(b.LateReply)):
+	case f.lateAt > 0:
+		return min(max(at, f.lateAt), deadline)
+	case f.late || (f.call.Op.IsStore() && f.call.Op != engine.OpListLeases && !s.resuming(p) && s.bchance(b.LateReply)):
 		return max(at, late)
-	case f.call.Op == engine.OpListLeases && f.in.Result.Err == nil && !f.lastAct:
+	case f.call.Op == engine.OpListLeases && f.in.Result.Err == nil && !f.lastAct && !s.resuming(p):
 		// racing: only the leases whose holder was cut after a renewal
 		racing := s.racingOther(p)
 		if !racing && !s.bchance(b.ScanAtExpiry) {
@@ -552,6 +673,36 @@ func (s *simulator) replyAt(p *proc, f *inflight, at, deadline time.Duration) ti
 		}
 	}
 	return at
+}
+
+// readsShard returns the shard a call that reads records reads (GetRecords
+// names only its iterator: the shard is the one the iterator was got for,
+// or the page before it came from), and follows the iterators a reply
+// hands out.
+func (s *simulator) readsShard(f *inflight) string {
+	c, res := &f.call, &f.in.Result
+	switch c.Op {
+	case engine.OpGetIterator:
+		if res.Err == nil && res.Iterator != "" {
+			if s.bd.iterShard == nil {
+				s.bd.iterShard = map[string]string{}
+			}
+			s.bd.iterShard[res.Iterator] = s.callKey(c)
+		}
+		return s.callKey(c)
+	case engine.OpGetRecords:
+		shard := s.bd.iterShard[c.Iterator]
+		if res.Err == nil && shard != "" {
+			delete(s.bd.iterShard, c.Iterator)
+			if res.Page.NextIterator != "" {
+				s.bd.iterShard[res.Page.NextIterator] = shard
+			}
+		}
+		return shard
+	case engine.OpNextEvent:
+		return s.callKey(c)
+	}
+	return ""
 }
 
 // seenVersion is a lease version as a process first saw it (the engine's
@@ -617,7 +768,7 @@ func (s *simulator) heldApply(p *proc, i int, f *inflight) (time.Duration, bool)
 	}
 	deadline := f.sent + s.timeoutOf(&f.call)
 	switch {
-	case f.call.Op == engine.OpListLeases && (s.armedOther(p) >= 0 || s.bchance(b.ScanAfterRenew)):
+	case f.call.Op == engine.OpListLeases && !s.resuming(p) && (s.armedOther(p) >= 0 || s.bchance(b.ScanAfterRenew)):
 		// wait for the next renewal of the armed process, or of another
 		// one, to apply (renewApplied releases it), or until its time
 		// runs out
@@ -638,7 +789,7 @@ func (s *simulator) heldApply(p *proc, i int, f *inflight) (time.Duration, bool)
 			s.q.push(event{at: until, kind: evHeldApply, a: uint64(i)<<32 | uint64(f.holdGen)})
 			return -1, true
 		}
-	case f.call.Op == engine.OpGetLease && p.unknown[f.call.Key] && s.bchance(b.LateResolve):
+	case f.call.Op == engine.OpGetLease && p.unknown[f.call.Key] && !s.resuming(p) && s.bchance(b.LateResolve):
 		delete(p.unknown, f.call.Key)
 		if t := deadline - 2*s.latency(s.linkOf(p, f.call.Op)); t > s.now {
 			return s.bd.rng.between(s.now, t), true
@@ -716,6 +867,7 @@ func (s *simulator) readReplied(p *proc, f *inflight) {
 	d := 2 * s.full.LeaseDuration
 	s.fault(fmt.Sprintf("cut w%d from the table after its read of %s, for %v", sl.idx, sl.staleKey, d), sl.staleKey)
 	sl.table.cutReq = true
+	s.opFaultOnSlot(sl)
 	if s.bd.racing == nil {
 		s.bd.racing = map[string]int32{}
 	}

@@ -181,6 +181,9 @@ func (s *simulator) applyFanOut(i int, f *inflight, res *engine.Result) (parked 
 		}
 		s.expireShards()
 		res.Subscription, res.Err = s.st.Subscribe(s.ctx, c.ConsumerARN, c.Stream, c.Shard, s.resumePosition(c.Stream, c.Shard, c.Position))
+		if res.Err == nil {
+			s.notOwed(s.cl.procs[f.proc], c) // config.go
+		}
 	case engine.OpNextEvent:
 		s.slotState(i)
 		force := s.fo.force[i]
@@ -193,11 +196,11 @@ func (s *simulator) applyFanOut(i int, f *inflight, res *engine.Result) (parked 
 			}
 			switch {
 			case !ready:
-				s.park(i, c.Shard, wake, true)
+				s.park(i, s.callKey(c), wake, true)
 				return true
 			case s.net.rng.chance(s.rate(fw.SlowPush)):
 				f.fault = "slow-push"
-				s.park(i, c.Shard, s.now+s.net.rng.between(10*time.Millisecond, fw.SlowPushMax), false)
+				s.park(i, s.callKey(c), s.now+s.net.rng.between(10*time.Millisecond, fw.SlowPushMax), false)
 				return true
 			}
 		}

@@ -69,7 +69,7 @@ func (s *simulator) recreateStream(a Action) {
 			open++
 		}
 		if first, last, n, _ := s.st.RetainedRange(streamName, sh.ID); n > 0 {
-			s.emit(&trace.Record{Kind: trace.KindTrim, Worker: -1, Proc: -1, Key: sh.ID, Reason: "the stream was deleted",
+			s.emit(&trace.Record{Kind: trace.KindTrim, Worker: -1, Proc: -1, Key: s.shardKey(streamName, sh.ID), Reason: "the stream was deleted",
 				First: first, Last: last, Count: n})
 		}
 	}

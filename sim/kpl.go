@@ -35,15 +35,17 @@ func (w *World) drawKPL(o Options, swarm bool) {
 	w.KPL = KPLWorld{Share: r.rangeF(0.1, 0.7), MaxRecords: r.intIn(2, 12)}
 }
 
-// kplState is what the processor model draws for KPL aggregates, from a
-// stream of its own (the stream generates the aggregates: see
-// workload.go).
+// kplState is what the processor model and the corrupt aggregates draw
+// for KPL aggregates, each from a stream of its own (the stream generates
+// the aggregates: see workload.go).
 type kplState struct {
-	proc rng // where the processor checkpoints in an aggregate
+	proc    rng // where the processor checkpoints in an aggregate
+	corrupt rng // which aggregates a corrupt one follows, and its content (corrupt.go)
 }
 
 func (k *kplState) init(seed uint64) {
 	k.proc = newRNG(seed, streamKPLProcessor)
+	k.corrupt = newRNG(seed, streamCorrupt)
 }
 
 // midAggregate returns, in KPL worlds and now and then (drawn), a user

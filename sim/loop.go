@@ -58,6 +58,8 @@ func (s *simulator) loop() {
 			s.onPut(e.a)
 		case evPutRate:
 			s.setPutRate()
+		case evPutSecond:
+			s.onPutSecond(e.a)
 		case evRetention:
 			s.onRetention()
 		case evAction:

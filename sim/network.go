@@ -55,6 +55,7 @@ type inflight struct {
 	retried  bool          // an SDK retry of the write was sent
 	applyAt  time.Duration // when its (first) apply is scheduled
 	late     bool          // its reply comes just under the timeout (boundary.go)
+	lateAt   time.Duration // its reply comes at this time, if later (boundary.go)
 	held     bool          // its apply was held back once (boundary.go)
 	holdGen  uint32        // the generation of its held apply (boundary.go)
 	lastAct  bool          // a page of records held for its process's last moment on a lease (boundary.go)
@@ -64,6 +65,11 @@ type inflight struct {
 	// learnt: the caller learnt the write's outcome (a reply it could read
 	// as applied, not applied or throttled reached its live process)
 	learnt bool
+	// ops are the operations the write belongs to (ops.go), aim what an
+	// aimed fault does to it (aim.go)
+	ops     []uint32
+	opsDone bool
+	aim     aimMark
 }
 
 // link is one process's connection to the table or the stream.
@@ -109,6 +115,9 @@ func (s *simulator) release(i int) {
 	f := n.calls[i]
 	if f.pending != 0 || !f.answered {
 		return
+	}
+	if len(f.ops) > 0 && !f.opsDone {
+		s.opDone(s.cl.procs[f.proc], i, f, false)
 	}
 	if f.call.Op.IsWrite() && !f.learnt {
 		r := trace.Record{Kind: trace.KindCallEnd, Key: leaseKey(&f.call), Call: f.call.ID, Op: f.call.Op, Sent: f.sent, Applied: f.applied,
@@ -157,15 +166,20 @@ func (s *simulator) send(p *proc, c *engine.Call) {
 		r := trace.Record{Kind: trace.KindSend, Key: leaseKey(c), Call: c.ID, Op: c.Op, Reason: f.reason,
 			ExpOwner: c.Expect.Owner, ExpCounter: c.Expect.Counter, RowOwner: c.Lease.Owner, Counter: c.Lease.Counter, Checkpoint: c.Lease.Checkpoint}
 		s.emit(s.procRec(p, &r))
+		s.opSent(p, i, f)
 	}
 	l := s.linkOf(p, c.Op)
 	deadline := s.now + s.timeoutOf(c)
-	if l.cutReq || s.net.rng.chance(s.rate(s.w.Rates.RequestLoss)) {
-		if l.cutReq {
+	if aimed := s.aimSend(p, f); aimed || l.cutReq || s.net.rng.chance(s.rate(s.w.Rates.RequestLoss)) {
+		switch {
+		case aimed:
+			f.fault = f.aim.name("request-lost")
+		case l.cutReq:
 			f.fault = "partition"
-		} else {
+		default:
 			f.fault = "request-lost"
 		}
+		s.opCallFault(f)
 		s.schedCall(i, deadline, evTimeout)
 		return
 	}
@@ -261,6 +275,9 @@ func (s *simulator) onReply(i int, timeout bool) {
 	if timeout {
 		f.in.Result = engine.Result{ID: f.call.ID, Err: errTimeout}
 	}
+	if timeout {
+		s.opCallFault(f)
+	}
 	res := &f.in.Result
 	p := s.cl.procs[f.proc]
 	if p.alive {
@@ -279,7 +296,7 @@ func (s *simulator) onReply(i int, timeout bool) {
 		if f.call.Op == engine.OpGetLease && res.Err == nil {
 			s.readReplied(p, f) // boundary.go
 		}
-		r := trace.Record{Kind: trace.KindReply, Key: leaseKey(&f.call), Call: f.call.ID, Op: f.call.Op, Sent: f.sent, Applied: f.applied,
+		r := trace.Record{Kind: trace.KindReply, Key: s.callKey(&f.call), Call: f.call.ID, Op: f.call.Op, Sent: f.sent, Applied: f.applied,
 			Outcome: outcome(res.Err), Fault: f.fault, Reason: f.reason}
 		switch f.call.Op {
 		case engine.OpGetRecords:

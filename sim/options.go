@@ -52,6 +52,23 @@ type Options struct {
 	// Boundary is the boundary seeking (see boundary.go): "on", "off", or
 	// "" (a swarm draws it for half its worlds; other runs go without).
 	Boundary string
+	// Aim is the faults aimed at the engine's operations (see aim.go):
+	// "on", "off", or "" (a swarm draws them for AimShare of its worlds;
+	// other runs go without).
+	Aim string
+	// Targeted is the fault aimed at one kind of row or call alone (see
+	// targeted.go): "on", "off", or "" (a swarm draws one for TargetShare
+	// of its worlds; other runs go without).
+	Targeted string
+	// Options is the draw of the engine options that EngineParams does
+	// not hold (see config.go): "on", "off" (every one at its default,
+	// reading from TRIM_HORIZON), or "" (drawn by a swarm; other runs keep
+	// them off).
+	Options string
+	// Combo is the combination of rare things drawn on purpose (see
+	// combos.go): a name from Combos, "off", or "" (a swarm draws one for
+	// a share of its worlds; other runs go without).
+	Combo string
 	// Drifts, if set, pins the clock rate of the first len(Drifts) worker
 	// slots, each as a fraction of the run's drift bound in [-1, 1]: -1 is
 	// the slowest clock the assumptions allow, +1 the fastest. Other slots
@@ -86,6 +103,11 @@ type Options struct {
 	// window needs more is unknown (Result.Lin.Unknown): not a
 	// violation, and not a pass.
 	LinBudget int
+
+	// pinAim and pinTarget, set by tests, replace the drawn aimed and
+	// targeted faults of the world.
+	pinAim    *AimWorld
+	pinTarget *TargetWorld
 
 	// excerptsOf, set on the re-run that fills in excerpts, are the
 	// violations to show: with it the run keeps only the records their
@@ -361,7 +383,10 @@ type Result struct {
 	Figures    Figures
 	// Lin is the outcome of the linearizability check (an Illegal key
 	// is also in Violations, as invariant Lin).
-	Lin    LinResult
+	Lin LinResult
+	// Ops are the run's operations (see ops.go): per kind, the windows
+	// between their steps and those a fault struck.
+	Ops    []OpCount
 	Trace  []trace.Record
 	Final  []engine.Lease
 	Replay string
@@ -393,6 +418,7 @@ func (r *Result) Summary() string {
 		f.LeaseDuration, f.Failovers, f.FailoverP50, f.FailoverP99, f.FailoverMax, f.PlannedMoves, f.HandoffGapP50, f.HandoffGapP99, f.HandoffGapMax, f.RedeliveriesPerPlannedMove,
 		f.Handoffs, f.RedeliveriesPerHandoff, f.TableOpsPerShardHour, f.StreamOpsPerShardHour, f.Puts, f.LostToRetention)
 	fmt.Fprintf(&b, "lin: %s\n", r.Lin)
+	fmt.Fprintf(&b, "operations (windows struck/faulted/all): %s\n", OpCountsString(r.Ops))
 	fmt.Fprintf(&b, "schedule (%d actions):\n", len(r.Schedule))
 	for _, a := range r.Schedule {
 		b.WriteString("  " + a.String() + "\n")
@@ -460,6 +486,18 @@ func ReplayCommand(o Options) string {
 	}
 	if o.Boundary != "" {
 		s += " -boundary " + o.Boundary
+	}
+	if o.Aim != "" {
+		s += " -aim " + o.Aim
+	}
+	if o.Targeted != "" {
+		s += " -targeted " + o.Targeted
+	}
+	if o.Options != "" {
+		s += " -options " + o.Options
+	}
+	if o.Combo != "" {
+		s += " -combo " + o.Combo
 	}
 	if o.Scenario != "" {
 		s += " -scenario " + o.Scenario

@@ -95,9 +95,10 @@ type proc struct {
 	// a delivery within [pauseDeliveryFrom, pauseDeliveryUntil) is paused
 	// in the middle for pauseDeliveryFor (ActCutAfterRenew)
 	pauseDeliveryFrom, pauseDeliveryUntil, pauseDeliveryFor time.Duration
-	// lastActs: its act-until time and view of expiry on the lease it
-	// was cut from (true times: armExpiryPause)
+	// lastActs: its act-until time and view of expiry on the lease
+	// lastKey it was cut from (true times: armExpiryPause)
 	lastActs [2]time.Duration
+	lastKey  string
 }
 
 type sentInfo struct {
@@ -196,13 +197,24 @@ func (s *simulator) stopProc(p *proc, why string) {
 	}
 	p.alive = false
 	p.held, p.hCalls, p.hNotices = nil, nil, nil
+	if why != "exit" {
+		s.opFaultOn(p.id)
+	}
 	s.emit(s.procRec(p, &trace.Record{Kind: trace.KindProcStop, Reason: why}))
 }
 
 func (s *simulator) traceEngine(p *proc, e engine.TraceEvent) {
-	if e.Kind == engine.TraceCallSent {
+	switch e.Kind {
+	case engine.TraceCallSent:
 		s.cl.stepSent = append(s.cl.stepSent, sentInfo{e.Key, e.Counter, e.Reason})
 		s.cl.sentBy = nil
+	case engine.TraceHandingOver, engine.TraceActing:
+		s.opEngineEvent(p, &e) // ops.go
+	case engine.TraceDelivered:
+		s.opEngineEvent(p, &e)
+		s.noteTenure(p, &e) // config.go
+	case engine.TraceLeaseAcquired:
+		s.noteTenure(p, &e)
 	}
 	r := trace.Record{Kind: trace.FromEngine(e.Kind), Key: e.Key, Counter: e.Counter, Checkpoint: e.Checkpoint,
 		First: e.First, Last: e.Last, FirstSub: int32(e.FirstSub), LastSub: int32(e.LastSub), Count: e.Count, Reason: e.Reason, Previous: e.Previous}
@@ -227,6 +239,7 @@ func (s *simulator) deliver(p *proc, in *engine.Input) {
 func (s *simulator) step(p *proc, in *engine.Input) {
 	s.cl.stepSent = s.cl.stepSent[:0]
 	s.cl.sentBy = nil
+	s.opStepped()
 	rd := p.core.Step(engine.Now{Mono: p.clk.mono(s.now), Wall: p.clk.wall(s.now)}, *in)
 	if s.w.Etcd.On {
 		s.keepWatches(p, rd.Watch) // watch.go

@@ -23,6 +23,7 @@ const (
 	evHeldApply                         // a call held back by boundary seeking reaches the table (a = call slot<<32 | hold generation; see boundary.go)
 	evPutRate                           // a burst ends: the put rate changes
 	evSettle                            // a probe of whether the world has settled (see settle.go)
+	evPutSecond                         // the second stream's producer puts the records arrived (a = put generation; see streams.go)
 	// etcd worlds (etcd.go, watch.go): a = watch slot<<32 | generation
 	evWatchOpen    // a watch's request reaches the store
 	evWatchStarted // its confirmation reaches its process

@@ -117,7 +117,13 @@ func (rc *recorder) wanted(r *trace.Record) bool {
 }
 
 // excerptPad is how far around a violation's window its excerpt reaches.
-func excerptPad(w World) time.Duration { return 2*w.Engine.LeaseDuration + time.Second }
+func excerptPad(w World) time.Duration {
+	ld := w.Engine.LeaseDuration
+	if ld == 0 {
+		ld = engine.DefaultLeaseDuration // the engine's default (config.go)
+	}
+	return 2*ld + time.Second
+}
 
 // kept returns the kept records in one slice (nil unless kept).
 func (rc *recorder) kept() []trace.Record {

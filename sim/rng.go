@@ -23,6 +23,17 @@ const (
 	streamKPLPuts      // (retired: the stream generates the aggregates)
 	streamKPLProcessor // the processor's checkpoints inside aggregates
 	streamBoundary     // boundary seeking (boundary.go)
+	streamAim          // the world's aimed faults (aim.go)
+	streamAimRun       // the aimed faults' draws as the run goes
+	streamTarget       // the world's targeted fault (targeted.go)
+	streamTargetRun    // the targeted fault's draws as the run goes
+	streamOptions      // the engine options config.go draws
+	streamCombo        // the world's combination (combos.go)
+	streamComboRun     // the combination's actions
+	streamCorrupt      // which KPL aggregates are corrupt (corrupt.go)
+	streamSecond       // (retired: the second stream's records are generated)
+	streamDefaults     // whether a world keeps the engine's default timings (config.go)
+	streamLegacy       // a legacy table's rows and records (legacy.go)
 )
 
 func splitmix(x uint64) uint64 {

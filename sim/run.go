@@ -49,7 +49,15 @@ type simulator struct {
 	kpl  kplState
 	fs   faultState
 	bd   boundaryState // boundary seeking (boundary.go)
+	ops  opState       // operations in progress (ops.go)
+	aim  aimState      // aimed faults (aim.go)
 	etcd etcdState     // an etcd world's store (etcd.go, watch.go)
+	// delivered: the processes that delivered records of a lease since
+	// they acquired it (config.go)
+	delivered map[procKey]bool
+	skipped   map[string]bool // shards skipped under LATEST (config.go)
+	// keys is how rows are keyed (streams.go)
+	keys engine.KeyFormat
 	// settle ends the healing phase once the world has settled (settle.go)
 	settle settleState
 }
@@ -98,9 +106,12 @@ func run(o Options) (*Result, error) {
 	s.fs.steps = newRNG(o.Seed, streamClockSteps)
 	s.bd.rng = newRNG(o.Seed^0xb0da, streamBoundary) // not the stream that drew the world's knobs
 	s.fs.pauseProc = map[uint64]int32{}
+	s.ops.init()
 	s.fs.faultWorker = -1
 	s.rec.init(o, w)
 	s.full, _ = w.engineConfig("probe", 1).Validate()
+	s.keys = w.keyFormat()
+	s.initAim()
 	// The world: the fakes, on the run's true virtual time.
 	clk := fakes.ClockFunc(func() time.Time { return epoch.Add(s.now) })
 	s.tbl = fakes.NewLeaseTable(fakes.LeaseTableOptions{Clock: clk, Seed: o.Seed, StaleLag: max(s.tableLag(), w.Etcd.SerializableLag),
@@ -124,8 +135,10 @@ func (s *simulator) setup() {
 	s.emit(&trace.Record{Kind: trace.KindPhase, Worker: -1, Proc: -1, Reason: "chaos"})
 	shards, _ := s.st.Shards(streamName)
 	for _, sh := range shards {
-		s.emit(&trace.Record{Kind: trace.KindShardCreated, Worker: -1, Proc: -1, Key: sh.ID})
+		s.emit(&trace.Record{Kind: trace.KindShardCreated, Worker: -1, Proc: -1, Key: s.shardKey(streamName, sh.ID)})
 	}
+	s.setupSecond() // streams.go
+	s.setupLegacy() // legacy.go
 	s.wl.drawIdle(len(shards), s.w.has("idle-shards"))
 	cr := newRNG(s.o.Seed, streamClock)
 	for i := 0; i < s.w.Workers; i++ {
@@ -133,6 +146,7 @@ func (s *simulator) setup() {
 	}
 	s.fs.schedule = s.drawSchedule()
 	s.fs.schedule = append(s.fs.schedule, s.boundarySchedule()...)
+	s.fs.schedule = append(s.fs.schedule, s.comboSchedule()...)
 	s.fs.schedule = append(s.fs.schedule, s.setupEtcd()...)
 	s.fs.schedule = append(s.fs.schedule, s.o.Actions...)
 	sort.SliceStable(s.fs.schedule, func(i, j int) bool { return s.fs.schedule[i].At < s.fs.schedule[j].At })

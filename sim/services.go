@@ -39,6 +39,9 @@ func (s *simulator) onApply(i int, retry bool) {
 	p := s.cl.procs[f.proc]
 	c := &f.call
 	if !retry {
+		if s.aimApply(i, f) {
+			return // dropped or held by an aimed fault (aim.go)
+		}
 		if t, ok := s.heldApply(p, i, f); ok {
 			f.held = true // a boundary knob holds it back (boundary.go)
 			if t >= 0 {
@@ -58,6 +61,22 @@ func (s *simulator) onApply(i int, retry bool) {
 			s.etcdApplied(f, true) // a cut aimed at the write's watchers (etcd.go)
 		}
 		switch {
+		case f.aim.throttle && !retry:
+			f.aim.throttle = false
+			res.Err = errThrottled
+			f.fault = f.aim.name("throttled")
+		case f.aim.transient && !retry:
+			// a targeted 500 (targeted.go): a write applied half the time
+			f.aim.transient = false
+			f.fault = f.aim.name("transient")
+			transient = true
+			if s.aim.trng.chance(0.5) {
+				applied = s.execStore(p, f, res)
+			} else {
+				res.Err = errTransient
+			}
+			execErr = res.Err
+			*res = engine.Result{ID: c.ID, Err: errTransient}
 		case s.inElection():
 			applied, execErr = s.electionCall(p, f, res) // etcd.go
 			transient = true
@@ -103,6 +122,9 @@ func (s *simulator) onApply(i int, retry bool) {
 			s.execStream(f, res)
 		}
 	}
+	if f.fault != "" {
+		s.opCallFault(f)
+	}
 	renewed := applied && f.applied < 0 && f.reason == trace.WriteRenew && p.alive
 	took := applied && f.applied < 0 && f.reason == trace.WriteTake
 	assigned := applied && f.applied < 0 && f.reason == trace.WriteAssign
@@ -127,6 +149,15 @@ func (s *simulator) onApply(i int, retry bool) {
 	if assigned {
 		s.assignApplied(f) // boundary.go
 	}
+	if applied {
+		s.rowWritten(f) // boundary.go
+	}
+	if !retry && len(f.ops) > 0 {
+		s.opDone(p, i, f, applied) // a step of its operations (ops.go)
+	}
+	if applied && c.Op == engine.OpCreateLease && s.latestWorld() {
+		s.latestCreated(c.Lease.Key) // config.go
+	}
 	// an SDK retry of a write: the first reply is lost, the retry lands later
 	if !retry && c.Op.IsWrite() && (rn.chance(s.rate(s.w.Rates.Dup)) || s.scriptedRetry(f.reason)) {
 		f.fault = "sdk-retry"
@@ -143,12 +174,16 @@ func (s *simulator) onApply(i int, retry bool) {
 		s.release(i)
 		return
 	}
-	if l.cutRep || rn.chance(s.rate(s.w.Rates.ReplyLoss)) {
-		if l.cutRep {
+	if aimed := f.aim.reply == aimReplyLost; aimed || l.cutRep || rn.chance(s.rate(s.w.Rates.ReplyLoss)) {
+		switch {
+		case aimed:
+			f.fault = f.aim.name("reply-lost")
+		case l.cutRep:
 			f.fault = "partition-reply"
-		} else {
+		default:
 			f.fault = "reply-lost"
 		}
+		s.opCallFault(f)
 		if s.now < deadline {
 			s.schedCall(i, deadline, evTimeout)
 		} else {
@@ -156,7 +191,14 @@ func (s *simulator) onApply(i int, retry bool) {
 		}
 		return
 	}
-	at := s.replyAt(p, f, s.now+s.latency(l), deadline)
+	normal := s.now + s.latency(l)
+	at := s.replyAt(p, f, normal, deadline)
+	if f.aim.reply == aimReplyLate {
+		at = max(at, deadline-s.aim.rng.between(0, 2*time.Millisecond))
+	}
+	if at != normal {
+		s.opCallFault(f) // held back (boundary.go, aim.go)
+	}
 	if at <= deadline {
 		s.schedCall(i, at, evReply)
 	} else if s.now < deadline {
@@ -181,7 +223,9 @@ func (s *simulator) execStore(p *proc, f *inflight, res *engine.Result) bool {
 			f.fault = "stale-read"
 			res.Listing, res.Err = s.tbl.ListLeasesEventual(s.ctx, func(k string) time.Duration {
 				if k == sl.staleKey {
-					return max(s.w.Rates.StaleLag, s.now-sl.staleAt+time.Microsecond)
+					// as of just before the renewal its predecessor
+					// crashed after: the version that renewal replaced
+					return s.now - sl.staleAt + time.Microsecond
 				}
 				return s.w.Rates.StaleLag
 			})
@@ -314,6 +358,9 @@ func (s *simulator) execStream(f *inflight, res *engine.Result) {
 		}
 	case engine.OpGetIterator:
 		res.Iterator, res.Err = s.st.GetShardIterator(s.ctx, c.Stream, c.Shard, s.resumePosition(c.Stream, c.Shard, c.Position))
+		if res.Err == nil {
+			s.notOwed(s.cl.procs[f.proc], c) // config.go
+		}
 	case engine.OpDescribeStream:
 		res.Stream, res.Err = s.st.DescribeStream(s.ctx, c.Stream)
 	case engine.OpGetRecords:

@@ -33,6 +33,7 @@ type workload struct {
 	burstUntil time.Duration
 	rate       float64       // the stream's put rate as last set (records per second over the hash key space)
 	putGen     uint64        // the live evPut event's (an older one is stale)
+	secondGen  uint64        // the live evPutSecond event's (streams.go)
 	maxOpen    int           // splits stop at this many open shards
 	closed     []closedShard // closed shards in closing order, for expiry
 	expCur     int           // closed[:expCur] have expired
@@ -170,17 +171,22 @@ func (s *simulator) onPut(gen uint64) {
 			break
 		}
 		s.wl.puts++
-		s.emit(&trace.Record{Kind: trace.KindPut, Worker: -1, Proc: -1, Key: p.Shard, First: p.Sequence, Count: p.Users})
-		s.wakeShard(p.Shard)
+		key := s.shardKey(streamName, p.Shard)
+		s.emit(&trace.Record{Kind: trace.KindPut, Worker: -1, Proc: -1, Key: key, First: p.Sequence, Count: p.Users})
+		s.wakeShard(key)
+		if p.Users > 0 {
+			s.putCorrupt(p.Shard) // corrupt.go
+		}
 	}
 	s.schedulePut()
 }
 
-// putTo puts one record into the open shard id (a boundary knob feeding
-// a holder near the end of its lease: see boundary.go), unless it is
-// closed or unknown.
-func (s *simulator) putTo(id string) {
-	if s.wl.noPuts {
+// putTo puts one record into the first stream's open shard with lease key
+// key (a boundary knob feeding a holder near the end of its lease: see
+// boundary.go), unless it is closed or unknown.
+func (s *simulator) putTo(key string) {
+	stream, id := s.parseKey(key)
+	if s.wl.noPuts || stream != streamName {
 		return
 	}
 	for _, sh := range s.openShards() {
@@ -198,8 +204,9 @@ func (s *simulator) putTo(id string) {
 			panic("sim: put: " + err.Error())
 		}
 		s.wl.puts++
-		s.emit(&trace.Record{Kind: trace.KindPut, Worker: -1, Proc: -1, Key: key, First: seq})
-		s.wakeShard(key)
+		k := s.shardKey(streamName, key)
+		s.emit(&trace.Record{Kind: trace.KindPut, Worker: -1, Proc: -1, Key: k, First: seq})
+		s.wakeShard(k)
 		s.schedulePut()
 		return
 	}
@@ -219,8 +226,8 @@ func (s *simulator) onRetention() {
 // onTrim records records that retention hid. The stream applies
 // retention lazily, when a call or the retention pass looks at a shard, so
 // the trace shows a trim no later than a reader could observe it.
-func (s *simulator) onTrim(_, shard, first, last string, n int) {
-	s.emit(&trace.Record{Kind: trace.KindTrim, Worker: -1, Proc: -1, Key: shard, First: first, Last: last, Count: n})
+func (s *simulator) onTrim(stream, shard, first, last string, n int) {
+	s.emit(&trace.Record{Kind: trace.KindTrim, Worker: -1, Proc: -1, Key: s.shardKey(stream, shard), First: first, Last: last, Count: n})
 }
 
 // expireShards records the closed shards that have left the stream's
@@ -232,7 +239,7 @@ func (s *simulator) expireShards() {
 	wl := &s.wl
 	cut := s.now - s.w.Retention
 	for wl.expCur < len(wl.closed) && wl.closed[wl.expCur].at < cut {
-		s.emit(&trace.Record{Kind: trace.KindShardExpired, Worker: -1, Proc: -1, Key: wl.closed[wl.expCur].id})
+		s.emit(&trace.Record{Kind: trace.KindShardExpired, Worker: -1, Proc: -1, Key: s.shardKey(streamName, wl.closed[wl.expCur].id)})
 		wl.expCur++
 	}
 }

@@ -45,6 +45,16 @@ type World struct {
 	KPL        KPLWorld // KPL-aggregated records (see kpl.go)
 	// Boundary is the world's boundary seeking (see boundary.go).
 	Boundary BoundaryWorld
+	// Aim is the world's faults aimed at operations (see aim.go).
+	Aim AimWorld
+	// Target is the world's targeted fault (see targeted.go).
+	Target TargetWorld
+	// Config is the world's draws of the engine options EngineParams
+	// does not hold (see config.go).
+	Config ConfigWorld
+	// Combo is the combination of rare things the world drew on purpose
+	// (see combos.go).
+	Combo ComboWorld
 	// Etcd is the world's etcd store, if its lease table is one (etcd.go).
 	Etcd EtcdWorld
 	// switchesMode: a scripted action switches workers between the ways
@@ -95,7 +105,7 @@ func (w World) String() string {
 		w.Workers, w.Shards, w.Chaos, w.Quiet, strings.Join(w.Faults, ","), e.LeaseDuration, e.RenewInterval, e.SafetyMargin, e.MaxClockDrift,
 		e.TakeInterval, e.ShardSyncInterval, e.MaxLeasesForWorker, e.MaxLeasesToStealAtOnce, e.GetRecordsLimit, e.IdleTimeBetweenReads, e.ConsistentTakeScans,
 		w.Rates, w.TableLatency.Base, w.TableLatency.Tail, w.StreamLatency.Base, w.StreamLatency.Tail, w.CallTimeout, w.Retention, w.PutRate, w.DriftBound, w.CheckpointPace, w.Bound, w.Balance, w.FanOut) +
-		w.policyString() + w.Assignment.String() + w.KPL.String() + w.Boundary.String() + w.Etcd.String() + w.settleString()
+		w.policyString() + w.Assignment.String() + w.KPL.String() + w.Boundary.String() + w.Aim.String() + w.Target.String() + w.Config.String() + w.Combo.String() + w.Etcd.String() + w.settleString()
 }
 
 func (w World) settleString() string {
@@ -126,7 +136,7 @@ func (w World) engineConfig(owner string, seed uint64) engine.Config {
 	e := w.Engine
 	c := engine.Config{
 		Owner:                  owner,
-		Streams:                []engine.StreamConfig{{Name: streamName, InitialPosition: engine.TrimHorizon}},
+		Streams:                w.streamsOf(),
 		LeaseDuration:          e.LeaseDuration,
 		RenewInterval:          e.RenewInterval,
 		SafetyMargin:           e.SafetyMargin,
@@ -143,6 +153,10 @@ func (w World) engineConfig(owner string, seed uint64) engine.Config {
 	if w.FanOut.On {
 		c.Consumer, c.ConsumerName = engine.FanOut, consumerName
 	}
+	if w.Config.Multi.On {
+		c.MultiStream, c.LegacyStream = true, w.keyFormat().LegacyStream
+	}
+	w.Config.apply(&c)
 	c.WatchPending = w.Etcd.On
 	return c
 }
@@ -173,6 +187,12 @@ func drawWorld(o Options) (World, error) {
 	if w.Chaos <= 0 {
 		w.Chaos = r.between(60*time.Second, 180*time.Second).Round(time.Second)
 	}
+	swarm := strings.TrimSpace(o.Faults) == "" || strings.TrimSpace(o.Faults) == "swarm"
+	cr, err := w.drawCombo(o, swarm)
+	if err != nil {
+		return w, err
+	}
+	combo := w.combo()
 
 	// engine configuration
 	e := &w.Engine
@@ -208,6 +228,15 @@ func drawWorld(o Options) (World, error) {
 	putRate := r.rangeF(0.1, 5)
 	e.IdleTimeBetweenReads = r.between(100*time.Millisecond, 1500*time.Millisecond).Round(10 * time.Millisecond)
 	e.ConsistentTakeScans = r.chance(0.3)
+	if swarm && newRNG(o.Seed, streamDefaults).chance(shareDefaults) && o.Options != "off" {
+		// the engine's own defaults for the timings it documents one of
+		// (config.go)
+		e.LeaseDuration, e.RenewInterval, e.SafetyMargin, e.MaxClockDrift = 0, 0, 0, 0
+		e.TakeInterval, e.ShardSyncInterval, e.IdleTimeBetweenReads = 0, 0, 0
+	}
+	if combo != nil && combo.engine != nil {
+		combo.engine(&w, e, cr)
+	}
 	if o.Engine != nil {
 		c := w.engineConfig("probe", 1)
 		o.Engine(&c)
@@ -333,18 +362,41 @@ func drawWorld(o Options) (World, error) {
 	if err := w.drawBoundary(o, f == "" || f == "swarm", full.LeaseDuration); err != nil {
 		return w, err
 	}
+	if err := w.drawAim(o, f == "" || f == "swarm"); err != nil {
+		return w, err
+	}
+	if err := w.drawTarget(o, f == "" || f == "swarm"); err != nil {
+		return w, err
+	}
+	if err := w.drawConfig(o, f == "" || f == "swarm", full.LeaseDuration); err != nil {
+		return w, err
+	}
+	if combo != nil && combo.world != nil {
+		combo.world(&w, cr, full)
+		if o.Workers > 0 {
+			w.Workers = o.Workers // a pinned size stays pinned
+		}
+		if o.Shards > 0 {
+			w.Shards = o.Shards
+		}
+	}
 
 	// the liveness bound, from the configuration
 	b := 2*full.LeaseDuration + 2*full.TakeInterval + 2*full.ShardSyncInterval + 2*full.RenewInterval +
 		8*w.CallTimeout + 4*full.IdleTimeBetweenReads + w.CheckpointPace + 10*time.Second + w.FanOut.boundExtra()
 	w.Bound = b.Round(time.Second)
 	w.Balance = full.MaxLeasesToStealAtOnce > 0 && full.MaxLeasesForWorker == 0
+	if w.Config.BalanceBy == engine.BalanceThroughput && w.Assignment.Mode != engine.AssignmentScan {
+		// an assigner that balances throughput leaves lease counts as
+		// they fall: L1 checks only that every shard is owned
+		w.Balance = false
+	}
 	if o.Seed%2 == 1 {
 		w.SkipAfter = 3
 	}
 	w.Quiet = o.Quiet
 	if w.Quiet <= 0 {
-		per := (w.Shards*3+w.Workers-1)/w.Workers + 3
+		per := ((w.Shards+w.Config.Multi.Shards)*3+w.Workers-1)/w.Workers + 3
 		w.Quiet = 3*w.Bound + time.Duration(per)*(full.TakeInterval+full.LeaseDuration)
 		w.Quiet = w.Quiet.Round(time.Second)
 		// The first three bounds are L1's (a bound to recover, then at

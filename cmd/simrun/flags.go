@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -113,6 +114,10 @@ func parseArgs(args []string, stderr io.Writer) (*config, error) {
 		store      = fs.String("store", "", "the lease table: dynamodb, etcd (an etcd store, with pushed assignments), or empty: the swarm draws etcd for a quarter of its worlds")
 		lifetime   = fs.Duration("subscription-lifetime", 0, "fan-out: how long a subscription lasts (0: the scenario's, or drawn from 15s to 5m)")
 		boundary   = fs.String("boundary", "", "boundary seeking (timings at the edges of the assumptions): on, off, or empty: the swarm draws it for half its worlds")
+		aim        = fs.String("aim", "", "faults aimed inside the engine's multi-write operations: on, off, or empty: the swarm draws them for 4 worlds in 10")
+		targeted   = fs.String("targeted", "", "a fault aimed at one kind of row or call alone: on, off, or empty: the swarm draws one for a quarter of its worlds")
+		combo      = fs.String("combo", "", fmt.Sprintf("a combination of rare things drawn on purpose (see -list), off, or empty: the swarm draws one for %.0f%% of its worlds", 100*sim.ComboShare()))
+		options    = fs.String("options", "", "the draw of the engine options beyond the lease timings (initial position, poll and scan intervals, balance by, ...): on, off (their defaults, reading from TRIM_HORIZON), or empty: the swarm draws them")
 		parallel   = fs.Int("parallel", runtime.NumCPU(), "seeds run at a time (each seed is single-threaded and deterministic)")
 		asJSON     = fs.Bool("json", false, "print one JSON object per seed, one per line, in seed order")
 		out        = fs.String("out", "", "write summary.json and report.html to this folder (default: reports/out/SCENARIO, or reports/out/SCENARIO-seed-N for one seed)")
@@ -279,6 +284,36 @@ func parseArgs(args []string, stderr io.Writer) (*config, error) {
 		}
 		o.Boundary = *boundary
 	}
+	if set["aim"] {
+		switch *aim {
+		case "", "on", "off":
+		default:
+			return nil, usagef("-aim %q: want on or off (or empty: drawn)", *aim)
+		}
+		o.Aim = *aim
+	}
+	if set["targeted"] {
+		switch *targeted {
+		case "", "on", "off":
+		default:
+			return nil, usagef("-targeted %q: want on or off (or empty: drawn)", *targeted)
+		}
+		o.Targeted = *targeted
+	}
+	if set["combo"] {
+		if *combo != "" && *combo != "off" && !slices.ContainsFunc(sim.Combos, func(c sim.Combo) bool { return c.Name == *combo }) {
+			return nil, usagef("-combo %q: want one of the combinations (see -list), off, or empty (drawn)", *combo)
+		}
+		o.Combo = *combo
+	}
+	if set["options"] {
+		switch *options {
+		case "", "on", "off":
+		default:
+			return nil, usagef("-options %q: want on or off (or empty: drawn)", *options)
+		}
+		o.Options = *options
+	}
 	if set["mutation"] {
 		if *mutation != "" {
 			if _, ok := sim.Mutations[*mutation]; !ok || *driver && !strings.HasPrefix(*mutation, sim.EngineMutationPrefix) {
@@ -392,6 +427,18 @@ func parseArgs(args []string, stderr io.Writer) (*config, error) {
 	}
 	if o.Boundary != "" {
 		c.options["boundary"] = o.Boundary
+	}
+	if o.Aim != "" {
+		c.options["aim"] = o.Aim
+	}
+	if o.Targeted != "" {
+		c.options["targeted"] = o.Targeted
+	}
+	if o.Options != "" {
+		c.options["options"] = o.Options
+	}
+	if o.Combo != "" {
+		c.options["combo"] = o.Combo
 	}
 	if len(o.Actions) > 0 {
 		c.options["scripted_actions"] = strconv.Itoa(len(o.Actions))
@@ -573,6 +620,17 @@ func listing(w io.Writer) {
 	}
 	fmt.Fprintf(w, "\nfault classes (-faults swarm|none|all|A,B,...):\n  inside the assumptions: %s\n  outside (S1 tolerated): %s\n  enhanced fan-out worlds only (-consumer fan-out; a swarm draws them there): %s\n  etcd worlds only (-store etcd; a swarm draws them there): %s\n",
 		strings.Join(sim.FaultClasses, ", "), strings.Join(sim.OutsideClasses, ", "), strings.Join(sim.FanOutClasses, ", "), strings.Join(sim.EtcdClasses, ", "))
+	fmt.Fprintln(w, "\ncombinations (-combo NAME|off), rare things a swarm draws together on purpose:")
+	for _, c := range sim.Combos {
+		fmt.Fprintf(w, "  %s (%.0f%% of swarm worlds)\n", c.Name, 100*c.Share)
+		for _, l := range wrap(c.What, 76) {
+			fmt.Fprintf(w, "      %s\n", l)
+		}
+	}
+	fmt.Fprintf(w, "\naimed faults (-aim on|off; %.0f%% of swarm worlds): %s, inside the operations %s\n",
+		100*sim.AimShare, strings.Join(sim.AimFaults, ", "), strings.Join(sim.OpKinds, ", "))
+	fmt.Fprintf(w, "targeted faults (-targeted on|off; %.0f%% of swarm worlds): %s of one kind of call: %s\n",
+		100*sim.TargetShare, strings.Join(sim.TargetFaults, ", "), strings.Join(sim.Targets, ", "))
 	fmt.Fprintf(w, "\ndriver worlds (-driver: every seed; -driver-share P: P%% of the swarm's seeds, %d%% in a soak of the swarm by default):\n"+
 		"  the production driver (engine.Consumer: goroutines, call pools, processor runners) in virtual time (sim/driversim),\n"+
 		"  with every checker; they plant only the engine's bugs (engine:NAME).\n  fault classes: %s\n",

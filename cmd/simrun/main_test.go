@@ -404,8 +404,8 @@ func TestSeedHeaderInWords(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
 	header := out[:strings.Index(out, "\ntier ")]
-	for _, want := range []string{"seed 20: 5 workers, 11 shards", "  engine: lease 10.1s", "shard sync every 10s (default)", "leases per worker no cap (default)",
-		"  fault rates: request loss 0.44%", "stale lag 47.567s"} {
+	for _, want := range []string{"seed 20: 5 workers, 11 shards", "  engine: lease 10s (default)", "shard sync every 10s (default)", "leases per worker no cap (default)",
+		"  fault rates: request loss 0.44%", "stale lag 47.318s"} {
 		if !strings.Contains(header, want) {
 			t.Errorf("the header lacks %q:\n%s", want, header)
 		}

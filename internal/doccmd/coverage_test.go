@@ -44,7 +44,7 @@ var covers = []cover{
 	{"go run ./cmd/simrun -seeds 1-20 -json > runs.jsonl", "test ./cmd/simrun TestDocCommands", "go run ./cmd/simrun"},
 	{"go run ./cmd/simrun -seed 1 -faults partition,crash -workers 8 -shards 40 -duration 5m", "test ./cmd/simrun TestDocCommands", "go run ./cmd/simrun"},
 	{"go run ./cmd/simrun -mutation unfenced-checkpoint -seeds 1-8", "test ./cmd/simrun TestDocCommands", "go run ./cmd/simrun"},
-	{"go run -tags shardlease_mutations ./cmd/simrun -mutation engine:steal-acts-at-once -seeds 1-8", "test ./cmd/simrun TestDocCommands", "go run -tags shardlease_mutations ./cmd/simrun"},
+	{"go run -tags shardlease_mutations ./cmd/simrun -mutation engine:steal-acts-at-once -assignment scan -seeds 1-8", "test ./cmd/simrun TestDocCommands", "go run -tags shardlease_mutations ./cmd/simrun"},
 	{"go run ./cmd/simrun -driver -seeds 1-4", "test ./cmd/simrun TestDocCommands", "go run ./cmd/simrun"},
 	{"go run -tags shardlease_mutations ./cmd/simrun -driver -mutation engine:driver-handoff-unchecked -seeds 1-4", "test ./cmd/simrun TestDocCommands", "go run -tags shardlease_mutations ./cmd/simrun"},
 

@@ -15,7 +15,13 @@ import (
 // leases for balance: a move never takes a receiver above the fair share
 // nor a source below it, so a move made is never undone while the fleet
 // stays as it is. The same holds for the steals of workers that take
-// leases themselves (a thief steals only from a worker holding two more).
+// leases themselves (a thief steals only from a worker holding two more),
+// as far as each thief can know: several thieves that steal at once may
+// leave two workers tied at the most, and the next thief steals from
+// either, from one that has just stolen too. So a worker that steals and
+// is then stolen from breaks B1 only if a steal took it past the fair
+// share of the leases held (above it, or below it), or if the lease flow
+// between two workers reverses (an oscillation).
 const B1 = "B1"
 
 // b1Checker checks B1 (with Options.Timing). A fleet is steady from the
@@ -34,7 +40,15 @@ type b1Checker struct {
 	// gave and got: when each owner last gave or received a lease for
 	// balance
 	gave, got map[string]time.Duration
-	out       []Violation
+	// steals: the leases each owner holds (true holdings, from the
+	// trace), the live processes' owners, whether the owner's last
+	// stolen lease took it above the fair share, and when the last steal
+	// from one owner to another was
+	held    map[string]int
+	live    map[int32]string
+	overGot map[string]bool
+	stole   map[[2]string]time.Duration
+	out     []Violation
 }
 
 // bkey is what B1 keeps of one key.
@@ -43,6 +57,7 @@ type bkey struct {
 	req      time.Duration // a balance move requested and not completed (0: none)
 	handedTo string        // released to this owner by a handoff: its take completes the move
 	stolen   bool          // taken by a steal: its victim's loss is part of the move
+	holder   string        // who holds it (true holdings: lease acquired, not lost, released or ended since)
 }
 
 func newB1(o Options, keys *keyTable) *b1Checker {
@@ -53,7 +68,8 @@ func newB1(o Options, keys *keyTable) *b1Checker {
 		// leases expire in its view and it has scanned again
 		settle = max(settle, tm.wait(tm.LeaseDuration)+2*tm.jit(tm.TakeInterval)+time.Second)
 	}
-	return &b1Checker{o: o, tm: tm, keys: keys, settle: settle, asg: -1, gave: map[string]time.Duration{}, got: map[string]time.Duration{}}
+	return &b1Checker{o: o, tm: tm, keys: keys, settle: settle, asg: -1, gave: map[string]time.Duration{}, got: map[string]time.Duration{},
+		held: map[string]int{}, live: map[int32]string{}, overGot: map[string]bool{}, stole: map[[2]string]time.Duration{}}
 }
 
 func (c *b1Checker) disturb(t time.Duration) { c.quiet = max(c.quiet, t) }
@@ -69,7 +85,49 @@ func (c *b1Checker) key(k string) *bkey {
 	return ks.bk
 }
 
+// hold records that owner now holds key's lease ("": nobody).
+func (c *b1Checker) hold(bk *bkey, owner string) {
+	if bk.holder != "" {
+		c.held[bk.holder]--
+	}
+	bk.holder = owner
+	if owner != "" {
+		c.held[owner]++
+	}
+}
+
+// share returns the fair share of the leases held among the live
+// processes' owners: floor and ceiling.
+func (c *b1Checker) share() (lo, hi int) {
+	members := map[string]bool{}
+	for _, o := range c.live {
+		members[o] = true
+	}
+	n := 0
+	for _, k := range c.held {
+		n += k
+	}
+	if len(members) == 0 {
+		return 0, n
+	}
+	return n / len(members), (n + len(members) - 1) / len(members)
+}
+
 func (c *b1Checker) observe(r *trace.Record) {
+	switch r.Kind {
+	case trace.LeaseLost, trace.LeaseReleased, trace.ShardEnded, trace.LeaseDeleted:
+		if r.Key != engine.AssignerKey && r.Key != "" {
+			if bk := c.key(r.Key); bk.holder == r.Owner {
+				c.hold(bk, "")
+			}
+		}
+	}
+	switch r.Kind {
+	case trace.KindProcStart:
+		c.live[r.Proc] = r.Owner
+	case trace.KindProcStop:
+		delete(c.live, r.Proc)
+	}
 	switch r.Kind {
 	case trace.KindProcStart, trace.KindProcStop, trace.LeaseCreated, trace.ShardEnded, trace.LeaseDeleted, trace.Kind(engine.TraceModeFallback):
 		c.disturb(r.T)
@@ -99,10 +157,14 @@ func (c *b1Checker) observe(r *trace.Record) {
 		case r.Reason == "stolen" && r.Previous != "" && r.Previous != r.Owner:
 			bk.stolen = true
 			c.move(r, r.Previous, r.Owner, false)
+			_, hi := c.share()
+			c.overGot[r.Owner] = c.held[r.Owner]+1 > hi // counting the lease it takes
+			c.stole[[2]string{r.Previous, r.Owner}] = r.T
 		default:
 			bk.handedTo, bk.req = "", 0
 			c.disturb(r.T)
 		}
+		c.hold(bk, r.Owner)
 	case trace.LeaseReleased:
 		if r.Key == engine.AssignerKey {
 			c.disturb(r.T)
@@ -157,14 +219,35 @@ func (c *b1Checker) move(r *trace.Record, from, to string, byAssigner bool) {
 	case byAssigner && bk.moved > 0 && bk.moved >= start && r.T-bk.moved < quiet:
 		v.From = bk.moved
 		v.Detail = "in a steady fleet the lease moves again for balance " + (r.T - bk.moved).String() + " after its last move (to " + to + "), within " + engine.MoveQuiet.String()
-	case (c.tm.BalanceByCount || !byAssigner) && c.got[from] >= start && c.got[from] > 0:
+	case !byAssigner && c.stole[[2]string{to, from}] >= start && c.stole[[2]string{to, from}] > 0:
+		v.From = c.stole[[2]string{to, from}]
+		v.Detail = "in a steady fleet " + to + " steals a lease back from " + from + ", which stole one from it at " + v.From.String() + ": the steals oscillate"
+	case !byAssigner && c.got[from] >= start && c.got[from] > 0 && c.stealPast(from):
+		v.From = c.got[from]
+		v.Detail = "in a steady fleet " + to + " steals a lease from " + from + ", which stole one at " + c.got[from].String() + ": one of the steals took " + from + " past the fair share"
+	case byAssigner && c.tm.BalanceByCount && c.got[from] >= start && c.got[from] > 0:
 		v.From = c.got[from]
 		v.Detail = "in a steady fleet " + from + " gives a lease for balance (to " + to + ") after it received one at " + c.got[from].String() + ": a move that is undone took a member past the fair share"
-	case (c.tm.BalanceByCount || !byAssigner) && c.gave[to] >= start && c.gave[to] > 0:
+	case !byAssigner && c.gave[to] >= start && c.gave[to] > 0 && c.held[to]+1 > c.ceil():
+		v.From = c.gave[to]
+		v.Detail = "in a steady fleet " + to + " steals a lease from " + from + " after one was stolen from it at " + c.gave[to].String() + ", past the fair share"
+	case byAssigner && c.tm.BalanceByCount && c.gave[to] >= start && c.gave[to] > 0:
 		v.From = c.gave[to]
 		v.Detail = "in a steady fleet " + to + " receives a lease for balance (from " + from + ") after it gave one at " + c.gave[to].String() + ": a move that is undone took a member past the fair share"
 	default:
 		return
 	}
 	c.out = append(c.out, v)
+}
+
+// stealPast reports whether the steal being made from owner from takes it
+// below the fair share, or its own last steal took it above.
+func (c *b1Checker) stealPast(from string) bool {
+	lo, _ := c.share()
+	return c.overGot[from] || c.held[from]-1 < lo
+}
+
+func (c *b1Checker) ceil() int {
+	_, hi := c.share()
+	return hi
 }

@@ -52,18 +52,64 @@ func TestB1(t *testing.T) {
 	handoffMove(b, 101, "b", 1, 2)
 	expect(t, CheckB1(b.recs, o), B1, 0)
 	// steals of workers that take leases themselves: the victim's loss is
-	// part of the move; a thief that is then stolen from has undone it
+	// part of the move; a thief that is then stolen from has undone it if
+	// a steal took it past the fair share, or if the steals go back and
+	// forth between two workers
 	scan := *shippedTiming()
 	scan.Assigner, scan.Scan = false, true
+	so := Options{End: time.Hour, Timing: &scan}
 	steal := func(b *hb, t float64, key string, from, to int32) *hb {
 		return b.add(t, trace.LeaseAcquired, to, key, func(r *trace.Record) { r.Reason, r.Previous = "stolen", "w"+itoa(int(from)) }).
 			add(t+1, trace.LeaseLost, from, key, reason("condition failed: the row changed under renew"))
 	}
-	b = &hb{}
-	b.add(0, trace.KindProcStart, 0, "", nil).add(0, trace.KindProcStart, 1, "", nil).add(0, trace.KindProcStart, 2, "", nil)
-	steal(b, 100, "a", 0, 1)
-	steal(b, 110, "b", 0, 2)
-	expect(t, CheckB1(b.recs, Options{End: time.Hour, Timing: &scan}), B1, 0)
-	steal(b, 150, "c", 1, 2)
-	expect(t, CheckB1(b.recs, Options{End: time.Hour, Timing: &scan}), B1, 1)
+	// holding: w0 9 leases (a0..a8), w1 6 (b0..b5), w2 4 (c0..c3): 19,
+	// a fair share of 6 to 7
+	holding := func() *hb {
+		b := &hb{}
+		b.add(0, trace.KindProcStart, 0, "", nil).add(0, trace.KindProcStart, 1, "", nil).add(0, trace.KindProcStart, 2, "", nil)
+		for p, n := range []int{9, 6, 4} {
+			for i := 0; i < n; i++ {
+				b.add(1, trace.LeaseAcquired, int32(p), string(rune('a'+p))+itoa(i), reason("unowned"))
+			}
+		}
+		return b
+	}
+	b = holding()
+	steal(b, 100, "a0", 0, 1) // w1 7
+	steal(b, 110, "a1", 0, 2) // w2 5, w0 7
+	expect(t, CheckB1(b.recs, so), B1, 0)
+	// two thieves at once leave w0 and w1 tied at the most (7, 7, 5), and
+	// w2 steals from w1, which has just stolen (swarm seed 62 after the
+	// merge of the faults branch): every steal kept within the fair
+	// share, and no lease goes back: no churn
+	b = holding()
+	steal(b, 100, "a0", 0, 1) // w0 8, w1 7, w2 4
+	steal(b, 110, "a1", 0, 2) // w0 7, w1 7, w2 5
+	steal(b, 120, "a0", 1, 2) // w0 7, w1 6, w2 6
+	expect(t, CheckB1(b.recs, so), B1, 0)
+	// a steal that took the thief above the fair share, then undone
+	b = holding()
+	steal(b, 100, "a0", 0, 1) // w1 7
+	steal(b, 105, "a1", 0, 1) // w1 8: above 7
+	steal(b, 120, "a1", 1, 2)
+	expect(t, CheckB1(b.recs, so), B1, 1)
+	// a steal that takes the victim below the fair share after it stole
+	b = holding()
+	steal(b, 100, "a0", 0, 1) // w0 8, w1 7
+	steal(b, 110, "b0", 1, 2) // w1 6, w2 5
+	steal(b, 120, "b1", 1, 2) // w1 5: below 6
+	expect(t, CheckB1(b.recs, so), B1, 1)
+	// the steals go back and forth between two workers
+	b = holding()
+	steal(b, 100, "a0", 0, 1)
+	steal(b, 120, "b0", 1, 0)
+	expect(t, CheckB1(b.recs, so), B1, 1)
+	// a worker stolen from that steals past the fair share
+	b = holding()
+	steal(b, 100, "b0", 1, 2) // w1 5, w2 5
+	steal(b, 110, "a0", 0, 1) // w1 6
+	expect(t, CheckB1(b.recs, so), B1, 0)
+	steal(b, 120, "a1", 0, 1) // w1 7
+	steal(b, 130, "a2", 0, 1) // w1 8: above 7
+	expect(t, CheckB1(b.recs, so), B1, 1)
 }

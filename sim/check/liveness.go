@@ -96,7 +96,7 @@ func (c *l1Checker) receivedPut(p *shardPuts, x *put) {
 
 // lostPut is a record forgotten without being received (trimmed).
 func (c *l1Checker) lostPut(p *shardPuts, x *put) {
-	if c.inWindow(x) {
+	if c.inWindow(x) && !x.notOwed {
 		c.lateOne(p.ks, x)
 	}
 }
@@ -153,7 +153,7 @@ func (c *l1Checker) finish(final []engine.Lease, finalKnown bool) []Violation {
 	// progress
 	for _, p := range c.puts.sorted() {
 		for _, x := range p.kept() {
-			if x.received < 0 && c.inWindow(&x) {
+			if x.received < 0 && !x.notOwed && c.inWindow(&x) {
 				c.lateOne(p.ks, &x)
 			}
 		}

@@ -3,6 +3,7 @@ package check
 import (
 	"cmp"
 	"slices"
+	"strings"
 
 	"github.com/shardlease/shardlease/engine"
 	"github.com/shardlease/shardlease/sim/trace"
@@ -302,7 +303,13 @@ func (c *Online) Observe(r *trace.Record) {
 			ks.ended = true
 		}
 	case trace.KindTrim:
-		if c.puts != nil {
+		if strings.HasPrefix(r.Reason, trace.SkippedPrefix) {
+			// a shard no reader will ever read (see trace.SkippedPrefix):
+			// as one that left the stream for S4, as ended for S5
+			ks.expired = c.s4 != nil || ks.expired
+			ks.ended = c.s5 != nil || ks.ended
+		}
+		if c.puts != nil && r.First != "" {
 			c.puts.trim(r, ks, ParseSeq(r.First), wholeRecord(r.Last))
 		}
 	case trace.KindInitialized:

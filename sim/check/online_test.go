@@ -73,6 +73,20 @@ func TestOnlineS4BelowTheForgottenRecords(t *testing.T) {
 	if !strings.Contains(rep.Violations[0].Detail, "spans at least 4 records") {
 		t.Errorf("violation: %v", rep.Violations[0])
 	}
+	// a record among the kept ones that is owed to no processor (a corrupt
+	// aggregate the engine drops): the re-read holds 11 and 13 and 15
+	notOwed := func(n int) []trace.Record {
+		return s4Forgotten().
+			add(4.5, trace.KindTrim, -1, "s0", func(r *trace.Record) {
+				r.First, r.Last, r.Count, r.Reason = "14", "14", 1, trace.NotOwedPrefix+"a corrupt KPL aggregate, which the engine drops"
+			}).
+			add(5, trace.KindInitialized, 2, "s0", cp("10")).
+			add(6, trace.KindReceived, 2, "s0", batch("11", "15", n)).recs
+	}
+	rep, _ = feedOnline(o, notOwed(3)).Finish(nil, false)
+	expect(t, rep.Violations, S4, 0)
+	rep, _ = feedOnline(o, notOwed(2)).Finish(nil, false)
+	expect(t, rep.Violations, S4, 1)
 	// the new owner starts at the checkpoint and skips 13
 	skip := s4Forgotten().
 		add(5, trace.KindInitialized, 2, "s0", cp("12")).

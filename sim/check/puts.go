@@ -2,6 +2,7 @@ package check
 
 import (
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/shardlease/shardlease/engine"
@@ -16,6 +17,7 @@ type put struct {
 	trimmed  time.Duration // -1: never
 	received time.Duration // -1: never
 	seqNo    uint64
+	notOwed  bool // trimmed as owed to no processor (trace.NotOwedPrefix)
 }
 
 // shardPuts is the records put to one shard, in sequence order. Each has
@@ -156,11 +158,12 @@ func (pl *putLogs) trim(r *trace.Record, ks *keyState, first, last Seq) {
 		return
 	}
 	lo, hi := p.index(first), p.after(last)
+	owed := !strings.HasPrefix(r.Reason, trace.NotOwedPrefix)
 	for j := lo; j < hi; j++ {
 		x := p.at(j)
 		if x.trimmed < 0 {
-			x.trimmed = r.T
-			if x.received < 0 {
+			x.trimmed, x.notOwed = r.T, !owed
+			if x.received < 0 && owed {
 				pl.lost++
 			}
 		}
@@ -317,17 +320,24 @@ func (c *s4Checker) skipped(r *trace.Record, ks *keyState) {
 // received checks a batch of Count records First..Last (records lo..hi-1
 // of the shard) before they are marked received.
 func (c *s4Checker) received(r *trace.Record, p *shardPuts, first Seq, lo, hi int) {
+	notOwed := 0
+	for j := max(lo, p.base); j < hi; j++ {
+		if x := p.at(j); x.notOwed && x.trimmed <= r.T {
+			notOwed++ // not owed (a dropped corrupt aggregate): read past, not delivered
+		}
+	}
+	span := hi - lo - notOwed
 	if p.base > 0 && first.Compare(p.fMax) <= 0 {
 		// the batch starts among records already received and covered
 		// (forgotten): it holds its first record and every kept one up to
-		// its last
-		if hi-lo+1 > r.Count {
+		// its last that is owed
+		if hi-lo+1-notOwed > r.Count {
 			c.add(Violation{Key: r.Key, Workers: []string{who(r)}, From: r.T, To: r.T, Seqs: []uint64{r.Seq},
 				Detail: "a batch of " + itoa(r.Count) + " records spans at least " + itoa(hi-lo+1) + " records put between " + r.First + " and " + r.Last})
 		}
-	} else if hi-lo != r.Count {
+	} else if span != r.Count {
 		c.add(Violation{Key: r.Key, Workers: []string{who(r)}, From: r.T, To: r.T, Seqs: []uint64{r.Seq},
-			Detail: "a batch of " + itoa(r.Count) + " records spans " + itoa(hi-lo) + " records put between " + r.First + " and " + r.Last})
+			Detail: "a batch of " + itoa(r.Count) + " records spans " + itoa(span) + " records put between " + r.First + " and " + r.Last})
 	}
 	st := reader(p.ks, r.Proc)
 	if st == nil {

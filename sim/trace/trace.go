@@ -52,6 +52,8 @@ const (
 	// KindShardClosed: shard Key was closed at ending sequence Last.
 	KindShardClosed
 	// KindTrim: retention removed Count records First..Last of shard Key.
+	// A Reason that starts with NotOwedPrefix marks records that no reader
+	// owes the processor (before where a lease began), not lost ones.
 	KindTrim
 	// KindShardExpired: the closed shard Key left the stream's listing.
 	KindShardExpired
@@ -176,6 +178,19 @@ func EngineOutcome(err error) (outcome string, ok bool) {
 	}
 	return "", false
 }
+
+// NotOwedPrefix starts the Reason of a KindTrim of records that no reader
+// owes the processor: those before an iterator at LATEST or AT_TIMESTAMP
+// where a lease begins, or checkpointed by the application that wrote a
+// legacy table. The checkers treat them as trimmed but not as lost.
+const NotOwedPrefix = "not owed: "
+
+// SkippedPrefix starts the Reason of a KindTrim of a closed shard that no
+// reader will ever read (a lease at LATEST began below it: the engine
+// skips a closed shard without a lease under LATEST). Its records, First
+// to Last (none if empty), are not owed, and its children may start
+// without it.
+const SkippedPrefix = NotOwedPrefix + "skipped: "
 
 // Write classes (Record.Reason of KindSend and KindApply).
 const (

@@ -1,7 +1,9 @@
 package reference
 
 import (
+	"math"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/shardlease/shardlease/engine"
@@ -94,6 +96,15 @@ func CheckL1(h History, o Options) []Violation {
 	puts := collectPuts(recs)
 	for i := range recs {
 		r := &recs[i]
+		if r.Kind == trace.KindTrim && strings.HasPrefix(r.Reason, trace.NotOwedPrefix) {
+			if p := puts[r.Key]; p != nil {
+				lo, hi := p.index(r.First, 0), p.after(r.Last, math.MaxInt64)
+				for j := lo; j < hi; j++ {
+					p.puts[j].notOwed = true
+				}
+			}
+			continue
+		}
 		if r.Kind != trace.KindReceived {
 			continue
 		}
@@ -116,7 +127,7 @@ func CheckL1(h History, o Options) []Violation {
 	from, to := o.Heal+o.Bound, o.End-o.Bound
 	for _, key := range keys {
 		for _, x := range puts[key].puts {
-			if x.t < from || x.t > to {
+			if x.t < from || x.t > to || x.notOwed {
 				continue
 			}
 			if x.received < 0 || x.received-x.t > o.Bound {

@@ -3,6 +3,7 @@ package reference
 import (
 	"math"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/shardlease/shardlease/engine"
@@ -16,6 +17,7 @@ type put struct {
 	trimmed  time.Duration // -1: never
 	received time.Duration // -1: never
 	seqNo    uint64
+	notOwed  bool // trimmed as owed to no processor (trace.NotOwedPrefix)
 }
 
 type shardPuts struct {
@@ -123,6 +125,9 @@ func CheckS4(h History, o Options) ([]Violation, int) {
 		case trace.KindShardExpired:
 			expired[r.Key] = true
 		case trace.KindTrim:
+			if strings.HasPrefix(r.Reason, trace.SkippedPrefix) {
+				expired[r.Key] = true // never read, as a shard that left the stream
+			}
 			p := puts[r.Key]
 			if p == nil {
 				continue
@@ -132,8 +137,8 @@ func CheckS4(h History, o Options) ([]Violation, int) {
 			for j := lo; j < hi; j++ {
 				if p.puts[j].trimmed < 0 {
 					p.puts[j].trimmed = r.T
-					if p.puts[j].received < 0 {
-						lost++
+					if p.puts[j].received < 0 && !strings.HasPrefix(r.Reason, trace.NotOwedPrefix) {
+						lost++ // records no reader owes are not lost
 					}
 				}
 			}
@@ -181,9 +186,15 @@ func CheckS4(h History, o Options) ([]Violation, int) {
 				continue
 			}
 			lo, hi := p.index(r.First, int64(r.FirstSub)), p.after(r.Last, int64(r.LastSub))
-			if hi-lo != r.Count {
+			span := hi - lo
+			for j := lo; j < hi; j++ {
+				if p.puts[j].trimmed >= 0 && p.puts[j].trimmed <= r.T {
+					span-- // not owed (a dropped corrupt aggregate): read past, not delivered
+				}
+			}
+			if span != r.Count {
 				add(Violation{Key: r.Key, Workers: []string{who(r)}, From: r.T, To: r.T, Seqs: []uint64{r.Seq},
-					Detail: "a batch of " + itoa(r.Count) + " records spans " + itoa(hi-lo) + " records put between " + r.First + " and " + r.Last})
+					Detail: "a batch of " + itoa(r.Count) + " records spans " + itoa(span) + " records put between " + r.First + " and " + r.Last})
 			}
 			for j := lo; j < hi; j++ {
 				if p.puts[j].received < 0 {
@@ -294,6 +305,10 @@ func CheckS5(recs []trace.Record, o Options) []Violation {
 		case trace.KindShardExpired:
 			if _, ok := ended[r.Key]; !ok {
 				ended[r.Key] = r.T
+			}
+		case trace.KindTrim:
+			if _, ok := ended[r.Key]; !ok && strings.HasPrefix(r.Reason, trace.SkippedPrefix) {
+				ended[r.Key] = r.T // a parent never read: its children may start
 			}
 		case trace.KindReceived, trace.Delivered:
 			if r.Count == 0 || flagged[r.Key] {

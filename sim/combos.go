@@ -1,0 +1,346 @@
+package sim
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/shardlease/shardlease/engine"
+)
+
+// Combinations: worlds that need several rare things at once are drawn on
+// purpose. The swarm draws each class of faults, each option and each knob
+// independently, so a world with a reshard, table writes failing, a short
+// lease and a long shard-sync interval all at once comes about once in
+// hundreds of seeds; a combination draws exactly that for its share of the
+// worlds. A world draws at most one combination (World.Combo), from a PRNG
+// stream of its own; a world that draws none draws everything else as
+// before, and a combination changes only what it names (the rest of its
+// world is the one the seed draws). Every combination stays inside the
+// assumptions.
+type Combo struct {
+	Name string
+	// What says what the combination puts together.
+	What string
+	// Share is the share of the swarm's worlds that draw it.
+	Share float64
+	// engine adjusts the drawn engine parameters (before they are
+	// validated); world the rest of the drawn world (after every other
+	// draw, before the liveness bound is derived); schedule adds
+	// actions to the run's schedule. r is the combination's own stream.
+	engine   func(w *World, e *EngineParams, r rng)
+	world    func(w *World, r rng, full engine.Config)
+	schedule func(s *simulator, r rng) []Action
+	// boundary: world turns boundary seeking on with knobs of its own;
+	// calms: it takes the aimed and targeted faults away (calm).
+	boundary, calms bool
+}
+
+// Combos is the catalogue of combinations.
+var Combos = []Combo{
+	{
+		Name:  "reshard-table-errors",
+		What:  "splits and merges while a tenth to a fifth of the table's calls fail with 500s, in a world with a short lease (3-5 s) and a long shard-sync interval (20-30 s)",
+		Share: 0.04,
+		engine: func(w *World, e *EngineParams, r rng) {
+			shortLease(e, r, 3*time.Second, 5*time.Second)
+			e.ShardSyncInterval = r.between(20*time.Second, 30*time.Second).Round(time.Second)
+		},
+		world: func(w *World, r rng, _ engine.Config) {
+			w.addFaults("split", "merge", "table-errors")
+			w.Rates.TableTransient = r.rangeF(0.1, 0.2)
+		},
+	},
+	{
+		Name:  "merge-assigner-failover",
+		What:  "merges, each followed within half a lease duration by a crash of the assigner, in an assigner world",
+		Share: 0.04,
+		world: func(w *World, r rng, _ engine.Config) {
+			w.Assignment.Mode = engine.AssignmentAssigner
+			w.Workers = max(w.Workers, 3)
+		},
+		schedule: func(s *simulator, r rng) []Action {
+			var out []Action
+			ld := s.full.LeaseDuration
+			for i := r.intIn(2, 4); i > 0; i-- {
+				at := r.between(5*time.Second, s.w.Chaos-ld).Round(time.Millisecond)
+				out = append(out, Action{At: at, Kind: ActMerge},
+					Action{At: at + r.between(0, ld/2).Round(time.Millisecond), Kind: ActCrash, Role: RoleAssigner, Dur: r.between(ld/2, 2*ld).Round(time.Millisecond), NewOwner: r.chance(0.5)})
+			}
+			return out
+		},
+	},
+	{
+		Name:  "throttled-rolling-deploy",
+		What:  "a rolling deploy (every worker shut down and restarted in turn) while the table throttles half or more of its calls",
+		Share: 0.04,
+		world: func(w *World, r rng, _ engine.Config) { w.Workers = max(w.Workers, 3) },
+		schedule: func(s *simulator, r rng) []Action {
+			ld := s.full.LeaseDuration
+			gap := r.between(ld/2, 2*ld).Round(time.Millisecond)
+			t0 := r.between(5*time.Second, max(6*time.Second, s.w.Chaos/3)).Round(time.Millisecond)
+			out := []Action{{At: t0 - ld/2, Kind: ActTableThrottle, Dur: time.Duration(s.w.Workers+1)*gap + ld, Value: r.rangeF(0.5, 0.9)}}
+			for i := 0; i < s.w.Workers; i++ {
+				if t := t0 + time.Duration(i)*gap; t < s.w.Chaos {
+					out = append(out, Action{At: t, Kind: ActShutdown, Worker: i, Dur: r.between(time.Second, 5*time.Second).Round(time.Millisecond)})
+				}
+			}
+			return out
+		},
+	},
+	{
+		Name:  "split-during-handoffs",
+		What:  "workers join a balancing assigner fleet (handoffs follow) while shards split",
+		Share: 0.04,
+		engine: func(w *World, e *EngineParams, r rng) {
+			e.MaxLeasesForWorker, e.MaxLeasesToStealAtOnce = 0, r.intIn(1, 2)
+		},
+		world: func(w *World, r rng, _ engine.Config) {
+			w.Assignment.Mode = engine.AssignmentAssigner
+			w.Shards = max(w.Shards, 6)
+		},
+		schedule: func(s *simulator, r rng) []Action {
+			var out []Action
+			for i := r.intIn(2, 3); i > 0; i-- {
+				at := r.between(10*time.Second, s.w.Chaos-10*time.Second).Round(time.Millisecond)
+				out = append(out, Action{At: at, Kind: ActScaleOut})
+				for j := r.intIn(1, 2); j > 0; j-- {
+					out = append(out, Action{At: at + r.between(0, 2*s.full.LeaseDuration).Round(time.Millisecond), Kind: ActSplit})
+				}
+			}
+			return out
+		},
+	},
+	{
+		Name: "expiry-race",
+		What: "holders cut off the table just after a renewal while their shards are busy, every clock at the drift bound, " +
+			"the takers' scans and polls timed to the instant the leases expire in their view, replies allowed up to well past the margin, " +
+			"and a calm world otherwise (reshards and bursts at most, no other aimed or targeted fault)",
+		Share:    0.12,
+		boundary: true, calms: true,
+		engine: func(w *World, e *EngineParams, r rng) {
+			// a margin with room for a mid-act pause: at least four times
+			// what the drift needs
+			defaultTimings(e)
+			min := engine.MinSafetyMargin(e.LeaseDuration, e.MaxClockDrift)
+			hi := (e.LeaseDuration - e.RenewInterval) / 2
+			e.SafetyMargin = r.between(min*4, max(min*4, hi)).Round(time.Millisecond)
+			if e.SafetyMargin >= e.LeaseDuration-e.RenewInterval {
+				e.SafetyMargin = 0
+			}
+		},
+		world: func(w *World, r rng, full engine.Config) {
+			calm(w, full)
+			w.Workers = max(w.Workers, 2)
+			// a page held to the holder's last moment must be within its
+			// call's timeout
+			w.CallTimeout = max(w.CallTimeout, full.SafetyMargin+full.IdleTimeBetweenReads+time.Second)
+			b := &w.Boundary
+			*b = BoundaryWorld{On: true, Drift: true, ScanAtExpiry: r.rangeF(0.6, 1), ScanAfterRenew: r.rangeF(0.5, 1), PollAfterAssign: 1,
+				CutAfterRenew: r.intIn(6, 10), CutVictim: r.rangeF(0, 1)}
+			if r.chance(0.5) {
+				b.LateReply = r.rangeF(0.1, 0.4)
+			}
+		},
+	},
+	{
+		Name: "restart-race",
+		What: "holders crashed just after a renewal and restarted under their own id before the lease expires, their first scans stale " +
+			"(showing the row before that renewal), a taker watching each, and a calm world otherwise",
+		Share:    0.08,
+		boundary: true, calms: true,
+		engine: func(w *World, e *EngineParams, r rng) {
+			e.ConsistentTakeScans = false // the restarted process resumes from an eventually consistent scan
+		},
+		world: func(w *World, r rng, full engine.Config) {
+			calm(w, full)
+			w.Workers = max(w.Workers, 3)
+			b := &w.Boundary
+			*b = BoundaryWorld{On: true, Drift: r.chance(0.5), ScanAtExpiry: r.rangeF(0.5, 1), ScanAfterRenew: r.rangeF(0.5, 1), PollAfterAssign: 1,
+				CrashAfterRenew: r.intIn(3, 6)}
+			if w.Rates.StaleLag == 0 {
+				w.Rates.StaleLag = full.LeaseDuration
+			}
+		},
+	},
+	{
+		Name: "stale-resync",
+		What: "several splits and merges early, finished parents deleted soon (a short lease), frequent shard syncs, " +
+			"and eventually consistent scans that show deleted rows gone and every other row as it was long ago",
+		Share:    0.06,
+		boundary: true,
+		engine: func(w *World, e *EngineParams, r rng) {
+			shortLease(e, r, 3*time.Second, 6*time.Second)
+			e.ShardSyncInterval = r.between(3*time.Second, 6*time.Second).Round(time.Second)
+			e.ConsistentTakeScans = false
+		},
+		world: staleResync,
+		schedule: func(s *simulator, r rng) []Action {
+			var out []Action
+			for i := r.intIn(3, 6); i > 0; i-- {
+				kind := ActSplit
+				if r.chance(0.4) {
+					kind = ActMerge
+				}
+				out = append(out, Action{At: r.between(2*time.Second, s.w.Chaos/2).Round(time.Millisecond), Kind: kind})
+			}
+			return out
+		},
+	},
+}
+
+// staleResync is the combination stale-resync's world.
+func staleResync(w *World, r rng, full engine.Config) {
+	w.addFaults("split", "merge")
+	b := &w.Boundary
+	if !b.On {
+		*b = BoundaryWorld{On: true}
+	}
+	b.StaleMix = r.rangeF(0.5, 1)
+	w.Rates.StaleRead = max(w.Rates.StaleRead, r.rangeF(0.3, 1))
+	if w.Rates.StaleLag == 0 {
+		w.Rates.StaleLag = full.LeaseDuration
+	}
+}
+
+// calm leaves a world only the fault classes that do not strike the table
+// or the processes (reshards, bursts, slow processors, idle shards, short
+// retention), and no aimed or targeted fault: the boundary actions of a
+// race combination then meet nothing else.
+func calm(w *World, full engine.Config) {
+	if w.has("drift-beyond") {
+		w.DriftBound = full.MaxClockDrift / 2 * 0.98
+	}
+	w.TableLatency.Spike, w.StreamLatency.Spike = 0, 0
+	w.FanOut.Drop, w.FanOut.InUse, w.FanOut.SlowPush = 0, 0, 0
+	w.keepFaults("split", "merge", "bursts", "slow-processor", "idle-shards", "retention")
+	w.Aim, w.Target = AimWorld{}, TargetWorld{}
+	w.Rates = Rates{Checkpoint: w.Rates.Checkpoint, SlowProcessor: w.Rates.SlowProcessor}
+}
+
+// ComboWorld is the combination a world drew (Combo empty: none).
+type ComboWorld struct {
+	Name string
+}
+
+func (c ComboWorld) String() string {
+	if c.Name == "" {
+		return ""
+	}
+	return "; combination " + c.Name
+}
+
+// ComboShare returns the share of the swarm's worlds that draw a
+// combination (the sum of the Combos' shares).
+func ComboShare() float64 {
+	var s float64
+	for _, c := range Combos {
+		s += c.Share
+	}
+	return s
+}
+
+// combo returns the world's combination, nil if none.
+func (w *World) combo() *Combo {
+	for i := range Combos {
+		if Combos[i].Name == w.Combo.Name {
+			return &Combos[i]
+		}
+	}
+	return nil
+}
+
+// drawCombo draws w's combination (Options.Combo; a swarm draws one for
+// the sum of their shares of its worlds) from its own stream, and returns
+// the stream the combination's adjustments draw from.
+func (w *World) drawCombo(o Options, swarm bool) (rng, error) {
+	r := newRNG(o.Seed, streamCombo)
+	x := r.Float64() // first, whatever the option
+	switch o.Combo {
+	case "":
+		if !swarm {
+			return r, nil
+		}
+		for _, c := range Combos {
+			if x < c.Share {
+				if c.overrides(o) == "" { // a pinned option wins: no combination
+					w.Combo.Name = c.Name
+				}
+				break
+			}
+			x -= c.Share
+		}
+	case "off":
+	default:
+		i := slices.IndexFunc(Combos, func(c Combo) bool { return c.Name == o.Combo })
+		if i < 0 {
+			return r, fmt.Errorf("sim: Combo %q is not one of the combinations (simrun -list), off, or empty (drawn by a swarm)", o.Combo)
+		}
+		if pin := Combos[i].overrides(o); pin != "" {
+			return r, fmt.Errorf("sim: Combo %q sets what %s pins (a combination's boundary knobs, or the calm world it needs)", o.Combo, pin)
+		}
+		w.Combo.Name = o.Combo
+	}
+	return r, nil
+}
+
+// overrides returns the pinned option of o (as a simrun flag) that c's
+// world would override, "" if none: boundary seeking pinned off for a
+// combination that seeks boundaries, aimed or targeted faults pinned on
+// for one that calms its world.
+func (c *Combo) overrides(o Options) string {
+	switch {
+	case c.boundary && o.Boundary == "off":
+		return "-boundary off"
+	case c.calms && o.Aim == "on":
+		return "-aim on"
+	case c.calms && o.Targeted == "on":
+		return "-targeted on"
+	}
+	return ""
+}
+
+// comboSchedule returns the combination's actions.
+func (s *simulator) comboSchedule() []Action {
+	c := s.w.combo()
+	if c == nil || c.schedule == nil {
+		return nil
+	}
+	return c.schedule(s, newRNG(s.o.Seed, streamComboRun))
+}
+
+// defaultTimings sets the lease timings a world left to the engine's
+// defaults to those defaults.
+func defaultTimings(e *EngineParams) {
+	if e.LeaseDuration == 0 {
+		e.LeaseDuration, e.RenewInterval = engine.DefaultLeaseDuration, engine.DefaultRenewInterval
+	}
+	if e.MaxClockDrift == 0 {
+		e.MaxClockDrift = engine.DefaultMaxClockDrift
+	}
+}
+
+// shortLease sets a lease duration in [lo, hi] and a renew interval and
+// margin that go with it.
+func shortLease(e *EngineParams, r rng, lo, hi time.Duration) {
+	e.LeaseDuration = r.between(lo, hi).Round(100 * time.Millisecond)
+	e.RenewInterval = (e.LeaseDuration / time.Duration(r.intIn(3, 6))).Truncate(10 * time.Millisecond)
+	e.SafetyMargin = 0 // the default for the new lease
+	if e.TakeInterval > 0 {
+		e.TakeInterval = time.Duration(float64(e.LeaseDuration) * r.rangeF(0.5, 1.5)).Round(100 * time.Millisecond)
+	}
+}
+
+// addFaults adds fault classes to the world's.
+func (w *World) addFaults(classes ...string) {
+	for _, c := range classes {
+		if !w.has(c) {
+			w.Faults = append(w.Faults, c)
+		}
+	}
+}
+
+// keepFaults keeps only the world's fault classes among classes.
+func (w *World) keepFaults(classes ...string) {
+	w.Faults = slices.DeleteFunc(w.Faults, func(c string) bool { return !slices.Contains(classes, c) })
+}
