@@ -61,6 +61,9 @@ func (w World) timing() *check.Timing {
 		AssignerScanInterval: full.AssignerScanInterval, PendingPollInterval: full.PendingPollInterval, TakeInterval: full.TakeInterval,
 		IndexLag: w.Assignment.IndexLag, Drift: w.DriftBound, Capped: full.MaxLeasesForWorker > 0, FanOut: w.FanOut.On,
 		BalanceByCount: full.BalanceBy == engine.BalanceLeases}
+	if w.Etcd.On {
+		t.WatchResume = max(w.Etcd.Reconnect, watchRetry)
+	}
 	switch w.Assignment.Mode {
 	case engine.AssignmentScan:
 		t.Scan = true

@@ -275,6 +275,10 @@ func (s *simulator) onWatchCut(a uint64) {
 	}
 }
 
+// watchRetry bounds the wait before a cut stream tries again to resume when
+// its link is cut or an election is on (check.Timing.WatchResume).
+const watchRetry = time.Second
+
 // onWatchResume reconnects a cut stream, after the last revision it
 // reported, once its link is back and no election is on.
 func (s *simulator) onWatchResume(a uint64) {
@@ -284,7 +288,7 @@ func (s *simulator) onWatchResume(a uint64) {
 	}
 	if l := s.linkOf(p, engine.OpGetLease); l.cutReq || l.cutRep || s.inElection() {
 		w.gen++
-		s.schedWatch(w, s.now+s.etcd.rng.between(50*time.Millisecond, time.Second), evWatchResume)
+		s.schedWatch(w, s.now+s.etcd.rng.between(50*time.Millisecond, watchRetry), evWatchResume)
 		return
 	}
 	from := w.next

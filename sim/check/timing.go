@@ -27,7 +27,8 @@ const (
 // the calls on the handoff's path as the trace shows them (see
 // docs/claims.md, "Latency bounds"); a handoff whose path the trace shows
 // disturbed (a failed or faulty call, a pause, a crash of a process on the
-// path, a second assignment, a change of assigner) is not checked.
+// path, a second assignment, a change of assigner, a cut of the watch a
+// planned move waits on) is not checked.
 type Timing struct {
 	LeaseDuration        time.Duration
 	RenewInterval        time.Duration
@@ -36,6 +37,11 @@ type Timing struct {
 	TakeInterval         time.Duration
 	// IndexLag is how far the pending index may lag the table.
 	IndexLag time.Duration
+	// WatchResume bounds how long a cut watch stream (workers told by a
+	// watch: an etcd world) takes to resume once nothing holds it back (a
+	// cut link, an election); 0: unknown (a cut lasts until the watch
+	// reports again). See timing_watch.go.
+	WatchResume time.Duration
 	// Drift bounds the rate drift of every clock (|drift| ≤ Drift): a
 	// wait of d on a worker's monotonic clock lasts at most d/(1-Drift)
 	// of true time.
@@ -103,6 +109,7 @@ type tproc struct {
 	renewed time.Duration // its last applied write of the assigner row
 	// releasedRow: when its release of the assigner row applied
 	releasedRow time.Duration
+	cuts        watchCuts // cuts of its watch streams
 }
 
 type rttBucket struct {
@@ -237,6 +244,9 @@ type timingChecker struct {
 	// bounded counts the handoffs checked against a bound: failovers (T1),
 	// planned moves (T2), assigner takeovers (T3)
 	bounded [3]int
+	// electionEnd: when the latest election of the store (an etcd leader
+	// change) ends
+	electionEnd time.Duration
 }
 
 type fleetEvent struct {
@@ -383,7 +393,12 @@ func (c *timingChecker) observe(r *trace.Record) {
 			tk := c.key(c.keys.get(r.Key))
 			tk.conflicts = appendRecent(tk.conflicts, conflict{t: r.T, proc: r.Proc}, r.T)
 		}
+	case trace.KindWatch:
+		c.watchReported(r)
 	case trace.KindFault:
+		if c.watchFault(r) {
+			return
+		}
 		if slots, d, ok := linkFault(r.Reason); ok {
 			// A partition or clog of workers' table links: a worker that makes
 			// no call meanwhile (an idle one, told of its assignments by a
@@ -395,6 +410,7 @@ func (c *timingChecker) observe(r *trace.Record) {
 					c.proc(pid).disturb(i)
 					c.proc(pid).asgDisturb(i)
 					c.fleetEvent(pid, i)
+					c.proc(pid).cuts.hold(i.to, r.T, c.resumeBy)
 				}
 			}
 			return
@@ -894,11 +910,30 @@ func (c *timingChecker) plannedMove(a, b *Tenure, tk *tkey, gap time.Duration, B
 	case a.HandedTo != "":
 		// released to the receiver: no assignment is needed (one that
 		// names another worker means the receiver did not take it)
-		if (n != 0 && asg.to != "" && asg.to != b.Owner) || !c.pathClean(tk, from, to, -1, A, B) {
+		if (n != 0 && asg.to != "" && asg.to != b.Owner) || B.cuts.cut(b.Owner, from, to) {
 			return
 		}
 		bound = ra + tm.IndexLag + tm.jit(tm.PendingPollInterval) + 3*rb
 		how = "the round trip of the release, the index lag, a poll interval and the round trips of the receiver's poll, read and take"
+		if B.start > from {
+			// The receiver's process stopped before it took the lease, or
+			// was down when the lease was let go (seeds 703, 787), and a
+			// new process under its owner id took it, from the rows that
+			// wait for it that it reads at its start: from its restart,
+			// its start-up checks, read of the index and take. A receiver
+			// that lived undisturbed past the bound is held to the bound.
+			R := c.procAt(b.Owner, from, b.Proc)
+			if R == nil || R.stop-from <= bound+timingSlack || !c.pathClean(tk, from, R.stop, -1, A, R) {
+				if tm.FanOut {
+					return // a restart registers its consumer first
+				}
+				bound = max(bound, (B.start-from)+8*B.maxRTT(B.start, to))
+				how = "the time until the receiver restarted and the round trips of its start-up checks, read of the index and take"
+			}
+		}
+		if !c.pathClean(tk, from, to, -1, A, B) {
+			return
+		}
 	default:
 		// a shutdown: released to the assigner, which hands it out
 		if n != 1 || (asg.to != "" && asg.to != b.Owner) {
@@ -908,7 +943,7 @@ func (c *timingChecker) plannedMove(a, b *Tenure, tk *tkey, gap time.Duration, B
 		if _, ok := c.asgHeld(asg.by, from, asg.t); !ok || asg.by == a.Proc {
 			return // the assigner changed, or is the one shutting down
 		}
-		if !c.pathClean(tk, from, to, -1, A, G, B) {
+		if !c.pathClean(tk, from, to, -1, A, G, B) || G.cuts.cut(engine.AssignerPending, from, to) || B.cuts.cut(b.Owner, from, to) {
 			return
 		}
 		rg := G.maxRTT(from, to)
@@ -1028,6 +1063,19 @@ func (c *timingChecker) deputies(owner string) []int32 {
 	var out []int32
 	for k := 0; k < engine.Deputies && k < len(owners); k++ {
 		out = append(out, c.live[owners[(i+k)%len(owners)]])
+	}
+	return out
+}
+
+// procAt returns the latest process of owner but except that was alive at
+// t, if any.
+func (c *timingChecker) procAt(owner string, t time.Duration, except int32) *tproc {
+	var out *tproc
+	for id, p := range c.procs {
+		if p != nil && int32(id) != except && p.owner == owner && p.start <= t && (p.alive || p.stop >= t) &&
+			(out == nil || p.start > out.start) {
+			out = p
+		}
 	}
 	return out
 }

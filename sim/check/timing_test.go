@@ -405,3 +405,110 @@ func TestT1AssigneeRestarted(t *testing.T) {
 	fan.FanOut = true
 	expect(t, CheckTiming(mk(16.2, 31, false).recs, Options{End: time.Minute, Timing: &fan}), T1, 0)
 }
+
+// TestT2WatchCut: a receiver told by a watch (an etcd world) whose watch
+// stream is cut as the lease is let go learns of it only once the stream
+// resumes (swarm seeds 653, 724, 975): the move is not held to the bound
+// while the cut lasts, and is once the cut is over, or if another watch
+// was cut.
+func TestT2WatchCut(t *testing.T) {
+	tm := shippedTiming()
+	tm.WatchResume = 2 * time.Second
+	o := Options{End: time.Minute, Timing: tm}
+	// w0 hands k over to w1 at 10 s; w1 acts at 12 s (bound 1.425 s)
+	handoff := func(extra ...trace.Record) []trace.Record {
+		recs := fleet().
+			add(1, trace.Acting, 0, "k", cp("10")).
+			add(10, trace.CallSent, 0, "k", reason("release")).
+			add(10.1, trace.LeaseReleased, 0, "k", reason("handed over to w1")).
+			add(11.95, trace.LeaseAcquired, 1, "k", reason("assigned")).
+			add(12, trace.Acting, 1, "k", cp("10")).recs
+		return sortedByTime(append(recs[:len(recs):len(recs)], extra...))
+	}
+	fault := func(at float64, reason string) trace.Record {
+		return trace.Record{T: time.Duration(at * float64(time.Second)), Kind: trace.KindFault, Worker: -1, Proc: -1, Reason: reason}
+	}
+	cutW1 := func(at float64, why string) trace.Record {
+		return fault(at, "the watch of w1 (w1) on w1 is cut: "+why)
+	}
+	report := func(at float64, proc int32, who string) trace.Record {
+		return trace.Record{T: time.Duration(at * float64(time.Second)), Kind: trace.KindWatch, Proc: proc, Worker: proc,
+			Owner: "w" + itoa(int(proc)), Reason: who, Outcome: "change", Key: "k"}
+	}
+	expect(t, CheckTiming(handoff(), o), T2, 1)
+	// cut just before the release: resumed by 11.9 s at the latest
+	expect(t, CheckTiming(handoff(cutW1(9.9, "cut before a write that makes k wait for w1")), o), T2, 0)
+	// cut earlier: resumed by 10 s, before the release
+	expect(t, CheckTiming(handoff(cutW1(7.9, "a random cut")), o), T2, 1)
+	// a cut whose watch reported since is over, though it could have
+	// lasted longer
+	expect(t, CheckTiming(handoff(cutW1(9.5, "a random cut"), report(9.8, 1, "w1")), o), T2, 1)
+	// the cut that hid the release ends with the report that shows it
+	expect(t, CheckTiming(handoff(cutW1(9.9, "a random cut"), report(11.9, 1, "w1")), o), T2, 0)
+	// an election holds the stream back until it ends: resumed 2 s after
+	expect(t, CheckTiming(handoff(fault(7, "   7.000s leader-change for 3s"), cutW1(7, "leader change")), o), T2, 0)
+	expect(t, CheckTiming(handoff(fault(5, "   5.000s leader-change for 1s"), cutW1(5, "leader change")), o), T2, 1)
+	// so does a cut of the worker's table link
+	expect(t, CheckTiming(handoff(cutW1(6, "a random cut"),
+		fault(7, "   7.000s partition workers=[1] target=table dir=reply for 2.5s")), o), T2, 0)
+	// another watch cut: w1's of the assigner's rows, or w2's of its own
+	expect(t, CheckTiming(handoff(fault(9.9, "the watch of w1 (w1) on __shardlease_assigner is cut: a random cut")), o), T2, 1)
+	expect(t, CheckTiming(handoff(fault(9.9, "the watch of w2 (w2) on w2 is cut: a random cut")), o), T2, 1)
+}
+
+// TestT2ReceiverRestarted: a lease handed over to a worker whose process
+// then stops (or had stopped) is taken by its next process under the same
+// owner id once it starts (swarm seeds 703, 787): the move is held to that
+// restart and the new process's start-up, and to the plain bound if the
+// first process lived undisturbed past it.
+func TestT2ReceiverRestarted(t *testing.T) {
+	o := Options{End: time.Minute, Timing: shippedTiming()}
+	// w0 hands k over to w1 at 10 s; w1's process 1 stops at stop, and
+	// process 3 of w1 starts at 20 s, reads the index (a round trip of
+	// 100 ms) and acts at at: the bound is 10 s and 8 round trips
+	mk := func(stop, at float64) []trace.Record {
+		recs := fleet().
+			add(1, trace.Acting, 0, "k", cp("10")).
+			add(10, trace.CallSent, 0, "k", reason("release")).
+			add(10.1, trace.LeaseReleased, 0, "k", reason("handed over to w1")).
+			add(stop, trace.KindProcStop, 1, "", reason("exit")).
+			add(20, trace.KindProcStart, 3, "", func(r *trace.Record) { r.Owner, r.Worker = "w1", 1 }).
+			add(20.2, trace.KindReply, 3, "", func(r *trace.Record) {
+				r.Owner, r.Worker, r.Op, r.Outcome, r.Sent = "w1", 1, engine.OpListPending, trace.OutcomeOK, 20100*time.Millisecond
+			}).
+			add(at-0.05, trace.LeaseAcquired, 3, "k", func(r *trace.Record) { r.Owner, r.Worker, r.Reason = "w1", 1, "assigned" }).
+			add(at, trace.Acting, 3, "k", func(r *trace.Record) { r.Owner, r.Worker, r.Checkpoint = "w1", 1, engine.Checkpoint{Sequence: "10"} }).recs
+		return sortedByTime(recs)
+	}
+	expect(t, CheckTiming(mk(10.5, 20.5), o), T2, 0)
+	expect(t, CheckTiming(mk(9, 20.5), o), T2, 0) // down when handed over
+	expect(t, CheckTiming(mk(10.5, 21.5), o), T2, 1)
+	// process 1 lived undisturbed until 15 s: it should have taken it
+	expect(t, CheckTiming(mk(15, 20.5), o), T2, 1)
+	// ... unless its path was disturbed (its poll timed out)
+	b := &hb{recs: mk(15, 20.5)}
+	b.add(12, trace.KindReply, 1, "", func(r *trace.Record) {
+		r.Op, r.Outcome, r.Sent = engine.OpListPending, trace.OutcomeTimeout, 10800*time.Millisecond
+	})
+	expect(t, CheckTiming(sortedByTime(b.recs), o), T2, 0)
+}
+
+func TestWatchCut(t *testing.T) {
+	for _, c := range []struct {
+		reason string
+		slot   int32
+		who    string
+		ok     bool
+	}{
+		{"the watch of w1 (w1) on w1 is cut: a random cut", 1, "w1", true},
+		{"the watch of w2-r1 (w2) on w2-r1 is cut: cut before a write that makes shardId-000000000000 wait for w2-r1", 2, "w2-r1", true},
+		{"the watch of w2 (w2) on __shardlease_assigner is cut: leader change", 2, "__shardlease_assigner", true},
+		{"  70.322s leader-change for 363ms", -1, "", false},
+		{"the watch of w1 on w1 is cut: a random cut", -1, "", false},
+	} {
+		slot, who, ok := watchCut(c.reason)
+		if slot != c.slot || who != c.who || ok != c.ok {
+			t.Errorf("watchCut(%q) = %v, %q, %v; want %v, %q, %v", c.reason, slot, who, ok, c.slot, c.who, c.ok)
+		}
+	}
+}
