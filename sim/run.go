@@ -73,7 +73,7 @@ func Run(o Options) (*Result, error) {
 		return res, err
 	}
 	again := o
-	again.KeepTrace, again.Trace = true, nil
+	again.KeepTrace, again.Trace, again.Observe = true, nil, nil
 	again.excerptsOf = append(append([]check.Violation(nil), res.Violations...), res.Tolerated...)
 	res2, err := run(again)
 	if err != nil {
@@ -145,6 +145,10 @@ func (s *simulator) setup() {
 		s.addSlot(cr)
 	}
 	s.fs.schedule = s.drawSchedule()
+	if s.o.Schedule != nil {
+		s.fs.schedule = append([]Action(nil), s.o.Schedule...)
+	}
+	s.fs.drawn = append([]Action(nil), s.fs.schedule...)
 	s.fs.schedule = append(s.fs.schedule, s.boundarySchedule()...)
 	s.fs.schedule = append(s.fs.schedule, s.comboSchedule()...)
 	s.fs.schedule = append(s.fs.schedule, s.setupEtcd()...)
