@@ -57,6 +57,9 @@ type ExploreState struct {
 	// FirstFinding is the execution (from 1) of the first finding (0:
 	// none yet).
 	FirstFinding int `json:"first_finding,omitempty"`
+	// Invalid counts the mutated worlds the simulator refused to run (a
+	// combination of overrides it does not support).
+	Invalid int `json:"invalid,omitempty"`
 	// CPUSeconds is the CPU time of the executions so far (user+sys, as
 	// the caller measured it).
 	CPUSeconds float64 `json:"cpu_seconds"`
@@ -124,7 +127,7 @@ func (e *Explorer) defaults() (fresh float64, init, stack int) {
 		init = 8
 	}
 	if stack == 0 {
-		stack = 3
+		stack = 8
 	}
 	return
 }
@@ -162,7 +165,19 @@ func (e *Explorer) Next() (WorldSpec, string, int) {
 	if e.Swarm || st.Execs < init || len(st.Corpus) == 0 || r.chance(fresh) {
 		w := e.Base
 		w.Seed, w.Replace, w.Schedule, w.Note = st.NextSeed, false, nil, ""
-		return w, fmt.Sprintf("swarm seed %d", w.Seed), -1
+		how := fmt.Sprintf("swarm seed %d", w.Seed)
+		if !e.Swarm && st.Execs >= init && r.chance(0.5) {
+			// a fresh seed with rare knobs set on purpose
+			var ts []string
+			for k := 1 + r.IntN(3); k > 0; k-- {
+				var t string
+				w, t = toggle(w, nil, r)
+				ts = append(ts, t)
+			}
+			w.Replace, w.Schedule = false, nil
+			how += " with " + strings.Join(ts, ", ")
+		}
+		return w, how, -1
 	}
 	i := e.pick(r)
 	en := st.Corpus[i]
@@ -187,10 +202,20 @@ func (e *Explorer) Step() (*ExploreStep, error) {
 	o.Observe = cov.Observe
 	o.NoExcerpts = true
 	res, err := Run(o)
+	if err != nil && parent >= 0 {
+		// a combination of overrides the simulator refuses: counted, and
+		// the search goes on
+		st.Execs++
+		st.Invalid++
+		st.Corpus[parent].Picked++
+		st.grew()
+		return &ExploreStep{Exec: st.Execs, World: w, How: how + ": not run: " + err.Error()}, nil
+	}
 	if err != nil {
 		return nil, fmt.Errorf("explore: execution %d (%s): %w", st.Execs+1, how, err)
 	}
 	st.Execs++
+	defer st.grew()
 	step := &ExploreStep{Exec: st.Execs, World: w, How: how, Result: res}
 	if parent < 0 {
 		st.NextSeed++
@@ -207,9 +232,6 @@ func (e *Explorer) Step() (*ExploreStep, error) {
 	if step.New > 0 {
 		st.Corpus = append(st.Corpus, CorpusEntry{World: w, Shape: ShapeOf(res), Exec: st.Execs, New: step.New})
 		step.Corpus = true
-	}
-	if st.Execs%10 == 0 {
-		st.Growth = append(st.Growth, len(st.States))
 	}
 	if len(res.Violations) > 0 {
 		f := ExploreFound{Exec: st.Execs, World: w}
@@ -231,6 +253,13 @@ func (e *Explorer) Step() (*ExploreStep, error) {
 		step.Finding = &st.Findings[len(st.Findings)-1]
 	}
 	return step, nil
+}
+
+// grew notes the distinct states after every 10th execution.
+func (st *ExploreState) grew() {
+	if st.Execs%10 == 0 {
+		st.Growth = append(st.Growth, len(st.States))
+	}
 }
 
 // merge adds a run's sorted states to the counts and returns how many

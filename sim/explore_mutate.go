@@ -3,6 +3,7 @@ package sim
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/shardlease/shardlease/engine"
@@ -17,13 +18,15 @@ type WorldShape struct {
 	Chaos         time.Duration `json:"chaos"`
 	LeaseDuration time.Duration `json:"lease_duration"`
 	Slack         time.Duration `json:"slack"`
+	// Faults are the fault classes the world drew (or was given).
+	Faults []string `json:"faults,omitempty"`
 }
 
 // ShapeOf returns the shape of a run's world.
 func ShapeOf(res *Result) WorldShape {
 	w := res.World
 	full, err := w.engineConfig("probe", 1).Validate()
-	sh := WorldShape{Workers: w.Workers, Chaos: w.Chaos, LeaseDuration: full.LeaseDuration}
+	sh := WorldShape{Workers: w.Workers, Chaos: w.Chaos, LeaseDuration: full.LeaseDuration, Faults: slices.Clone(w.Faults)}
 	if err == nil {
 		used := engine.MinSafetyMargin(full.LeaseDuration, 2*w.DriftBound)
 		sh.Slack = max(0, (full.SafetyMargin-used)/2)
@@ -35,7 +38,29 @@ func ShapeOf(res *Result) WorldShape {
 }
 
 // MutationOps are the explorer's schedule mutations.
-var MutationOps = []string{"shift", "retarget", "stretch", "stack", "add", "drop", "edge-pause"}
+var MutationOps = []string{"shift", "retarget", "stretch", "stack", "add", "drop", "edge-pause", "toggle"}
+
+// toggles are the world overrides the op "toggle" sets, each to one of
+// its values (the empty one: drawn from the seed).
+var toggles = []struct {
+	name   string
+	values []string
+	set    func(*WorldSpec, string)
+}{
+	{"aim", []string{"on", "off"}, func(w *WorldSpec, v string) { w.Aim = v }},
+	{"targeted", []string{"on", "off"}, func(w *WorldSpec, v string) { w.Targeted = v }},
+	{"boundary", []string{"on", "off"}, func(w *WorldSpec, v string) { w.Boundary = v }},
+	{"options", []string{"on", "off"}, func(w *WorldSpec, v string) { w.Options = v }},
+	{"assignment", []string{"assigner", "scan", "mixed"}, func(w *WorldSpec, v string) { w.Assignment = v }},
+	{"consumer", []string{"polling", "fan-out"}, func(w *WorldSpec, v string) { w.Consumer = v }},
+	{"store", []string{"dynamodb", "etcd"}, func(w *WorldSpec, v string) { w.Store = v }},
+	{"combo", nil, func(w *WorldSpec, v string) { w.Combo = v }},
+	{"faults", nil, nil}, // one more fault class among the drawn ones
+}
+
+// rateClasses are fault classes without timed actions: adding one to a
+// world's classes adds no action that a schedule would have to hold.
+var rateClasses = []string{"latency", "loss", "dup", "table-errors", "stale-reads", "expired-iterators", "slow-processor", "failed-batches", "idle-shards"}
 
 // targetable kinds take a Role (and a Worker).
 func targetable(k ActionKind) bool {
@@ -61,7 +86,7 @@ func Mutate(w WorldSpec, sh WorldShape, r rng) (WorldSpec, string) {
 	}
 	workers := max(sh.Workers, 1)
 	op := MutationOps[r.IntN(len(MutationOps))]
-	if len(w.Schedule) == 0 && op != "add" && op != "edge-pause" {
+	if len(w.Schedule) == 0 && op != "add" && op != "edge-pause" && op != "toggle" {
 		op = "add"
 	}
 	pick := func() int { return r.IntN(len(w.Schedule)) }
@@ -134,6 +159,10 @@ func Mutate(w WorldSpec, sh WorldShape, r rng) (WorldSpec, string) {
 			w.Schedule = nil
 		}
 		return w, fmt.Sprintf("drop #%d %s", i, k)
+	case "toggle":
+		if w2, how := toggle(w, sh.Faults, r); how != "" {
+			return w2, how
+		}
 	case "edge-pause":
 		// a mid-act pause of the holder (or assigner) just inside the
 		// slack: the step in progress lands at the edge of the margin
@@ -153,6 +182,39 @@ func Mutate(w WorldSpec, sh WorldShape, r rng) (WorldSpec, string) {
 	w.Schedule = append(w.Schedule, a)
 	sortSchedule(w.Schedule)
 	return w, "add " + a.String()
+}
+
+// toggle sets one of the world's overrides (toggles), or adds a rate
+// fault class to the classes it has (those of shape, or, for a fresh
+// seed, none: the faults toggle is skipped then). It returns "" if it did
+// nothing.
+func toggle(w WorldSpec, classes []string, r rng) (WorldSpec, string) {
+	t := toggles[r.IntN(len(toggles))]
+	switch t.name {
+	case "faults":
+		var more []string
+		for _, c := range rateClasses {
+			if !slices.Contains(classes, c) {
+				more = append(more, c)
+			}
+		}
+		if len(more) == 0 || len(classes) == 0 {
+			return w, ""
+		}
+		c := more[r.IntN(len(more))]
+		w.Faults = strings.Join(append(slices.Clone(classes), c), ",")
+		return w, "faults +" + c
+	case "combo":
+		v := "off"
+		if i := r.IntN(len(Combos) + 1); i < len(Combos) {
+			v = Combos[i].Name
+		}
+		t.set(&w, v)
+		return w, "combo " + v
+	}
+	v := t.values[r.IntN(len(t.values))]
+	t.set(&w, v)
+	return w, t.name + " " + v
 }
 
 func roleName(role string, worker int) string {

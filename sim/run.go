@@ -146,7 +146,15 @@ func (s *simulator) setup() {
 	}
 	s.fs.schedule = s.drawSchedule()
 	if s.o.Schedule != nil {
-		s.fs.schedule = append([]Action(nil), s.o.Schedule...)
+		// a schedule that replaces the drawn one belongs to the chaos
+		// phase, as the drawn one does: what a world shorter than the
+		// one it was written for cannot hold is left out
+		s.fs.schedule = nil
+		for _, a := range s.o.Schedule {
+			if a.At < s.w.Chaos {
+				s.fs.schedule = append(s.fs.schedule, a)
+			}
+		}
 	}
 	s.fs.drawn = append([]Action(nil), s.fs.schedule...)
 	s.fs.schedule = append(s.fs.schedule, s.boundarySchedule()...)
