@@ -44,6 +44,7 @@ type ExploreState struct {
 	Seed     uint64 `json:"explore_seed"`
 	Mutation string `json:"mutation,omitempty"`
 	Mode     string `json:"mode"` // "explore" or "swarm"
+	From     uint64 `json:"from"` // the first swarm seed
 	// Execs is how many worlds were run; NextSeed the next swarm seed.
 	Execs    int    `json:"execs"`
 	NextSeed uint64 `json:"next_seed"`
@@ -112,7 +113,7 @@ func NewExploreState(seed uint64, mutation string, swarm bool, first uint64) *Ex
 	if swarm {
 		mode = "swarm"
 	}
-	return &ExploreState{Version: 1, Seed: seed, Mutation: mutation, Mode: mode, NextSeed: max(first, 1)}
+	return &ExploreState{Version: 1, Seed: seed, Mutation: mutation, Mode: mode, From: max(first, 1), NextSeed: max(first, 1)}
 }
 
 // Distinct is the number of distinct abstract states reached.

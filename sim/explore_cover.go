@@ -69,7 +69,6 @@ type covProc struct {
 }
 
 type covSlot struct {
-	alive     bool
 	lastState uint64
 }
 

@@ -24,6 +24,8 @@ type exploreFlags struct {
 	seed    *uint64
 	mode    *string
 	quietly *bool
+	first   *bool
+	from    *uint64
 }
 
 func addExploreFlags(fs *flag.FlagSet) *exploreFlags {
@@ -31,10 +33,12 @@ func addExploreFlags(fs *flag.FlagSet) *exploreFlags {
 		world:   fs.String("world", "", "run the world in this world file (a seed, its overrides and a fault schedule: what simrun -explore saves with its findings); replays it exactly"),
 		explore: fs.Bool("explore", false, "a guided search (docs/explore.md): run swarm seeds and mutations of the worlds that reached new abstract states, -budget executions in all, one at a time; resumable from its state file in -explore-dir; findings saved there as world files with their replay commands"),
 		budget:  fs.Int("budget", 200, "with -explore: the executions the search runs in all (a resumed search runs up to it)"),
-		dir:     fs.String("explore-dir", "", "with -explore: the search's folder (state.json, findings/); default reports/out/explore/MODE[-MUTATION]-seed-N"),
+		dir:     fs.String("explore-dir", "", "with -explore: the search's folder (state.json, findings/); default reports/out/explore/MODE[-MUTATION]-seed-N-from-F"),
 		seed:    fs.Uint64("explore-seed", 1, "with -explore: the search's own seed (its choices are a function of it)"),
 		mode:    fs.String("explore-mode", "explore", "with -explore: explore (the guided search) or swarm (swarm seeds 1, 2, ... only, with the same coverage accounting: the baseline)"),
 		quietly: fs.Bool("explore-quiet", false, "with -explore: print only findings and the totals"),
+		first:   fs.Bool("explore-first", false, "with -explore: stop at the first finding (executions to first catch)"),
+		from:    fs.Uint64("explore-from", 1, "with -explore: the first swarm seed the search runs (then the next ones, in order)"),
 	}
 }
 
@@ -46,6 +50,8 @@ type exploreConfig struct {
 	seed    uint64
 	swarm   bool
 	quietly bool
+	first   bool // stop at the first finding
+	from    uint64
 	base    sim.WorldSpec
 }
 
@@ -53,7 +59,7 @@ type exploreConfig struct {
 // options with the flags applied.
 func (c *config) parseExplore(set map[string]bool, f *exploreFlags, o sim.Options) error {
 	if *f.world == "" && !*f.explore {
-		for _, n := range []string{"budget", "explore-dir", "explore-seed", "explore-mode", "explore-quiet"} {
+		for _, n := range []string{"budget", "explore-dir", "explore-seed", "explore-mode", "explore-quiet", "explore-first", "explore-from"} {
 			if set[n] {
 				return usagef("-%s goes with -explore", n)
 			}
@@ -66,7 +72,7 @@ func (c *config) parseExplore(set map[string]bool, f *exploreFlags, o sim.Option
 	allowed := map[string]bool{"world": true, "trace": true, "v": true}
 	if *f.explore {
 		allowed = map[string]bool{"explore": true, "budget": true, "explore-dir": true, "explore-seed": true, "explore-mode": true,
-			"explore-quiet": true, "mutation": true, "workers": true, "shards": true, "chaos": true, "duration": true, "store": true,
+			"explore-quiet": true, "explore-first": true, "explore-from": true, "mutation": true, "workers": true, "shards": true, "chaos": true, "duration": true, "store": true,
 			"consumer": true, "assignment": true, "boundary": true, "aim": true, "targeted": true, "options": true, "combo": true,
 			"faults": true, "quiet": true}
 	}
@@ -75,7 +81,7 @@ func (c *config) parseExplore(set map[string]bool, f *exploreFlags, o sim.Option
 			return usagef("-%s does not go with -world or -explore (a world file holds its options; -explore takes the world's overrides, -mutation and its own flags)", n)
 		}
 	}
-	e := &exploreConfig{world: *f.world, budget: *f.budget, seed: *f.seed, quietly: *f.quietly}
+	e := &exploreConfig{world: *f.world, budget: *f.budget, seed: *f.seed, quietly: *f.quietly, first: *f.first, from: *f.from}
 	if *f.explore {
 		if c.scenario.Name != scenarios.Default {
 			return usagef("-explore searches the swarm's worlds: it takes no -scenario")
@@ -102,7 +108,7 @@ func (c *config) parseExplore(set map[string]bool, f *exploreFlags, o sim.Option
 			if o.Mutation != "" {
 				name += "-" + strings.ReplaceAll(o.Mutation, ":", "-")
 			}
-			e.dir = filepath.Join(repoRoot(), "reports", "out", "explore", fmt.Sprintf("%s-seed-%d", name, e.seed))
+			e.dir = filepath.Join(repoRoot(), "reports", "out", "explore", fmt.Sprintf("%s-seed-%d-from-%d", name, e.seed, e.from))
 		}
 	}
 	c.explore = e
@@ -162,7 +168,7 @@ func checkWorldMutation(m string) error {
 		return nil
 	}
 	if strings.HasPrefix(m, sim.EngineMutationPrefix) {
-		return fmt.Errorf("mutation %q is planted inside the engine, which this simrun was built without: run go run -tags %s ./cmd/simrun ...", m, sim.MutationTag)
+		return fmt.Errorf("mutation %q is planted inside the engine, which this simrun was built without (run it with go run -tags %s ./cmd/simrun)", m, sim.MutationTag)
 	}
 	return fmt.Errorf("unknown mutation %q", m)
 }
@@ -177,16 +183,16 @@ func runExplore(c *config, stdout, stderr io.Writer, intr interrupts) int {
 		fmt.Fprintf(stderr, "simrun: -explore: %v\n", err)
 		return exitUsage
 	}
-	st := sim.NewExploreState(e.seed, e.base.Mutation, e.swarm, 1)
+	st := sim.NewExploreState(e.seed, e.base.Mutation, e.swarm, e.from)
 	if b, err := os.ReadFile(statePath); err == nil {
 		var old sim.ExploreState
 		if err := json.Unmarshal(b, &old); err != nil {
 			fmt.Fprintf(stderr, "simrun: -explore: the state file %s: %v (move it away to start afresh)\n", statePath, err)
 			return exitUsage
 		}
-		if old.Seed != st.Seed || old.Mutation != st.Mutation || old.Mode != st.Mode {
-			fmt.Fprintf(stderr, "simrun: -explore: the state file %s is of another search (explore seed %d, mode %s, mutation %q): use another -explore-dir\n",
-				statePath, old.Seed, old.Mode, old.Mutation)
+		if old.Seed != st.Seed || old.Mutation != st.Mutation || old.Mode != st.Mode || old.From != st.From {
+			fmt.Fprintf(stderr, "simrun: -explore: the state file %s is of another search (explore seed %d, mode %s, from seed %d, mutation %q): use another -explore-dir\n",
+				statePath, old.Seed, old.Mode, old.From, old.Mutation)
 			return exitUsage
 		}
 		st = &old
@@ -197,7 +203,7 @@ func runExplore(c *config, stdout, stderr io.Writer, intr interrupts) int {
 	}
 	x := &sim.Explorer{St: st, Swarm: e.swarm, Base: e.base}
 	interrupted := false
-	for st.Execs < e.budget {
+	for st.Execs < e.budget && !(e.first && st.FirstFinding > 0) {
 		select {
 		case <-intr.stop:
 			interrupted = true
