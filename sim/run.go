@@ -146,11 +146,21 @@ func (s *simulator) setup() {
 	}
 	s.fs.schedule = s.drawSchedule()
 	if s.o.Schedule != nil {
-		// a schedule that replaces the drawn one belongs to the chaos
-		// phase, as the drawn one does: what a world shorter than the
-		// one it was written for cannot hold is left out
+		// a schedule that replaces the drawn one is held to the chaos
+		// phase, as the drawn one is (what a world shorter than the one
+		// it was written for cannot hold is left out), and its mid-act
+		// pauses to the slack this world's margin leaves, as the drawn
+		// ones are (a world with other overrides may draw a smaller one)
 		s.fs.schedule = nil
+		slack := s.midActSlack().Round(time.Millisecond)
 		for _, a := range s.o.Schedule {
+			switch {
+			case a.Kind != ActPause || !a.MidAct || a.Dur <= slack:
+			case slack < time.Millisecond:
+				a.MidAct = false // no slack at all: a plain pause
+			default:
+				a.Dur = slack
+			}
 			if a.At < s.w.Chaos {
 				s.fs.schedule = append(s.fs.schedule, a)
 			}
