@@ -209,7 +209,7 @@ func (c *Coverage) faultMask() uint64 {
 }
 
 // Observe adds what record r changes (the Options.Observe hook).
-func (c *Coverage) Observe(r *trace.Record) {
+func (c *Coverage) Observe(r trace.Record) {
 	c.now = r.T
 	switch r.Kind {
 	case trace.KindFault:

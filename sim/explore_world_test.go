@@ -117,7 +117,7 @@ func TestCoverageTracksPhases(t *testing.T) {
 	}
 	var counts []int
 	for _, r := range recs {
-		c.Observe(r.record(t))
+		c.Observe(*r.record(t))
 		counts = append(counts, len(c.States()))
 	}
 	want := []int{1, 2, 3, 5, 6, 6, 8, 9, 11} // the worker after the call end is as it was before the timeout

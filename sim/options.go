@@ -86,9 +86,10 @@ type Options struct {
 	// (WorldSpec, simrun -world) carries one.
 	Schedule []Action
 	// Observe, if set, is called with every trace record as it is
-	// recorded (the explorer's coverage map, Coverage). It must not keep
-	// r nor change the run.
-	Observe func(r *trace.Record)
+	// recorded (the explorer's coverage map, Coverage). It gets a copy
+	// (a pointer would make every record escape to the heap) and cannot
+	// change the run.
+	Observe func(r trace.Record)
 	// Scenario names the scripted actions for the replay command.
 	Scenario string
 	// Mutation plants a bug by tampering with what the workers send or

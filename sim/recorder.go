@@ -19,7 +19,7 @@ type recorder struct {
 	hash   trace.Hash
 	sink   *trace.Writer
 	checks *check.Online
-	obs    func(*trace.Record)     // Options.Observe
+	obs    func(trace.Record)      // Options.Observe
 	lin    *linearizability.Online // nil: Lin is not checked
 
 	keep   bool
@@ -101,7 +101,7 @@ func (s *simulator) emit(r *trace.Record) {
 		_ = rc.sink.Write(r)
 	}
 	if rc.obs != nil {
-		rc.obs(r)
+		rc.obs(*r)
 	}
 }
 
