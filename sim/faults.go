@@ -14,6 +14,7 @@ type faultState struct {
 	rng         rng
 	steps       rng // clock steps early in a process's life (stepAfterStart)
 	schedule    []Action
+	drawn       []Action // the schedule drawn for the fault classes, or Options.Schedule
 	outside     []string
 	faultWorker int32 // see simulator.fault
 	lastPauseID uint64

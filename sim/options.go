@@ -77,6 +77,19 @@ type Options struct {
 	// Actions are scripted actions (a named scenario), run in addition to
 	// the drawn fault schedule.
 	Actions []Action
+	// Schedule, if not nil, replaces the timed faults the seed draws for
+	// its fault classes (Result.Drawn); an empty, non-nil Schedule runs
+	// none. The boundary, aimed, targeted, combination and etcd draws stay
+	// as the seed draws them, and Actions are added as ever. The fault
+	// source draws the replaced schedule all the same, so a Schedule equal
+	// to the drawn one replays the seed's run exactly. A world file
+	// (WorldSpec, simrun -world) carries one.
+	Schedule []Action
+	// Observe, if set, is called with every trace record as it is
+	// recorded (the explorer's coverage map, Coverage). It gets a copy
+	// (a pointer would make every record escape to the heap) and cannot
+	// change the run.
+	Observe func(r trace.Record)
 	// Scenario names the scripted actions for the replay command.
 	Scenario string
 	// Mutation plants a bug by tampering with what the workers send or
@@ -364,6 +377,10 @@ type Figures struct {
 type Result struct {
 	World    World
 	Schedule []Action
+	// Drawn is the part of Schedule drawn for the world's fault classes
+	// (or Options.Schedule, which replaced it), in the order drawn: what
+	// the explorer mutates.
+	Drawn []Action
 	// Inside is true if the run stayed inside the engine's assumptions;
 	// Outside lists why not.
 	Inside  bool

@@ -19,6 +19,7 @@ type recorder struct {
 	hash   trace.Hash
 	sink   *trace.Writer
 	checks *check.Online
+	obs    func(trace.Record)      // Options.Observe
 	lin    *linearizability.Online // nil: Lin is not checked
 
 	keep   bool
@@ -35,6 +36,7 @@ func (rc *recorder) init(o Options, w World) {
 		rc.sink = trace.NewWriter(o.Trace)
 	}
 	rc.keep = o.KeepTrace
+	rc.obs = o.Observe
 	for _, v := range o.excerptsOf {
 		rc.filter = append(rc.filter, check.InExcerpt(v, excerptPad(w)))
 	}
@@ -100,6 +102,9 @@ func (s *simulator) emit(r *trace.Record) {
 	}
 	if rc.sink != nil {
 		_ = rc.sink.Write(r)
+	}
+	if rc.obs != nil {
+		rc.obs(*r)
 	}
 }
 

@@ -73,7 +73,7 @@ func Run(o Options) (*Result, error) {
 		return res, err
 	}
 	again := o
-	again.KeepTrace, again.Trace = true, nil
+	again.KeepTrace, again.Trace, again.Observe = true, nil, nil
 	again.excerptsOf = append(append([]check.Violation(nil), res.Violations...), res.Tolerated...)
 	res2, err := run(again)
 	if err != nil {
@@ -145,6 +145,28 @@ func (s *simulator) setup() {
 		s.addSlot(cr)
 	}
 	s.fs.schedule = s.drawSchedule()
+	if s.o.Schedule != nil {
+		// a schedule that replaces the drawn one is held to the chaos
+		// phase, as the drawn one is (what a world shorter than the one
+		// it was written for cannot hold is left out), and its mid-act
+		// pauses to the slack this world's margin leaves, as the drawn
+		// ones are (a world with other overrides may draw a smaller one)
+		s.fs.schedule = nil
+		slack := s.midActSlack().Round(time.Millisecond)
+		for _, a := range s.o.Schedule {
+			switch {
+			case a.Kind != ActPause || !a.MidAct || a.Dur <= slack:
+			case slack < time.Millisecond:
+				a.MidAct = false // no slack at all: a plain pause
+			default:
+				a.Dur = slack
+			}
+			if a.At < s.w.Chaos {
+				s.fs.schedule = append(s.fs.schedule, a)
+			}
+		}
+	}
+	s.fs.drawn = append([]Action(nil), s.fs.schedule...)
 	s.fs.schedule = append(s.fs.schedule, s.boundarySchedule()...)
 	s.fs.schedule = append(s.fs.schedule, s.comboSchedule()...)
 	s.fs.schedule = append(s.fs.schedule, s.setupEtcd()...)

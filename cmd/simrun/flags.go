@@ -67,6 +67,8 @@ type config struct {
 	driverBase   driversim.Options
 	driverBin    string
 	driverReruns int
+	// explore is the guided search or a world file's replay (explore.go)
+	explore *exploreConfig
 }
 
 // errUsage marks an error of the command line (exit status 2).
@@ -145,6 +147,7 @@ func parseArgs(args []string, stderr io.Writer) (*config, error) {
 		drvBin     = fs.String("driver-binary", "", "with driver worlds: run this test binary of ./sim/driversim (go test -c -o FILE ./sim/driversim) instead of building one")
 		drvReruns  = fs.Int("driver-reruns", defaultDriverReruns, "run a failing driver seed this many times more and report how often it fails again (a driver world is not bit-identical run to run)")
 	)
+	ef := addExploreFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil, err
@@ -332,6 +335,9 @@ func parseArgs(args []string, stderr io.Writer) (*config, error) {
 		return nil, err
 	}
 	c.base = o
+	if err := c.parseExplore(set, ef, o); err != nil || c.explore != nil {
+		return c, err
+	}
 
 	if c.parallel < 1 {
 		return nil, usagef("-parallel %d: need at least 1", c.parallel)

@@ -101,6 +101,12 @@ func runWith(args []string, stdout, stderr io.Writer, intr interrupts) int {
 	if c.soak {
 		return runSoak(c, stdout, stderr, intr)
 	}
+	if c.explore != nil && c.explore.world != "" {
+		return runWorld(c, stdout, stderr)
+	}
+	if c.explore != nil {
+		return runExplore(c, stdout, stderr, intr)
+	}
 	out := bufio.NewWriter(stdout)
 	defer out.Flush()
 

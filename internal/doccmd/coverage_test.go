@@ -48,6 +48,9 @@ var covers = []cover{
 	{"go run ./cmd/simrun -driver -seeds 1-4", "test ./cmd/simrun TestDocCommands", "go run ./cmd/simrun"},
 	{"go run -tags shardlease_mutations ./cmd/simrun -driver -mutation engine:driver-handoff-unchecked -seeds 1-4", "test ./cmd/simrun TestDocCommands", "go run -tags shardlease_mutations ./cmd/simrun"},
 
+	{"go run ./cmd/simrun -explore -budget 3", "test ./cmd/simrun TestDocCommands", "go run ./cmd/simrun"},
+	{"go run ./cmd/simrun -explore -explore-mode swarm -budget 3", "test ./cmd/simrun TestDocCommands", "go run ./cmd/simrun"},
+	{"go run -tags shardlease_mutations ./cmd/simrun -explore -explore-first -mutation engine:wait-less-margin", "test ./cmd/simrun TestDocCommands", "go run -tags shardlease_mutations ./cmd/simrun"},
 	// docs/soak.md's partitioned soak by hand, run whole by bash
 	{"go build -o bin/simrun ./cmd/simrun", "test ./cmd/simrun TestDocSoakByHand", "go build -o bin/simrun"},
 	{"for i in 0 1 2; do bin/simrun -soak -seeds 1-12 -partition $i/3 -parallel 1 -soak-dir soak-demo > soak-demo-$i.log & done; wait", "test ./cmd/simrun TestDocSoakByHand", "go build -o bin/simrun"},
