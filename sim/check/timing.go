@@ -110,6 +110,11 @@ type tproc struct {
 	// releasedRow: when its release of the assigner row applied
 	releasedRow time.Duration
 	cuts        watchCuts // cuts of its watch streams
+	// registered: when the last call of its start-up's registration of
+	// its consumers (a FanOut worker, before its first scan or poll) was
+	// answered; scanned: it has sent its first scan or poll
+	registered time.Duration
+	scanned    bool
 }
 
 type rttBucket struct {
@@ -356,6 +361,9 @@ func (c *timingChecker) observe(r *trace.Record) {
 		c.memberEvent(r.Proc, r.T)
 		c.asgEnd(r.Proc, r.T)
 	case trace.KindSend:
+		if r.Proc >= 0 && (r.Op == engine.OpListLeases || r.Op == engine.OpListPending) {
+			c.proc(r.Proc).scanned = true
+		}
 		// A live worker that writes its hello again, later than right
 		// after its start, is one the assigner's member list no longer
 		// names: the list, and so who the deputies are, changed.
@@ -365,6 +373,11 @@ func (c *timingChecker) observe(r *trace.Record) {
 			}
 		}
 	case trace.KindReply:
+		if r.Proc >= 0 && (r.Op == engine.OpDescribeConsumer || r.Op == engine.OpRegisterConsumer) {
+			if p := c.proc(r.Proc); !p.scanned {
+				p.registered = r.T
+			}
+		}
 		if r.Proc < 0 || !pathOp(r.Op) {
 			return
 		}
@@ -616,15 +629,20 @@ func (c *timingChecker) asgChanges(from, to time.Duration) int {
 	return n
 }
 
-// asgBegan returns the holding of the assigner row by proc that began in
-// (from, to], if any.
+// asgBegan returns the latest holding of the assigner row by proc that
+// began in (from, to], if any: the one an act of proc at to was made
+// under. An earlier holding of proc in the window that it lost (a take
+// whose reply came too late to act on: swarm seed 449) is a change of
+// the assigner like any other.
 func (c *timingChecker) asgBegan(proc int32, from, to time.Duration) (asgTenure, bool) {
+	var out asgTenure
+	ok := false
 	for _, a := range c.asg {
-		if a.proc == proc && a.from > from && a.from <= to {
-			return a, true
+		if a.proc == proc && a.from > from && a.from <= to && (!ok || a.from > out.from) {
+			out, ok = a, true
 		}
 	}
-	return asgTenure{}, false
+	return out, ok
 }
 
 // pathClean reports whether none of procs (nil entries skipped) was
@@ -828,7 +846,10 @@ func (c *timingChecker) failover(a, b *Tenure, tk *tkey, gap time.Duration, B *t
 		// The assigner changed once: the new one, from the moment it took
 		// the row over (checked by T3), scans at once and times the lease
 		// from then, or hands the leases of the old assigner, if that was
-		// the old owner, out at once.
+		// the old owner, out at once. The holding is the one the
+		// assignment was made under; a holding before it in the window,
+		// even of the same process (one it lost before it could act, its
+		// take's reply too late: swarm seed 449), is another change.
 		began, ok := c.asgBegan(asg.by, from, asg.t)
 		if !ok || c.procOwner(began.prev) == G.owner || c.asgChanges(from, began.from) > 0 {
 			// a restart under the same id resumes its predecessor's
@@ -860,9 +881,20 @@ func (c *timingChecker) failover(a, b *Tenure, tk *tkey, gap time.Duration, B *t
 		how = "two take intervals (jittered), the lease duration and the round trips of the new owner's scans and take"
 		if B.start > from {
 			// a worker started since: it first saw the lease at its
-			// first scan, at once
-			bound = max(bound, (max(B.start, from+late)-from)+tm.jit(tm.TakeInterval)+tm.wait(tm.LeaseDuration)+8*rb)
-			how += " (or, as the new owner started after, the time until it started, a take interval, the lease duration and the round trips of its start-up checks, scans and take)"
+			// first scan, at once; reading with fan-out, it scans only
+			// once its consumers are registered and active, which the
+			// trace shows it waited for (swarm seed 748: a registration
+			// timed out, then in use, 9.6 s after the start)
+			ready := B.start
+			if tm.FanOut {
+				ready = max(ready, B.registered)
+			}
+			bound = max(bound, (max(ready, from+late)-from)+tm.jit(tm.TakeInterval)+tm.wait(tm.LeaseDuration)+8*rb)
+			how += " (or, as the new owner started after, the time until it started"
+			if ready > B.start {
+				how += " and its consumer registration ended"
+			}
+			how += ", a take interval, the lease duration and the round trips of its start-up checks, scans and take)"
 		}
 	case "resumed":
 		// a restart under the same owner id resumes its own lease at once

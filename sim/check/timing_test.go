@@ -512,3 +512,71 @@ func TestWatchCut(t *testing.T) {
 		}
 	}
 }
+
+// TestT1NewAssignerLostItsFirstHolding: the assigner w2 dies; w1 takes
+// its row over at 12 s but loses it at once (its take's reply came too
+// late to act on: swarm seed 449), takes it again at 25 s and takes w0's
+// lease itself then. The assigner changed twice: the failover is not held
+// to the bound of one change, timed from the first holding (17.05 s). A
+// new assigner that kept its first holding is.
+func TestT1NewAssignerLostItsFirstHolding(t *testing.T) {
+	o := Options{End: time.Minute, Timing: shippedTiming()}
+	mk := func(lost bool) []trace.Record {
+		b := fleet().
+			add(1, trace.Acting, 0, "k", cp("10")).
+			add(5, trace.KindApply, 0, "k", applied(trace.WriteRenew)).
+			add(6, trace.KindProcStop, 0, "", reason("crash")).
+			add(7, trace.KindProcStop, 2, "", reason("crash")).
+			add(12, trace.LeaseAcquired, 1, engine.AssignerKey, reason("assigner"))
+		if lost {
+			b.add(12.5, trace.LeaseLost, 1, engine.AssignerKey, reason("expired: no renewal applied within the lease duration")).
+				add(25, trace.LeaseAcquired, 1, engine.AssignerKey, reason("assigner"))
+		}
+		return b.add(25.1, trace.LeaseAcquired, 1, "k", reason("assigned")).
+			add(25.2, trace.Acting, 1, "k", cp("10")).recs
+	}
+	expect(t, CheckTiming(mk(false), o), T1, 1)
+	expect(t, CheckTiming(mk(true), o), T1, 0)
+}
+
+// TestT1NewOwnerRegisteredItsConsumerFirst: reading with fan-out, a worker
+// started after the old owner's last act scans only once its consumer is
+// registered and active (swarm seed 748: 9.6 s of registration after the
+// start): the bound runs from the end of the registration the trace
+// shows, and without one from the start.
+func TestT1NewOwnerRegisteredItsConsumerFirst(t *testing.T) {
+	tm := *shippedTiming()
+	tm.Assigner, tm.Scan, tm.FanOut = false, true, true
+	o := Options{End: 2 * time.Minute, Timing: &tm}
+	// w0 renews k at 5 s and crashes at 6 s; w1 starts at 8 s, its
+	// consumer registration ends at reg (0: none shown), it takes k and
+	// acts at 40 s, 35 s after the renewal: beyond two take intervals and
+	// the lease duration (32.1 s with the round trips), within the time
+	// until the registration ended at reg = 20 s, a take interval and the
+	// lease duration (36.1 s)
+	mk := func(reg float64) []trace.Record {
+		b := &hb{}
+		b.add(0, trace.KindProcStart, 0, "", nil).
+			add(1, trace.Acting, 0, "k", cp("10")).
+			add(5, trace.KindApply, 0, "k", applied(trace.WriteRenew)).
+			add(6, trace.KindProcStop, 0, "", reason("crash")).
+			add(8, trace.KindProcStart, 1, "", nil)
+		if reg > 0 {
+			b.add(reg, trace.KindReply, 1, "", func(r *trace.Record) {
+				r.Op, r.Outcome, r.Sent = engine.OpDescribeConsumer, trace.OutcomeOK, time.Duration((reg-0.01)*float64(time.Second))
+			})
+		}
+		b.add(reg+0.02, trace.KindSend, 1, "", func(r *trace.Record) { r.Op = engine.OpListLeases }).
+			// a registration call after its first scan is not its start-up's
+			add(39, trace.KindReply, 1, "", func(r *trace.Record) {
+				r.Op, r.Outcome, r.Sent = engine.OpDescribeConsumer, trace.OutcomeOK, 38990*time.Millisecond
+			}).
+			add(39.9, trace.LeaseAcquired, 1, "k", reason("expired")).
+			add(40, trace.Acting, 1, "k", cp("10"))
+		return sortedT(b.recs)
+	}
+	expect(t, CheckTiming(mk(20), o), T1, 0)
+	expect(t, CheckTiming(mk(0), o), T1, 1)
+	// registered at 8.5 s: 24.6 s from then, so 32.1 s still
+	expect(t, CheckTiming(mk(8.5), o), T1, 1)
+}
