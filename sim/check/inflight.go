@@ -13,7 +13,8 @@ const W2 = "W2"
 
 // w2Checker checks W2. Per process and key it keeps the holder write in
 // flight: sent, not answered ok or throttled, or answered otherwise and
-// not yet resolved (TraceResolved), until the lease is lost or released.
+// not yet resolved (TraceResolved), until the lease is lost, released or
+// taken again.
 type w2Checker struct {
 	o        Options
 	inflight map[int32]map[string]w2Write
@@ -75,7 +76,12 @@ func (c *w2Checker) observe(r *trace.Record) {
 			w.resolving = true // the worker re-reads the row to resolve it
 			m[r.Key] = w
 		}
-	case trace.Resolved, trace.LeaseLost, trace.LeaseReleased:
+	case trace.Resolved, trace.LeaseLost, trace.LeaseReleased, trace.LeaseAcquired:
+		// A take of the lease again (its write applied on the row's
+		// version then) ends an unresolved write of an earlier tenure: the
+		// row moved past the version that write expects, so it can no
+		// longer apply (seed 1215: a renewal sent as the lease was lost,
+		// timed out, never resolved; the process took the lease again).
 		if m := c.inflight[r.Proc]; m != nil {
 			delete(m, r.Key)
 		}

@@ -59,4 +59,20 @@ func TestW2(t *testing.T) {
 		add(2, trace.KindSend, 0, "k", send(2, trace.WriteCheckpoint)).
 		add(2.1, trace.KindSend, 0, "k", send(3, trace.WriteRenew))
 	expect(t, CheckW2(bad.recs, o), W2, 1)
+	// a renewal sent as the lease was lost, of unknown outcome and never
+	// resolved, then the lease taken again: the take's applied write moved
+	// the row past that renewal's version (swarm seed 1215); without the
+	// take, a renewal is still one too many
+	lost := func(retaken bool) []trace.Record {
+		b := (&hb{}).
+			add(2, trace.LeaseLost, 0, "k", nil).
+			add(2, trace.KindSend, 0, "k", send(2, trace.WriteRenew)).
+			add(6, trace.KindReply, 0, "k", reply(2, trace.OutcomeTimeout))
+		if retaken {
+			b.add(20, trace.LeaseAcquired, 0, "k", reason("assigned"))
+		}
+		return b.add(22, trace.KindSend, 0, "k", send(3, trace.WriteRenew)).recs
+	}
+	expect(t, CheckW2(lost(true), o), W2, 0)
+	expect(t, CheckW2(lost(false), o), W2, 1)
 }

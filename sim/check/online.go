@@ -205,7 +205,7 @@ func (c *Online) Observe(r *trace.Record) {
 	}
 	if c.w2 != nil {
 		switch r.Kind {
-		case trace.KindSend, trace.KindReply, trace.Resolved, trace.LeaseLost, trace.LeaseReleased, trace.KindProcStop:
+		case trace.KindSend, trace.KindReply, trace.Resolved, trace.LeaseLost, trace.LeaseReleased, trace.LeaseAcquired, trace.KindProcStop:
 			c.w2.observe(r)
 		}
 	}
