@@ -190,7 +190,7 @@ func (c *Online) Observe(r *trace.Record) {
 	if c.tc != nil {
 		switch r.Kind {
 		case trace.KindProcStart, trace.KindProcStop, trace.KindReply, trace.KindFault, trace.KindApply, trace.LeaseAcquired, trace.LeaseLost, trace.LeaseReleased,
-			trace.Assigned, trace.HandingOver, trace.CallSent, trace.KindSend, trace.KindWatch:
+			trace.Assigned, trace.HandingOver, trace.CallSent, trace.KindSend, trace.KindWatch, trace.Acting:
 			c.tc.observe(r)
 		}
 	}

@@ -115,6 +115,8 @@ type tproc struct {
 	// answered; scanned: it has sent its first scan or poll
 	registered time.Duration
 	scanned    bool
+	// down: when its graceful shutdown began (0: never); see lastChance
+	down time.Duration
 }
 
 type rttBucket struct {
@@ -207,6 +209,12 @@ type tkey struct {
 	// none)
 	handing int32
 	handAt  time.Duration
+	// marked: the row carries a handoff mark (timing_marks.go); acqMarked:
+	// the mark its latest taker read; actingProc acts on it since actingT
+	// (-1: none since that take)
+	marked, acqMarked bool
+	actingProc        int32
+	actingT           time.Duration
 }
 
 // assignRec is an assignment of a key: it applied at t, written by
@@ -321,7 +329,7 @@ func (c *timingChecker) fleetChanges(from, to time.Duration, except int32) int {
 
 func (c *timingChecker) key(ks *keyState) *tkey {
 	if ks.tk == nil {
-		ks.tk = &tkey{acqProc: -1, handing: -1}
+		ks.tk = &tkey{acqProc: -1, handing: -1, actingProc: -1}
 	}
 	return ks.tk
 }
@@ -412,6 +420,14 @@ func (c *timingChecker) observe(r *trace.Record) {
 		if c.watchFault(r) {
 			return
 		}
+		if slot, ok := shutdownFault(r); ok {
+			if pid, ok := c.slots[slot]; ok {
+				if p := c.proc(pid); p.alive && p.down == 0 {
+					p.down = r.T
+				}
+			}
+			return
+		}
 		if slots, d, ok := linkFault(r.Reason); ok {
 			// A partition or clog of workers' table links: a worker that makes
 			// no call meanwhile (an idle one, told of its assignments by a
@@ -459,6 +475,7 @@ func (c *timingChecker) observe(r *trace.Record) {
 		if r.Key != "" && !engine.IsReserved(r.Key) {
 			tk := c.key(c.keys.get(r.Key))
 			tk.writes = appendRecent(tk.writes, conflict{r.T, r.Proc, r.Sent}, r.T)
+			tk.markApplied(r)
 			if r.Reason == trace.WriteAssign && r.RowOwner == "" {
 				// an assignment (not a handoff request, which keeps the
 				// owner): timed at its apply, since its assignee may take
@@ -473,6 +490,7 @@ func (c *timingChecker) observe(r *trace.Record) {
 		}
 		tk := c.key(c.keys.get(r.Key))
 		tk.acqProc, tk.acqReason, tk.acqT = r.Proc, r.Reason, r.T
+		tk.markAcquired(r)
 	case trace.LeaseLost, trace.LeaseReleased:
 		if r.Key == engine.AssignerKey {
 			c.asgEnd(r.Proc, r.T)
@@ -480,6 +498,10 @@ func (c *timingChecker) observe(r *trace.Record) {
 		}
 		if tk := c.key(c.keys.get(r.Key)); tk.handing == r.Proc {
 			tk.handing = -1
+		}
+	case trace.Acting:
+		if r.Key != "" && !engine.IsReserved(r.Key) {
+			c.key(c.keys.get(r.Key)).markActing(r)
 		}
 	case trace.HandingOver:
 		tk := c.key(c.keys.get(r.Key))
@@ -907,6 +929,15 @@ func (c *timingChecker) failover(a, b *Tenure, tk *tkey, gap time.Duration, B *t
 		rb := B.maxRTT(B.start, to)
 		bound = (B.start - from) + 8*rb
 		how = "the time until the process restarted and the round trips of its start-up checks, scan and take"
+		if tk.acqMarked && tm.Scan && !tm.Assigner {
+			// the row still carried the mark of a steal whose thief (the
+			// old owner) never wrote it again once it acted: whoever takes
+			// it cannot tell how old the mark is, and waits the lease
+			// duration from its read for the previous owner to stop
+			// (explorer world t1-seed11)
+			bound += tm.wait(tm.LeaseDuration)
+			how += ", and the lease duration (the row still carried the mark of the old owner's steal)"
+		}
 	default:
 		return
 	}
@@ -955,7 +986,9 @@ func (c *timingChecker) plannedMove(a, b *Tenure, tk *tkey, gap time.Duration, B
 			// its start-up checks, read of the index and take. A receiver
 			// that lived undisturbed past the bound is held to the bound.
 			R := c.procAt(b.Owner, from, b.Proc)
-			if R == nil || R.stop-from <= bound+timingSlack || !c.pathClean(tk, from, R.stop, -1, A, R) {
+			// One that began a graceful shutdown takes no new lease: its
+			// chance ended then (explorer world t2-seed23).
+			if R == nil || R.lastChance()-from <= bound+timingSlack || !c.pathClean(tk, from, R.lastChance(), -1, A, R) {
 				if tm.FanOut {
 					return // a restart registers its consumer first
 				}

@@ -580,3 +580,90 @@ func TestT1NewOwnerRegisteredItsConsumerFirst(t *testing.T) {
 	// registered at 8.5 s: 24.6 s from then, so 32.1 s still
 	expect(t, CheckTiming(mk(8.5), o), T1, 1)
 }
+
+// TestT2ReceiverShuttingDown: a receiver whose process began a graceful
+// shutdown before it took the lease handed to it takes no new lease (its
+// chance ended with the shutdown's start, explorer world t2-seed23): the move
+// is held to the restart under the same owner id. A shutdown that began
+// only after the bound is no excuse, nor is one of another worker.
+func TestT2ReceiverShuttingDown(t *testing.T) {
+	o := Options{End: time.Minute, Timing: shippedTiming()}
+	// w1's process 1 lives until 15 s: without a shutdown it should have
+	// taken the lease within the bound (TestT2ReceiverRestarted)
+	mk := func(at float64, f func(r *trace.Record)) []trace.Record {
+		recs := fleet().
+			add(1, trace.Acting, 0, "k", cp("10")).
+			add(10, trace.CallSent, 0, "k", reason("release")).
+			add(10.1, trace.LeaseReleased, 0, "k", reason("handed over to w1")).
+			add(15, trace.KindProcStop, 1, "", reason("exit")).
+			add(20, trace.KindProcStart, 3, "", func(r *trace.Record) { r.Owner, r.Worker = "w1", 1 }).
+			add(20.2, trace.KindReply, 3, "", func(r *trace.Record) {
+				r.Owner, r.Worker, r.Op, r.Outcome, r.Sent = "w1", 1, engine.OpListPending, trace.OutcomeOK, 20100*time.Millisecond
+			}).
+			add(20.45, trace.LeaseAcquired, 3, "k", func(r *trace.Record) { r.Owner, r.Worker, r.Reason = "w1", 1, "assigned" }).
+			add(20.5, trace.Acting, 3, "k", func(r *trace.Record) { r.Owner, r.Worker, r.Checkpoint = "w1", 1, engine.Checkpoint{Sequence: "10"} })
+		if f != nil {
+			recs.add(at, trace.KindFault, -1, "", f)
+		}
+		return sortedByTime(recs.recs)
+	}
+	named := func(s string) func(r *trace.Record) { return func(r *trace.Record) { r.Reason = s } }
+	expect(t, CheckTiming(mk(0, nil), o), T2, 1)
+	expect(t, CheckTiming(mk(10.2, named("  10.200s shutdown w1 for 5s")), o), T2, 0)
+	// a shutdown aimed at a role names the slot it resolved to
+	expect(t, CheckTiming(mk(10.2, func(r *trace.Record) { r.Reason, r.Worker = "  10.200s shutdown the holder for 5s", 1 }), o), T2, 0)
+	// begun only after the bound: the receiver had its chance
+	expect(t, CheckTiming(mk(12, named("  12.000s shutdown w1 for 5s")), o), T2, 1)
+	// another worker's shutdown, or one that found no process
+	expect(t, CheckTiming(mk(10.2, named("  10.200s shutdown w2 for 5s")), o), T2, 1)
+	expect(t, CheckTiming(mk(10.2, func(r *trace.Record) {
+		r.Reason, r.Worker = "  10.200s shutdown the holder for 5s: no live worker in that role", 1
+	}), o), T2, 1)
+}
+
+// TestT1ResumeOfAMarkedRow: a worker taking leases itself that stole a
+// lease marks its row (HandoffFrom) until its first write once it acts;
+// when that write never lands and its process restarts under the same
+// owner id, the restart reads the mark and waits a lease duration before
+// it acts (explorer world t1-seed11): T1 allows for that wait. A row whose
+// mark the thief's write cleared is resumed at once, and a resume that
+// waits twice as long breaks T1 either way.
+func TestT1ResumeOfAMarkedRow(t *testing.T) {
+	scan := &Timing{LeaseDuration: 10 * time.Second, RenewInterval: 3 * time.Second, TakeInterval: 10 * time.Second, Scan: true, BalanceByCount: true}
+	o := Options{End: time.Minute, Timing: scan}
+	as := func(r *trace.Record) { r.Owner, r.Worker = "w0", 0 }
+	// w0 steals k from w2 at 1 s and acts at 11 s; its renewal sent then
+	// applies only if cleared; it crashes at 12 s and its process 3
+	// restarts at 15 s, resumes k at 15.2 s and acts at at
+	mk := func(cleared bool, at float64) []trace.Record {
+		b := &hb{}
+		for p := int32(0); p < 3; p++ {
+			b.add(0, trace.KindProcStart, p, "", nil)
+		}
+		b.add(0.5, trace.Acting, 2, "k", cp("10")).
+			add(0.95, trace.KindApply, 0, "k", applied(trace.WriteTake)).
+			add(1, trace.LeaseAcquired, 0, "k", reason("stolen")).
+			add(11, trace.Acting, 0, "k", cp("10"))
+		if cleared {
+			b.add(11.05, trace.KindApply, 0, "k", func(r *trace.Record) { applied(trace.WriteRenew)(r); r.Sent = 11 * time.Second })
+		}
+		b.add(12, trace.KindProcStop, 0, "", reason("crash")).
+			add(15, trace.KindProcStart, 3, "", as).
+			add(15.05, trace.KindReply, 3, "", func(r *trace.Record) {
+				as(r)
+				r.Op, r.Outcome, r.Sent = engine.OpListLeases, trace.OutcomeOK, 15*time.Second
+			}).
+			add(15.1, trace.KindApply, 3, "k", func(r *trace.Record) { applied(trace.WriteTake)(r); as(r) }).
+			add(15.2, trace.LeaseAcquired, 3, "k", func(r *trace.Record) { as(r); r.Reason = "resumed" }).
+			add(at, trace.Acting, 3, "k", func(r *trace.Record) { as(r); r.Checkpoint = engine.Checkpoint{Sequence: "10"} })
+		return b.recs
+	}
+	expect(t, CheckTiming(mk(false, 25.3), o), T1, 0)
+	expect(t, CheckTiming(mk(true, 25.3), o), T1, 1)
+	expect(t, CheckTiming(mk(true, 15.3), o), T1, 0)
+	expect(t, CheckTiming(mk(false, 35.3), o), T1, 1)
+	// a renewal sent while the thief still waited keeps the mark
+	b := &hb{recs: mk(false, 25.3)}
+	b.add(5.05, trace.KindApply, 0, "k", func(r *trace.Record) { applied(trace.WriteRenew)(r); r.Sent = 5 * time.Second })
+	expect(t, CheckTiming(sortedByTime(b.recs), o), T1, 0)
+}
