@@ -131,13 +131,7 @@ func (s *simulator) setupSecond() {
 // schedulePutSecond schedules the put of the second stream's next record,
 // at its arrival; the event scheduled before is stale from now on.
 func (s *simulator) schedulePutSecond() {
-	s.wl.secondGen++
-	if s.wl.noPuts {
-		return
-	}
-	if at, ok := s.st.NextArrival(secondStream); ok {
-		s.q.push(event{at: max(at.Sub(epoch), s.now), kind: evPutSecond, a: s.wl.secondGen})
-	}
+	s.scheduleArrival(secondStream, &s.wl.secondGen, evPutSecond)
 }
 
 // onPutSecond is the second stream's producer putting the records that

@@ -145,13 +145,17 @@ func (s *simulator) startBurst(factor float64, d time.Duration) {
 // arrival; the event scheduled before is stale from now on. Anything that
 // changes when the next record arrives (the rate, a split or merge, a
 // record put explicitly) calls it.
-func (s *simulator) schedulePut() {
-	s.wl.putGen++
+func (s *simulator) schedulePut() { s.scheduleArrival(streamName, &s.wl.putGen, evPut) }
+
+// scheduleArrival schedules kind at the arrival of stream's next record,
+// under a new generation *gen: the event scheduled before is stale.
+func (s *simulator) scheduleArrival(stream string, gen *uint64, kind evKind) {
+	*gen++
 	if s.wl.noPuts {
 		return
 	}
-	if at, ok := s.st.NextArrival(streamName); ok {
-		s.q.push(event{at: max(at.Sub(epoch), s.now), kind: evPut, a: s.wl.putGen})
+	if at, ok := s.st.NextArrival(stream); ok {
+		s.q.push(event{at: max(at.Sub(epoch), s.now), kind: kind, a: *gen})
 	}
 }
 
