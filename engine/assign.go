@@ -325,8 +325,20 @@ func (w *Worker) onConfirm(key string, rs *rowState, r *Result) {
 		}
 		w.take(candidate{row: row, actFrom: actFrom, reason: "assigned"})
 	case row.Owner == w.cfg.Owner:
-		w.take(candidate{row: row, actFrom: w.now.Mono, reason: "resumed"})
+		w.take(candidate{row: row, actFrom: w.resumeFrom(o), reason: "resumed"})
 	}
+}
+
+// resumeFrom is when a process may act on a row its owner id holds: at
+// once after a restart, unless the row still marks a handoff (a steal or a
+// release its predecessor never waited out), when the previous owner may
+// be acting until a lease duration after this process first saw the row.
+// Scan mode's takes follow the same rule.
+func (w *Worker) resumeFrom(o *observation) time.Duration {
+	if o.row.HandoffFrom != "" {
+		return o.seenAt + w.cfg.LeaseDuration
+	}
+	return w.now.Mono
 }
 
 // adoptable reports whether row, read while this worker holds the lease h,
@@ -441,6 +453,6 @@ func (w *Worker) resumeOwn(rows []*rowState) {
 			rs.write != nil || w.foreign(o) || w.gated(o) || o.row.HandoffTo != "" {
 			continue
 		}
-		w.take(candidate{row: o.row, actFrom: w.now.Mono, reason: "resumed"})
+		w.take(candidate{row: o.row, actFrom: w.resumeFrom(o), reason: "resumed"})
 	}
 }
