@@ -163,6 +163,7 @@ func (s *simulator) startProc(sl *slot) {
 	if sl.proc >= 0 && s.cl.procs[sl.proc].alive {
 		return
 	}
+	s.switchOnRestart(sl) // migrate.go
 	id := int32(len(s.cl.procs))
 	p := &proc{id: id, slot: sl.idx, owner: sl.owner, alive: true, tickAt: -1, keys: map[string]*pkey{}}
 	p.clk = wclock{monoOrigin: s.cl.rng.between(time.Second, time.Hour), drift: sl.drift, wallOffset: sl.wallOffset, steps: sl.steps}
