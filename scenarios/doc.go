@@ -32,8 +32,13 @@
 // errors, stale reads, expired iterators, retention, idle shards, slow
 // processors, failed batches), the simulation seed, and a timed fault
 // schedule ([]sim.Action: crash, restart, pause, partition, clog, clock step,
-// shutdown, scale out and in, split, merge, throttling, bursts), every draw
-// labeled; no run may break an invariant. TestPropertyOutside adds faults
+// shutdown, scale out and in, split, merge, throttling, bursts), the
+// assignment mode, and which of the swarm's world draws are on (the lease
+// table in etcd, enhanced fan-out, KPL aggregates, boundary seeking, faults
+// aimed inside the engine's operations, a targeted fault, the engine
+// options beyond the knobs, a combination of rare things: each then drawn
+// by the simulator from the case's seed), every draw labeled; no run may
+// break an invariant. TestPropertyOutside adds faults
 // outside the engine's assumptions (a second process with a worker's owner
 // id, drift beyond the bound, long mid-act pauses): those runs may break
 // S1 only, which the simulator tolerates. A failing case shrinks to a small

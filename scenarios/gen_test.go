@@ -25,6 +25,70 @@ type drawn struct {
 	Actions         []sim.Action
 	Mutation        string
 	Assignment      string // sim.Options.Assignment
+	Features        features
+}
+
+// features are the swarm's world draws the property pins on or leaves
+// off (sim.Options of the same names): the lease table in etcd, enhanced
+// fan-out, KPL aggregates, boundary seeking, faults aimed inside the
+// engine's operations, a targeted fault, the engine options beyond the
+// knobs, a combination of rare things. Each is a draw of the simulator
+// from the case's seed once pinned on; off ("") is as the property ran
+// before them.
+type features struct {
+	Store, Consumer, KPL, Boundary, Aim, Targeted, Options, Combo string
+}
+
+func (f features) String() string {
+	var on []string
+	for _, x := range []struct{ name, v string }{{"store", f.Store}, {"consumer", f.Consumer}, {"kpl", f.KPL}, {"boundary", f.Boundary},
+		{"aim", f.Aim}, {"targeted", f.Targeted}, {"options", f.Options}, {"combo", f.Combo}} {
+		if x.v != "" {
+			on = append(on, x.name+" "+x.v)
+		}
+	}
+	if len(on) == 0 {
+		return "none"
+	}
+	return strings.Join(on, ", ")
+}
+
+// drawFeatures draws which of the swarm's world draws a case turns on,
+// each with about the share the swarm gives it; every draw shrinks to off.
+func drawFeatures(t *rapid.T) features {
+	var f features
+	if chance(t, "store etcd", 25) {
+		f.Store = "etcd"
+	}
+	if chance(t, "consumer fan-out", 30) {
+		f.Consumer = "fan-out"
+	}
+	if chance(t, "kpl", 40) {
+		f.KPL = "on"
+	}
+	if chance(t, "boundary", 50) {
+		f.Boundary = "on"
+	}
+	if chance(t, "combo", 30) {
+		names := make([]string, len(sim.Combos))
+		for i, c := range sim.Combos {
+			names[i] = c.Name
+		}
+		f.Combo = rapid.SampledFrom(names).Draw(t, "combination")
+	} else {
+		// a combination may calm its world: aimed and targeted faults
+		// only without one
+		if chance(t, "aim", 35) {
+			f.Aim = "on"
+		}
+		if chance(t, "targeted", 25) {
+			f.Targeted = "on"
+		}
+	}
+	if chance(t, "options", 35) {
+		f.Options = "on"
+	}
+	return f
 }
 
 // knobs are the engine settings the property draws; the rest (take and
@@ -62,6 +126,8 @@ func (d drawn) Options() sim.Options {
 	o := sim.Options{
 		Seed: d.Seed, Workers: d.Workers, Shards: d.Shards, Chaos: d.Chaos, Quiet: d.Quiet,
 		Faults: faults, Engine: k.apply, Actions: d.Actions, Mutation: d.Mutation, Assignment: d.Assignment,
+		Store: d.Features.Store, Consumer: d.Features.Consumer, KPL: d.Features.KPL, Boundary: d.Features.Boundary,
+		Aim: d.Features.Aim, Targeted: d.Features.Targeted, Options: d.Features.Options, Combo: d.Features.Combo,
 	}
 	if d.Quiet != 0 {
 		// The fast planted-bug runs: none of their bugs is one of the
@@ -76,7 +142,7 @@ func (d drawn) Options() sim.Options {
 // action per line.
 func (d drawn) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "sim seed %d; %d workers, %d shards, chaos %v; faults %s; engine: %s; assignment %s", d.Seed, d.Workers, d.Shards, d.Chaos, d.Options().Faults, d.Knobs, d.Assignment)
+	fmt.Fprintf(&b, "sim seed %d; %d workers, %d shards, chaos %v; faults %s; engine: %s; assignment %s; swarm draws: %s", d.Seed, d.Workers, d.Shards, d.Chaos, d.Options().Faults, d.Knobs, d.Assignment, d.Features)
 	if d.Quiet != 0 {
 		fmt.Fprintf(&b, "; healing phase %v (liveness not checked)", d.Quiet)
 	}
@@ -119,11 +185,13 @@ type size struct {
 	outside                           bool
 	quiet                             time.Duration
 	assignment                        string // "": drawn
+	// features: draw which of the swarm's world draws are on (features)
+	features bool
 }
 
 var (
-	insideSize  = size{maxWorkers: 6, maxShards: 12, maxActions: 10, minChaos: 20, maxChaos: 90}
-	outsideSize = size{maxWorkers: 6, maxShards: 12, maxActions: 10, minChaos: 20, maxChaos: 90, outside: true}
+	insideSize  = size{maxWorkers: 6, maxShards: 12, maxActions: 10, minChaos: 20, maxChaos: 90, features: true}
+	outsideSize = size{maxWorkers: 6, maxShards: 12, maxActions: 10, minChaos: 20, maxChaos: 90, outside: true, features: true}
 )
 
 // midActSlack is the longest mid-act pause inside the assumptions, as the
@@ -256,6 +324,9 @@ func drawCase(t *rapid.T, sz size, mutation string) drawn {
 	d.Assignment = sz.assignment
 	if d.Assignment == "" {
 		d.Assignment = rapid.SampledFrom([]string{engine.AssignmentScan, engine.AssignmentAssigner, sim.AssignmentMixed}).Draw(t, "assignment")
+	}
+	if sz.features {
+		d.Features = drawFeatures(t) // after the rest, for the same reason
 	}
 	return d
 }

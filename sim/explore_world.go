@@ -30,6 +30,7 @@ type WorldSpec struct {
 	Boundary   string        `json:"boundary,omitempty"`
 	Aim        string        `json:"aim,omitempty"`
 	Targeted   string        `json:"targeted,omitempty"`
+	KPL        string        `json:"kpl,omitempty"`
 	Options    string        `json:"options,omitempty"`
 	Combo      string        `json:"combo,omitempty"`
 	Mutation   string        `json:"mutation,omitempty"`
@@ -47,7 +48,7 @@ type WorldSpec struct {
 func (w WorldSpec) RunOptions() Options {
 	o := Options{Seed: w.Seed, Workers: w.Workers, Shards: w.Shards, Chaos: w.Chaos, Quiet: w.Quiet, Retention: w.Retention,
 		Faults: w.Faults, Store: w.Store, Consumer: w.Consumer, Assignment: w.Assignment, Boundary: w.Boundary, Aim: w.Aim,
-		Targeted: w.Targeted, Options: w.Options, Combo: w.Combo, Mutation: w.Mutation}
+		Targeted: w.Targeted, KPL: w.KPL, Options: w.Options, Combo: w.Combo, Mutation: w.Mutation}
 	if o.Faults == "" {
 		o.Faults = "swarm"
 	}
@@ -63,7 +64,7 @@ func (w WorldSpec) RunOptions() Options {
 func SpecOf(o Options, res *Result) WorldSpec {
 	w := WorldSpec{Seed: o.Seed, Workers: o.Workers, Shards: o.Shards, Chaos: o.Chaos, Quiet: o.Quiet, Retention: o.Retention,
 		Faults: o.Faults, Store: o.Store, Consumer: o.Consumer, Assignment: o.Assignment, Boundary: o.Boundary, Aim: o.Aim,
-		Targeted: o.Targeted, Options: o.Options, Combo: o.Combo, Mutation: o.Mutation, Replace: true,
+		Targeted: o.Targeted, KPL: o.KPL, Options: o.Options, Combo: o.Combo, Mutation: o.Mutation, Replace: true,
 		Schedule: slices.Clone(res.Drawn)}
 	if len(w.Schedule) == 0 {
 		w.Schedule = nil // a file tells no empty schedule from none

@@ -26,13 +26,25 @@ func (k KPLWorld) String() string {
 	return fmt.Sprintf("; KPL aggregates of 2..%d user records for %.0f%% of puts", k.MaxRecords, 100*k.Share)
 }
 
-// drawKPL draws w's KPL workload (a swarm only).
-func (w *World) drawKPL(o Options, swarm bool) {
+// drawKPL draws w's KPL workload (a swarm, for 4 worlds in 10, or
+// Options.KPL "on": the same workload as the swarm would draw when it
+// draws one).
+func (w *World) drawKPL(o Options, swarm bool) error {
 	r := newRNG(o.Seed, streamKPL)
-	if !swarm || !r.chance(0.4) {
-		return
+	switch o.KPL {
+	case "":
+		if !swarm || !r.chance(0.4) {
+			return nil
+		}
+	case "on":
+		r.chance(0.4) // the swarm's draw, so that the workload is the swarm's
+	case "off":
+		return nil
+	default:
+		return fmt.Errorf("sim: KPL %q is not on or off (or empty: drawn by a swarm)", o.KPL)
 	}
 	w.KPL = KPLWorld{Share: r.rangeF(0.1, 0.7), MaxRecords: r.intIn(2, 12)}
+	return nil
 }
 
 // kplState is what the processor model and the corrupt aggregates draw

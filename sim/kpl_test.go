@@ -223,3 +223,42 @@ func TestKPLWorld(t *testing.T) {
 	opts := check.Options{End: w.Chaos + w.Quiet, Heal: w.Chaos, Bound: w.Bound, Balance: w.Balance, BalanceSlack: 1}
 	compareReference(t, check.History{Records: res.Trace, Final: res.Final, FinalKnown: true}, opts, true)
 }
+
+// TestKPLPin: Options.KPL "on" gives a world that is not a swarm's the
+// KPL workload a swarm draws for the seed when it draws one, "off" takes
+// it from a swarm world, and anything else is refused.
+func TestKPLPin(t *testing.T) {
+	drawn := 0
+	for seed := uint64(1); seed <= 30; seed++ {
+		sw, err := drawWorld(Options{Seed: seed})
+		if err != nil {
+			t.Fatal(err)
+		}
+		on, err := drawWorld(Options{Seed: seed, Faults: "crash", KPL: "on"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if on.KPL.Share == 0 {
+			t.Fatalf("seed %d: -kpl on drew no KPL workload", seed)
+		}
+		if sw.KPL.Share != 0 {
+			drawn++
+			if sw.KPL != on.KPL {
+				t.Errorf("seed %d: pinned %+v, the swarm's %+v", seed, on.KPL, sw.KPL)
+			}
+		}
+		off, err := drawWorld(Options{Seed: seed, KPL: "off"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if off.KPL.Share != 0 {
+			t.Errorf("seed %d: -kpl off drew %+v", seed, off.KPL)
+		}
+	}
+	if drawn == 0 {
+		t.Error("no swarm world of seeds 1-30 drew KPL aggregates")
+	}
+	if _, err := drawWorld(Options{Seed: 1, KPL: "maybe"}); err == nil {
+		t.Error("KPL maybe was accepted")
+	}
+}

@@ -60,6 +60,9 @@ type Options struct {
 	// targeted.go): "on", "off", or "" (a swarm draws one for TargetShare
 	// of its worlds; other runs go without).
 	Targeted string
+	// KPL is the world's KPL-aggregated records (see kpl.go): "on", "off",
+	// or "" (a swarm draws them for 4 worlds in 10; other runs go without).
+	KPL string
 	// Options is the draw of the engine options that EngineParams does
 	// not hold (see config.go): "on", "off" (every one at its default,
 	// reading from TRIM_HORIZON), or "" (drawn by a swarm; other runs keep
@@ -509,6 +512,9 @@ func ReplayCommand(o Options) string {
 	}
 	if o.Targeted != "" {
 		s += " -targeted " + o.Targeted
+	}
+	if o.KPL != "" {
+		s += " -kpl " + o.KPL
 	}
 	if o.Options != "" {
 		s += " -options " + o.Options

@@ -355,7 +355,9 @@ func drawWorld(o Options) (World, error) {
 	if err := w.drawFanOut(o, f == "" || f == "swarm"); err != nil {
 		return w, err
 	}
-	w.drawKPL(o, f == "" || f == "swarm")
+	if err := w.drawKPL(o, f == "" || f == "swarm"); err != nil {
+		return w, err
+	}
 	if err := w.drawEtcd(o, f == "" || f == "swarm"); err != nil {
 		return w, err
 	}

@@ -73,7 +73,7 @@ func (c *config) parseExplore(set map[string]bool, f *exploreFlags, o sim.Option
 	if *f.explore {
 		allowed = map[string]bool{"explore": true, "budget": true, "explore-dir": true, "explore-seed": true, "explore-mode": true,
 			"explore-quiet": true, "explore-first": true, "explore-from": true, "mutation": true, "workers": true, "shards": true, "chaos": true, "duration": true, "store": true,
-			"consumer": true, "assignment": true, "boundary": true, "aim": true, "targeted": true, "options": true, "combo": true,
+			"consumer": true, "assignment": true, "boundary": true, "aim": true, "targeted": true, "kpl": true, "options": true, "combo": true,
 			"faults": true, "quiet": true}
 	}
 	for n := range set {

@@ -118,6 +118,7 @@ func parseArgs(args []string, stderr io.Writer) (*config, error) {
 		boundary   = fs.String("boundary", "", "boundary seeking (timings at the edges of the assumptions): on, off, or empty: the swarm draws it for half its worlds")
 		aim        = fs.String("aim", "", "faults aimed inside the engine's multi-write operations: on, off, or empty: the swarm draws them for 4 worlds in 10")
 		targeted   = fs.String("targeted", "", "a fault aimed at one kind of row or call alone: on, off, or empty: the swarm draws one for a quarter of its worlds")
+		kpl        = fs.String("kpl", "", "KPL-aggregated records: on, off, or empty: the swarm draws them for 4 worlds in 10")
 		combo      = fs.String("combo", "", fmt.Sprintf("a combination of rare things drawn on purpose (see -list), off, or empty: the swarm draws one for %.0f%% of its worlds", 100*sim.ComboShare()))
 		options    = fs.String("options", "", "the draw of the engine options beyond the lease timings (initial position, poll and scan intervals, balance by, ...): on, off (their defaults, reading from TRIM_HORIZON), or empty: the swarm draws them")
 		parallel   = fs.Int("parallel", runtime.NumCPU(), "seeds run at a time (each seed is single-threaded and deterministic)")
@@ -303,6 +304,14 @@ func parseArgs(args []string, stderr io.Writer) (*config, error) {
 		}
 		o.Targeted = *targeted
 	}
+	if set["kpl"] {
+		switch *kpl {
+		case "", "on", "off":
+		default:
+			return nil, usagef("-kpl %q: want on or off (or empty: drawn)", *kpl)
+		}
+		o.KPL = *kpl
+	}
 	if set["combo"] {
 		if *combo != "" && *combo != "off" && !slices.ContainsFunc(sim.Combos, func(c sim.Combo) bool { return c.Name == *combo }) {
 			return nil, usagef("-combo %q: want one of the combinations (see -list), off, or empty (drawn)", *combo)
@@ -439,6 +448,9 @@ func parseArgs(args []string, stderr io.Writer) (*config, error) {
 	}
 	if o.Targeted != "" {
 		c.options["targeted"] = o.Targeted
+	}
+	if o.KPL != "" {
+		c.options["kpl"] = o.KPL
 	}
 	if o.Options != "" {
 		c.options["options"] = o.Options
