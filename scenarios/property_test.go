@@ -100,49 +100,6 @@ func TestPropertyOutside(t *testing.T) {
 	rapid.Check(t, property("TestPropertyOutside", outsideSize, "", nil))
 }
 
-// TestPropertyOutsideDupOwnerG1 is a case of the kind TestPropertyOutside
-// drew (rapid, 2026-12-01): two live processes with one owner id, one of
-// which hands a lease over while the other resumes it from the row as it
-// read it (a restart under the same id resumes its own leases without
-// waiting), delivering again what the first had checkpointed: G1 between
-// two processes of one owner id, which only the duplicate id (outside the
-// assumptions) allows. The run must tolerate it, as it tolerates S1 there,
-// and break on nothing else. (Here w1#5, the duplicate, releases
-// shardId-000000000005 to w4 while w1#1 starts it at TRIM_HORIZON. The
-// case rapid drew, seed 177324 with the duplicate of w2 at 1.047 s, no
-// longer shows it since the stream's records are generated: this one was
-// found by drawing the seed and the duplicate's moment and worker for the
-// same world.)
-func TestPropertyOutsideDupOwnerG1(t *testing.T) {
-	t.Parallel()
-	d := drawn{
-		Seed: 196617, Workers: 5, Shards: 9, Chaos: 62 * time.Second,
-		Knobs: knobs{LeaseDuration: 4300 * time.Millisecond, RenewInterval: 1070 * time.Millisecond,
-			SafetyMargin: 1130 * time.Millisecond, MaxClockDrift: 0.001, MaxLeasesToStealAtOnce: 5},
-		Classes:    []string{"dup"},
-		Actions:    []sim.Action{{At: 3992 * time.Millisecond, Kind: sim.ActDupOwner, Worker: 1}},
-		Assignment: sim.AssignmentMixed,
-	}
-	d.Knobs.ConsistentTakeScans = true
-	res, err := sim.Run(d.Options())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.Inside {
-		t.Fatalf("the case ran inside the assumptions: %s", d)
-	}
-	var g1 bool
-	for _, v := range res.Tolerated {
-		g1 = g1 || v.Invariant == check.G1
-	}
-	if !g1 {
-		t.Errorf("the case no longer shows G1 between two processes of w2 (tolerated %v): the test no longer exercises the tolerance", res.Tolerated)
-	}
-	if vs := broken(res, outsideSize); len(vs) > 0 {
-		t.Fatal(failureReport("TestPropertyOutsideDupOwnerG1", d, res, vs))
-	}
-}
-
 // TestPropertyOutsideRecreatedParent is the case TestPropertyOutside drew
 // on 2026-12-01 (its fail file, which later draws no longer parse, was
 // testdata/rapid/TestPropertyOutside/TestPropertyOutside-20261201113110-7303.fail):
