@@ -274,15 +274,22 @@ func Check(m history.Merged, o Options) *Report {
 
 // latestExcused returns the puts (by record Seq) that were sent before the
 // first LATEST iterator (or subscription) of their shard was answered and that nobody
-// received: a LATEST start does not promise them. It also counts the puts
-// within grace of the end.
+// received: a LATEST start does not promise them. So are those of a shard
+// that nobody read, resharded before the application's first read, whose
+// children started at LATEST (or are such shards themselves): the engine
+// gives a shard already closed when it first lists it at LATEST no lease.
+// It also counts the puts within grace of the end.
 func latestExcused(recs []trace.Record, grace, end time.Duration) (map[uint64]bool, int) {
 	firstLatest := map[string]time.Duration{}
 	received := map[string][][2]userRec{}
+	firstRead := time.Duration(-1)
 	for i := range recs {
 		r := &recs[i]
 		switch {
 		case r.Kind == trace.KindReply && (r.Op == engine.OpGetIterator || r.Op == engine.OpSubscribe) && r.Outcome == trace.OutcomeOK:
+			if firstRead < 0 {
+				firstRead = r.T
+			}
 			if _, ok := firstLatest[r.Key]; !ok {
 				if r.Reason == string(engine.IterLatest) {
 					firstLatest[r.Key] = r.T
@@ -293,6 +300,36 @@ func latestExcused(recs []trace.Record, grace, end time.Duration) (map[uint64]bo
 		case r.Kind == trace.KindReceived && r.Count > 0:
 			received[r.Key] = append(received[r.Key], [2]userRec{firstOf(r), lastOf(r)})
 		}
+	}
+	// shards closed before the first read, nobody read, whose children
+	// (by the same rule, recursively) started at LATEST
+	children := map[string][]string{}
+	for i := range recs {
+		r := &recs[i]
+		if r.Kind != trace.KindShardCreated {
+			continue
+		}
+		for _, p := range [2]string{r.Parent, r.Parent2} {
+			if p != "" && (firstRead < 0 || r.T < firstRead) {
+				children[p] = append(children[p], r.Key)
+			}
+		}
+	}
+	skipped := map[string]bool{}
+	var skippedShard func(key string, depth int) bool
+	skippedShard = func(key string, depth int) bool {
+		if _, read := firstLatest[key]; read || depth > len(children) {
+			return false
+		}
+		for _, c := range children[key] {
+			if t, ok := firstLatest[c]; ok && t >= 0 || skippedShard(c, depth+1) {
+				return true
+			}
+		}
+		return false
+	}
+	for p := range children {
+		skipped[p] = skippedShard(p, 0)
 	}
 	out := map[uint64]bool{}
 	notRequired := 0
@@ -305,6 +342,9 @@ func latestExcused(recs []trace.Record, grace, end time.Duration) (map[uint64]bo
 			notRequired += usersOf(r)
 		}
 		t, ok := firstLatest[r.Key]
+		if skipped[r.Key] {
+			ok, t = true, end+1 // every put of it came before its children's start
+		}
 		if !ok || t < 0 || r.Sent >= t {
 			continue
 		}

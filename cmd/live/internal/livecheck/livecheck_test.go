@@ -368,3 +368,42 @@ func TestGracefulHandoff(t *testing.T) {
 		}
 	}
 }
+
+// A shard split before the application first read anything, which nobody
+// read, whose children started at LATEST: its records are not the
+// application's (the engine gives it no lease). The same shard split
+// after the first read is owed: the engine listed it open, so its lease
+// must have read it.
+func TestResplitBeforeStartIsNotOwed(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		splitAt float64
+		lost    int
+	}{{"split before the first read", 50, 0}, {"split after the first read", 150, 2}} {
+		t.Run(tc.name, func(t *testing.T) {
+			a, p := &hb{}, &hb{}
+			p.add(10, trace.KindPut, "producer", 9, "s0", putSeq("1"))
+			p.add(11, trace.KindPut, "producer", 9, "s0", putSeq("2"))
+			for _, c := range []string{"s1", "s2"} {
+				p.add(tc.splitAt, trace.KindShardCreated, "reshard", 8, c, func(r *trace.Record) { r.Parent = "s0" })
+			}
+			a.add(0, trace.KindProcStart, "w1", 100, "", reason(workerCfg))
+			for _, c := range []string{"s1", "s2"} {
+				a.add(100, trace.Acting, "w1", 100, c, cp("LATEST"))
+				a.add(101, trace.KindReply, "w1", 100, c, func(r *trace.Record) {
+					r.Op, r.Reason, r.Outcome = engine.OpGetIterator, "LATEST", trace.OutcomeOK
+				})
+			}
+			a.add(300, trace.KindProcStop, "w1", 100, "", reason("exit"))
+			final := []engine.Lease{{Key: "s1", Counter: 2, Checkpoint: engine.SentinelCheckpoint(engine.Latest)},
+				{Key: "s2", Counter: 2, Checkpoint: engine.SentinelCheckpoint(engine.Latest)}}
+			rep := run(t, final, a, p)
+			if rep.Lost != tc.lost {
+				t.Fatalf("lost %d, want %d: %+v", rep.Lost, tc.lost, rep)
+			}
+			if tc.lost == 0 && rep.BeforeLatest != 2 {
+				t.Errorf("excused %d before LATEST, want 2", rep.BeforeLatest)
+			}
+		})
+	}
+}
