@@ -38,6 +38,9 @@ type assigner struct {
 	expiry      time.Duration            // the earliest time an observed lease expires in this worker's view
 	requests    map[string]time.Duration // lease key -> when its handoff request was written
 	requestFrom map[string]string        // lease key -> the owner its handoff request was sent to
+	// leaveLoads are the members' loads as this assigner's releases for
+	// its own shutdown leave them (releaseTo)
+	leaveLoads map[string]float64
 }
 
 // expiredFor returns how long a lease must have stood still in the
@@ -470,4 +473,27 @@ func (w *Worker) sortedMembers() []string {
 		return nil
 	}
 	return w.asg.as.members(w)
+}
+
+// releaseTo is whom a lease released for a shutdown waits for: the
+// assigner, which hands it out at once, or, when this worker is the
+// assigner and leaves, the least loaded other member, which takes it at
+// its next read of the rows that wait for it, as the receiver of a
+// handoff does: the leases of a leaving assigner need not wait for its
+// successor to take the assigner row over and scan.
+func (w *Worker) releaseTo(h *holding) string {
+	a := w.asg.as
+	if a == nil || !w.shutdown || !w.isAssigner() {
+		return AssignerPending
+	}
+	if a.leaveLoads == nil {
+		a.leaveLoads = w.loads()
+	}
+	members := slices.DeleteFunc(a.members(w), func(m string) bool { return m == w.cfg.Owner })
+	to := w.leastLoaded(a.leaveLoads, w.cfg.Owner, members)
+	if to == "" || to == w.cfg.Owner {
+		return AssignerPending
+	}
+	a.leaveLoads[to] += w.weight(h.row)
+	return to
 }

@@ -211,7 +211,7 @@ func (w *Worker) nextWrite(h *holding) {
 		case h.handing && !w.bug("handoff-release-to-assigner"):
 			row.Pending = h.handoffTo // its receiver takes it at once
 		case w.asg.on && !h.control:
-			row.Pending = AssignerPending // the assigner hands it out at once
+			row.Pending = w.releaseTo(h) // the assigner, or a member when the assigner leaves
 		}
 		h.write = w.newWrite()
 		*h.write = write{kind: wRelease, key: h.key, rs: h.rs, expect: ExpectOf(h.row), row: row}

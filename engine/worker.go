@@ -507,6 +507,11 @@ func (w *Worker) tick(h *holding) {
 			rs.held = nil
 			w.rows.tidy(rs)
 		}
+		if c := w.asgHeld; w.shutdown && c != nil && len(w.held) == 1 {
+			// The assigner row goes last, and now: its successor need
+			// not wait for its next renewal (tickHolding).
+			w.dueq.set(c, w.now.Mono)
+		}
 		return
 	}
 	w.dueq.set(h, h.nextDue(w))
