@@ -98,7 +98,8 @@
 // (HandoffTo), which finishes its in-flight batch, lets its processor
 // checkpoint (ShutdownRequested) and releases the lease to the receiver,
 // which acts at once. A graceful shutdown releases to the assigner, which
-// hands out at once. The rules that keep this safe:
+// hands out at once; a leaving assigner releases its leases to the least
+// loaded other members, and its assigner row once they are released. The rules that keep this safe:
 //
 //   - Every assignment, handoff request and cancellation is a
 //     compare-and-swap on the version the assigner saw. An expired lease's
