@@ -590,3 +590,51 @@ func TestLeavingAssignerReleasesToMembers(t *testing.T) {
 		}
 	}
 }
+
+// A fleet started together is balanced within 3 s of its last worker's
+// start, each lease moved at most once (issue 19: one worker of three was
+// left without a lease for about 10 s live, 20 s here): an assigner that
+// created the assigner row knows every lease from its first scan and
+// balances at once, a new member's hello brings a scan forward, and the
+// assigner hands its own leases over without counting them against the
+// limit of requests in flight. Started a second apart, a lease may move
+// twice (the second worker's share is given before the third joins), but
+// the fleet is balanced as fast.
+func TestFreshFleetBalancesFast(t *testing.T) {
+	for _, gap := range []time.Duration{0, 300 * time.Millisecond, time.Second, 3 * time.Second} {
+		c := assigned(t, 6, Config{})
+		for i := 0; i < 6; i++ {
+			c.stream.put(shardKey(i), 3)
+		}
+		c.start("A")
+		c.run(gap)
+		c.start("B")
+		c.run(gap)
+		c.start("C")
+		last := c.now
+		c.runUntil(time.Minute, "balanced 2-2-2", func() bool {
+			return len(c.held("A")) == 2 && len(c.held("B")) == 2 && len(c.held("C")) == 2
+		})
+		if took := c.now - last; took > 3*time.Second {
+			t.Errorf("started %v apart: balanced %v after the last start, want within 3s", gap, took)
+		}
+		if gap < time.Second {
+			for k, n := range c.acquisitions() {
+				if k != AssignerKey && n > 2 {
+					t.Errorf("started %v apart: %s acquired %d times, want at most twice (one move)", gap, k, n)
+				}
+			}
+		}
+	}
+}
+
+// acquisitions counts the acquisitions of each lease key.
+func (c *cluster) acquisitions() map[string]int {
+	n := map[string]int{}
+	for _, e := range c.trace {
+		if e.Kind == TraceLeaseAcquired {
+			n[e.Key]++
+		}
+	}
+	return n
+}

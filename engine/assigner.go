@@ -38,6 +38,10 @@ type assigner struct {
 	expiry      time.Duration            // the earliest time an observed lease expires in this worker's view
 	requests    map[string]time.Duration // lease key -> when its handoff request was written
 	requestFrom map[string]string        // lease key -> the owner its handoff request was sent to
+	// created: this worker created the assigner row (no assigner before
+	// it), so it has seen every lease's owner from its first scan and
+	// need not wait a lease duration before it balances
+	created bool
 	// leaveLoads are the members' loads as this assigner's releases for
 	// its own shutdown leave them (releaseTo)
 	leaveLoads map[string]float64
@@ -93,6 +97,7 @@ func (w *Worker) becomeAssigner(h *holding, wr *write) {
 	if wr.reason == "assigner" && wr.previous != "" && wr.previous != w.cfg.Owner {
 		a.previous, a.previousWriter = wr.previous, wr.prevWriter
 	}
+	a.created = wr.create
 	if a.previous != "" {
 		delete(a.live, a.previous) // its row expired in this worker's view: it renews nothing
 	}
@@ -316,6 +321,11 @@ func (w *Worker) onAssignerConfirm(key string, r *Result) {
 	row := r.Lease
 	if who, ok := strings.CutPrefix(key, HelloPrefix); ok {
 		a.hellos[who] = w.now.Mono
+		if !slices.Contains(a.lastMembers, who) && !w.scanInFlight {
+			// a new member: scan now, to balance onto it, rather than at
+			// the next scan
+			w.nextScan = min(w.nextScan, w.now.Mono)
+		}
 		if rs := w.rows.intern(key); rs.write == nil {
 			wr := &write{kind: wDelete, key: key, expect: ExpectOf(row)}
 			w.setWrite(rs, wr)
@@ -401,7 +411,8 @@ func (w *Worker) assignFrom(rows []*rowState) {
 		w.assignTo(o, to, why[i])
 		loads[to] += w.weight(o.row)
 	}
-	if now-a.since >= d {
+	if now-a.since >= d || a.created && w.cfg.BalanceBy != BalanceThroughput {
+		// (by throughput, not before the holders have reported theirs)
 		w.balance(rows, loads, members)
 	}
 	w.noteExpiry()

@@ -109,12 +109,11 @@ func (w *Worker) balance(rows []*rowState, loads map[string]float64, members []s
 	if len(members) < 2 || w.cfg.MaxLeasesToStealAtOnce < 0 {
 		return
 	}
+	// Moves in flight, up to limit: the requests to other holders. The
+	// assigner's own leases are not counted: it hands them over itself,
+	// with no request to write or to wait on, as soon as their processors
+	// let go.
 	outstanding := 0
-	for _, h := range w.held {
-		if h.handing && !h.gone {
-			outstanding++ // its own leases being handed over
-		}
-	}
 	for k, at := range a.requests {
 		o := w.observed(k)
 		if wr := w.writeOf(k); (wr != nil && wr.kind == wAssign && wr.row.HandoffTo != "") || (o != nil && o.row.HandoffTo != "" && now-at < 2*w.cfg.LeaseDuration) {
@@ -172,7 +171,9 @@ func (w *Worker) balance(rows []*rowState, loads map[string]float64, members []s
 		wt := w.weight(o.row)
 		loads[from] -= wt
 		loads[to] += wt
-		outstanding++
+		if from != w.cfg.Owner {
+			outstanding++
+		}
 		if from == w.cfg.Owner {
 			if h := w.holdingOf(o.row.Key); h != nil && !h.handing {
 				a.moved[o.row.Key] = move{now, a.epoch}
@@ -202,7 +203,7 @@ func (w *Worker) balance(rows []*rowState, loads map[string]float64, members []s
 func (w *Worker) pickMove(rows []*rowState, from string, spread float64) *observation {
 	now := w.now.Mono
 	a := w.asg.as
-	var best *observation
+	var best, again *observation
 	for _, rs := range rows {
 		if !rs.observed {
 			continue
@@ -212,7 +213,9 @@ func (w *Worker) pickMove(rows []*rowState, from string, spread float64) *observ
 			rs.write != nil || w.foreign(o) || now-o.seenAt >= w.cfg.LeaseDuration {
 			continue
 		}
-		if m, ok := a.moved[o.row.Key]; ok && now-m.at < MoveQuiet && m.epoch == a.epoch {
+		m, moved := a.moved[o.row.Key]
+		moved = moved && now-m.at < MoveQuiet
+		if moved && m.epoch == a.epoch {
 			continue
 		}
 		if h := rs.held; h != nil && h.handing {
@@ -221,13 +224,24 @@ func (w *Worker) pickMove(rows []*rowState, from string, spread float64) *observ
 		wt := w.weight(o.row)
 		switch {
 		case w.cfg.BalanceBy != BalanceThroughput:
-			if spread >= 2 || (spread >= 1 && w.bug("balance-spread-one")) {
+			if spread < 2 && (spread < 1 || !w.bug("balance-spread-one")) {
+				return nil
+			}
+			if !moved {
 				return o // rows are sorted: the first such lease
 			}
-			return nil
+			if again == nil {
+				// moved in an earlier epoch of the fleet: only if no
+				// lease of from has stood still (a fleet that grows as
+				// it starts moves each lease once)
+				again = o
+			}
 		case wt < spread && spread-wt > 0 && (best == nil || wt > w.weight(best.row)):
 			best = o
 		}
+	}
+	if again != nil {
+		return again
 	}
 	if best != nil && 2*w.weight(best.row) < spread/10 {
 		return nil // too small a step to be worth a move
