@@ -205,7 +205,16 @@ func (w *Worker) wakeWatches(min func(time.Duration)) {
 // later, as its next poll would have (a hello whose delete failed kept its
 // worker out of the member list for good: swarm seeds 125 and 188 in etcd
 // worlds).
+//
+// The same holds for a worker's take of a row assigned to it: one that did
+// not apply (a transient error, then a read that found it not applied)
+// leaves the row waiting for it, and its watch reports nothing more: it
+// reads the row again a poll interval later (swarm seed 598 in an etcd
+// world: the receiver tried once, then waited for a crash and a restart).
 func (w *Worker) renotify(wr *write) {
+	if wr.kind == wTake && w.asg.on && w.asg.watch.up && !IsReserved(wr.key) {
+		w.asg.watch.note([]PendingChange{{Key: wr.key}}, w.now.Mono+w.cfg.PendingPollInterval)
+	}
 	a := w.asg.as
 	if a == nil || !a.watch.up {
 		return

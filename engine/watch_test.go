@@ -346,3 +346,33 @@ func TestPushedReadWhileLapsingIsReadAgain(t *testing.T) {
 	c.runUntil(2*cfg.LeaseDuration, "the assigner acting again", func() bool { return c.worker(asg).w.isAssigner() })
 	c.runUntil(3*cfg.LeaseDuration, "B gets a share", func() bool { return len(c.held("B")) >= 1 })
 }
+
+// A take of a row assigned to this worker that did not apply (an error of
+// unknown outcome, then a read that found it not applied) leaves the row
+// waiting for it, and the watch reports nothing more: the worker reads it
+// again a poll interval later and takes it, not once the assigner gives up
+// on the assignment a lease duration on (swarm seed 598 in an etcd world).
+func TestPushedTakeNotAppliedIsTriedAgain(t *testing.T) {
+	c := pushed(t, 4)
+	for i := 0; i < 4; i++ {
+		c.stream.put(shardKey(i), 3)
+	}
+	c.start("A")
+	c.runUntil(time.Minute, "A holds all", func() bool { return len(c.held("A")) == 4 })
+	failed := ""
+	var failedAt time.Duration
+	c.intercept = func(tw *tWorker, call Call) (Result, bool) {
+		if tw.id == "X" && failed == "" && call.Op == OpUpdateLease && call.Lease.Owner == "X" && !IsReserved(call.Key) {
+			failed, failedAt = call.Key, c.now
+			return Result{Err: errors.New("connection reset (not applied)")}, true
+		}
+		return Result{}, false
+	}
+	c.start("X")
+	cfg := c.cfg.withDefaults()
+	c.runUntil(time.Minute, "X's first take fails", func() bool { return failed != "" })
+	c.runUntil(cfg.LeaseDuration, "X takes the lease its failed take was for", func() bool { return slices.Contains(c.held("X"), failed) })
+	if took := c.now - failedAt; took > cfg.PendingPollInterval*11/10+500*time.Millisecond {
+		t.Errorf("X took %s %v after its take failed, want within a poll interval (%v)", failed, took, cfg.PendingPollInterval)
+	}
+}
