@@ -62,7 +62,7 @@ var mutationCases = []mutationCase{
 	// ones, the first at 5 and at 14): a bound of 10 misses it one time
 	// in nine whenever the draws move, 25 one time in 250
 	{mutation: "unfenced-take", faults: "partition,clog,latency", invariant: "S2", bound: 25},
-	{mutation: "unfenced-take", faults: "partition,clog,latency,pause", invariant: "S1", bound: 10},
+	{mutation: "unfenced-take", faults: "partition,clog,latency,pause", invariant: "S1", bound: 20}, // S1 first at seed 15 (of 5 of seeds 1-40) since the engine balances a fresh fleet at once (1d8e636)
 	// The linearizability check sees what the writers saw: a take or a
 	// checkpoint acknowledged although its condition did not hold.
 	{mutation: "unfenced-take", faults: "partition,clog,latency", invariant: "Lin", bound: 25},
