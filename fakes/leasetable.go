@@ -300,6 +300,25 @@ func (t *LeaseTable) Snapshot() engine.Listing {
 	return t.list(t.clock.Now(), true, false)
 }
 
+// Current returns the row stored under key now, strongly consistent and
+// without a call (no fault, no count): what the table holds, for a test or
+// the simulator's cost figures to look at. ok is false if there is no row
+// or it is malformed (reason says why). The Lease's Parents and Children
+// are the stored version's own and must not be modified.
+func (t *LeaseTable) Current(key string) (l engine.Lease, reason string, ok bool) {
+	h := t.row(key)
+	if h == nil {
+		return engine.Lease{}, "", false
+	}
+	switch v := h.current(); v.state {
+	case rowPresent:
+		return v.lease, "", true
+	case rowMalformed:
+		return engine.Lease{}, v.reason, false
+	}
+	return engine.Lease{}, "", false
+}
+
 // begin starts a call: it fails it if ctx is done or an injected fault
 // says so, counting the failure.
 func (t *LeaseTable) begin(ctx context.Context, op engine.Op, key string, now time.Time) error {

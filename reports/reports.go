@@ -16,10 +16,12 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/shardlease/shardlease/sim"
 	"github.com/shardlease/shardlease/sim/check"
+	"github.com/shardlease/shardlease/sim/trace"
 )
 
 // Violation is a broken invariant in JSON form.
@@ -99,6 +101,9 @@ type Seed struct {
 	StreamOpsPerShardHour      float64 `json:"stream_ops_per_shard_hour"`
 	Puts                       int     `json:"puts"`
 	LostToRetention            int     `json:"lost_to_retention"`
+	// TableCost is what the lease table's calls would cost on DynamoDB
+	// on-demand (sim.Figures.Cost); absent when the leases live in etcd.
+	TableCost *TableCost `json:"table_cost,omitempty"`
 	// Ops are the run's multi-write operations (sim.Result.Ops): per
 	// kind, [instances, windows between steps, windows faulted, windows
 	// whose process was struck].
@@ -187,6 +192,97 @@ func (s *Seed) SetFigures(f sim.Figures) {
 	s.StreamOpsPerShardHour = round(f.StreamOpsPerShardHour, 1)
 	s.Puts = f.Puts
 	s.LostToRetention = f.LostToRetention
+	s.TableCost = newTableCost(f.Cost)
+}
+
+// TableCost is sim.TableCost in a summary: per shard-hour, writes by class
+// (those with any), the write request units (the index's included) and
+// read request units, and the price per shard-month in US dollars.
+type TableCost struct {
+	WritesPerShardHour          map[string]float64 `json:"writes_per_shard_hour"`
+	NonCheckpointWrites         float64            `json:"writes_but_checkpoints_per_shard_hour"`
+	WriteUnitsPerShardHour      float64            `json:"write_units_per_shard_hour"`
+	IndexWriteUnitsPerShardHour float64            `json:"index_write_units_per_shard_hour"`
+	ReadsPerShardHour           float64            `json:"reads_per_shard_hour"`
+	ReadUnitsPerShardHour       float64            `json:"read_units_per_shard_hour"`
+	USDPerShardMonth            float64            `json:"usd_per_shard_month"`
+	RenewUSDPerShardMonth       float64            `json:"renew_usd_per_shard_month"`
+}
+
+// costSum sums table costs for their mean.
+type costSum struct {
+	n   int
+	sum TableCost
+}
+
+func (c costSum) add(tc *TableCost) costSum {
+	if tc == nil {
+		return c
+	}
+	if c.sum.WritesPerShardHour == nil {
+		c.sum.WritesPerShardHour = map[string]float64{}
+	}
+	c.n++
+	for k, v := range tc.WritesPerShardHour {
+		c.sum.WritesPerShardHour[k] += v
+	}
+	c.sum.NonCheckpointWrites += tc.NonCheckpointWrites
+	c.sum.WriteUnitsPerShardHour += tc.WriteUnitsPerShardHour
+	c.sum.IndexWriteUnitsPerShardHour += tc.IndexWriteUnitsPerShardHour
+	c.sum.ReadsPerShardHour += tc.ReadsPerShardHour
+	c.sum.ReadUnitsPerShardHour += tc.ReadUnitsPerShardHour
+	c.sum.USDPerShardMonth += tc.USDPerShardMonth
+	c.sum.RenewUSDPerShardMonth += tc.RenewUSDPerShardMonth
+	return c
+}
+
+func (c costSum) mean() *TableCost {
+	if c.n == 0 {
+		return nil
+	}
+	n := float64(c.n)
+	out := &TableCost{WritesPerShardHour: map[string]float64{},
+		NonCheckpointWrites: round(c.sum.NonCheckpointWrites/n, 1), WriteUnitsPerShardHour: round(c.sum.WriteUnitsPerShardHour/n, 1),
+		IndexWriteUnitsPerShardHour: round(c.sum.IndexWriteUnitsPerShardHour/n, 1), ReadsPerShardHour: round(c.sum.ReadsPerShardHour/n, 1),
+		ReadUnitsPerShardHour: round(c.sum.ReadUnitsPerShardHour/n, 1), USDPerShardMonth: round(c.sum.USDPerShardMonth/n, 6),
+		RenewUSDPerShardMonth: round(c.sum.RenewUSDPerShardMonth/n, 6)}
+	for k, v := range c.sum.WritesPerShardHour {
+		out.WritesPerShardHour[k] = round(v/n, 1)
+	}
+	return out
+}
+
+// String is the cost in one line.
+func (c *TableCost) String() string {
+	classes := make([]string, 0, len(c.WritesPerShardHour))
+	for k := range c.WritesPerShardHour {
+		classes = append(classes, k)
+	}
+	sort.Strings(classes)
+	var parts []string
+	for _, k := range classes {
+		parts = append(parts, fmt.Sprintf("%s %.0f", k, c.WritesPerShardHour[k]))
+	}
+	return fmt.Sprintf("writes/shard-hour %.0f but checkpoints (%s), write units %.0f (index %.0f), read units %.0f; USD %.4f per shard-month (renewals %.4f)",
+		c.NonCheckpointWrites, strings.Join(parts, ", "), c.WriteUnitsPerShardHour, c.IndexWriteUnitsPerShardHour, c.ReadUnitsPerShardHour, c.USDPerShardMonth, c.RenewUSDPerShardMonth)
+}
+
+func newTableCost(c sim.TableCost) *TableCost {
+	if !c.Measured {
+		return nil
+	}
+	out := &TableCost{WritesPerShardHour: map[string]float64{}, NonCheckpointWrites: round(c.WritesPerShardHour(trace.WriteCheckpoint), 1),
+		IndexWriteUnitsPerShardHour: round(c.IndexWriteUnits, 1), ReadsPerShardHour: round(c.Reads, 1), ReadUnitsPerShardHour: round(c.ReadUnits, 1),
+		USDPerShardMonth: round(c.PerShardMonth, 6), RenewUSDPerShardMonth: round(c.RenewPerShardMonth, 6)}
+	units := c.IndexWriteUnits
+	for i, w := range sim.WriteClasses() {
+		units += c.WriteUnits[i]
+		if c.Writes[i] > 0 {
+			out.WritesPerShardHour[w] = round(c.Writes[i], 1)
+		}
+	}
+	out.WriteUnitsPerShardHour = round(units, 1)
+	return out
 }
 
 // Violations renders vs, the excerpt of the first only.
@@ -260,6 +356,9 @@ type Totals struct {
 	TableOpsPerShardHour       float64 `json:"table_ops_per_shard_hour"`
 	TableRowsPerShardHour      float64 `json:"table_rows_read_per_shard_hour"`
 	StreamOpsPerShardHour      float64 `json:"stream_ops_per_shard_hour"`
+	// TableCost is the mean of the seeds' table costs (those that have
+	// one: not the etcd worlds), each field the mean of the seeds' own.
+	TableCost *TableCost `json:"table_cost,omitempty"`
 
 	// Speed. WallSeconds is the sweep's elapsed time (seeds run Parallel
 	// at a time); SeedWallSeconds the sum of the seeds' own wall times.
@@ -309,6 +408,7 @@ func NewSweep(scenario, story, command string, seeds []Seed, wall time.Duration,
 	var p50s, p99s, gap50s, gap99s []float64
 	var redelivered, plannedRedelivered float64
 	var tableOps, tableRows, streamOps float64
+	var costs costSum
 	measured := 0
 	for _, s := range sw.Seeds {
 		t.Seeds++
@@ -356,6 +456,7 @@ func NewSweep(scenario, story, command string, seeds []Seed, wall time.Duration,
 		tableOps += s.TableOpsPerShardHour
 		tableRows += s.TableRowsPerShardHour
 		streamOps += s.StreamOpsPerShardHour
+		costs = costs.add(s.TableCost)
 		measured++
 	}
 	t.FailoverP50Ms, t.FailoverP99Ms = median(p50s), median(p99s)
@@ -371,6 +472,7 @@ func NewSweep(scenario, story, command string, seeds []Seed, wall time.Duration,
 		t.TableRowsPerShardHour = round(tableRows/float64(measured), 1)
 		t.StreamOpsPerShardHour = round(streamOps/float64(measured), 1)
 	}
+	t.TableCost = costs.mean()
 	t.SeedWallSeconds = round(t.SeedWallSeconds, 4)
 	t.VirtualSeconds = round(t.VirtualSeconds, 3)
 	if wall > 0 {

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/shardlease/shardlease/internal/ddbcost"
 	"github.com/shardlease/shardlease/sim/check"
 )
 
@@ -38,6 +39,13 @@ func (s *simulator) finish() (*Result, error) {
 		res.Violations = append(res.Violations, v)
 	}
 	res.Figures = NewFigures(f, s.full.LeaseDuration, s.wl.puts, rep.LostToRetention)
+	if !s.w.Etcd.On {
+		prices := s.o.Prices
+		if prices == (ddbcost.Prices{}) {
+			prices = ddbcost.DefaultPrices
+		}
+		res.Figures.Cost = s.cost.figures(f.ShardHours, prices)
+	}
 	res.Trace = recs
 	return res, nil
 }

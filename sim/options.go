@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/shardlease/shardlease/engine"
+	"github.com/shardlease/shardlease/internal/ddbcost"
 	"github.com/shardlease/shardlease/internal/planted"
 	"github.com/shardlease/shardlease/sim/check"
 	"github.com/shardlease/shardlease/sim/trace"
@@ -63,6 +64,14 @@ type Options struct {
 	// KPL is the world's KPL-aggregated records (see kpl.go): "on", "off",
 	// or "" (a swarm draws them for 4 worlds in 10; other runs go without).
 	KPL string
+	// Prices are the DynamoDB on-demand prices Figures.Cost is priced at
+	// (zero: ddbcost.DefaultPrices, us-east-1's).
+	Prices ddbcost.Prices
+	// CheckpointEvery sets the processor's checkpoint cadence, as an
+	// application that checkpoints every N records or T seconds does (see
+	// processor.go); zero leaves the world's drawn cadence (a checkpoint
+	// at a drawn share of batches, and every World.CheckpointPace).
+	CheckpointEvery CheckpointCadence
 	// Options is the draw of the engine options that EngineParams does
 	// not hold (see config.go): "on", "off" (every one at its default,
 	// reading from TRIM_HORIZON), or "" (drawn by a swarm; other runs keep
@@ -370,6 +379,10 @@ type Figures struct {
 	StreamOpsPerShardHour  float64
 	Puts                   int
 	LostToRetention        int
+	// Cost is what the lease table's calls would cost on DynamoDB
+	// on-demand (cost.go); not Measured when the leases live in etcd, or
+	// no shard was open.
+	Cost TableCost
 	// Bounded counts the failovers, planned moves and assigner takeovers
 	// held to their derived bounds (T1, T2, T3: those whose path the trace
 	// shows undisturbed).
@@ -437,6 +450,9 @@ func (r *Result) Summary() string {
 	fmt.Fprintf(&b, "figures: lease %v; failovers %d (p50 %v, p99 %v, max %v), planned moves %d (gap p50 %v, p99 %v, max %v; re-deliveries/move %.2f), handoffs %d, re-deliveries/handoff %.2f, table ops/shard-hour %.0f, stream ops/shard-hour %.0f, puts %d, lost to retention %d\n",
 		f.LeaseDuration, f.Failovers, f.FailoverP50, f.FailoverP99, f.FailoverMax, f.PlannedMoves, f.HandoffGapP50, f.HandoffGapP99, f.HandoffGapMax, f.RedeliveriesPerPlannedMove,
 		f.Handoffs, f.RedeliveriesPerHandoff, f.TableOpsPerShardHour, f.StreamOpsPerShardHour, f.Puts, f.LostToRetention)
+	if f.Cost.Measured {
+		fmt.Fprintf(&b, "table cost (DynamoDB on-demand): %s\n", f.Cost)
+	}
 	fmt.Fprintf(&b, "lin: %s\n", r.Lin)
 	fmt.Fprintf(&b, "operations (windows struck/faulted/all): %s\n", OpCountsString(r.Ops))
 	fmt.Fprintf(&b, "schedule (%d actions):\n", len(r.Schedule))
@@ -521,6 +537,9 @@ func ReplayCommand(o Options) string {
 	}
 	if o.Combo != "" {
 		s += " -combo " + o.Combo
+	}
+	if !o.CheckpointEvery.IsZero() {
+		s += " -checkpoint-every " + o.CheckpointEvery.String()
 	}
 	if o.Scenario != "" {
 		s += " -scenario " + o.Scenario

@@ -39,6 +39,9 @@ type pkey struct {
 	asked     engine.Checkpoint // last checkpoint asked for
 	gen       uint64            // incremented by every Initialize
 	dropped   bool              // no longer p.keys' (the lease was lost)
+	// uncheckpointed counts the records received since the last
+	// checkpoint asked for by count (World.CheckpointRecords)
+	uncheckpointed int
 }
 
 // current returns p.keys[key] given k, the state a job kept of it: k
@@ -110,6 +113,13 @@ func (s *simulator) notice(p *proc, n *engine.Notice) {
 		if len(n.Records) > 0 && rp.chance(s.rate(s.w.Rates.FailedBatch)) {
 			jb.failed = true
 			jb.skip = s.w.SkipAfter > 0 && n.Attempt >= s.w.SkipAfter
+		} else if every := s.w.CheckpointRecords; every > 0 && len(n.Records) > 0 {
+			// a cadence by count (Options.CheckpointEvery): the batch's
+			// last record once every records have come since the last ask
+			if pk.uncheckpointed += len(n.Records); pk.uncheckpointed >= every {
+				pk.uncheckpointed = 0
+				jb.cp = jb.last
+			}
 		} else if len(n.Records) > 0 && rp.chance(s.w.Rates.Checkpoint) {
 			jb.cp = position(&n.Records[rp.IntN(len(n.Records))])
 			if rp.chance(0.7) {

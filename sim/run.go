@@ -60,6 +60,8 @@ type simulator struct {
 	keys engine.KeyFormat
 	// settle ends the healing phase once the world has settled (settle.go)
 	settle settleState
+	// cost counts what the table's calls would cost on DynamoDB (cost.go)
+	cost tableCost
 }
 
 // Run runs one simulation. The checkers run as it goes; the trace is kept

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"errors"
 	"time"
 
 	"github.com/shardlease/shardlease/engine"
@@ -211,6 +212,26 @@ func (s *simulator) onApply(i int, retry bool) {
 // execStore executes a store call against the lease table; it reports
 // whether a write applied.
 func (s *simulator) execStore(p *proc, f *inflight, res *engine.Result) bool {
+	if s.w.Etcd.On {
+		return s.execStoreCall(p, f, res)
+	}
+	c := &f.call
+	if !c.Op.IsWrite() {
+		applied := s.execStoreCall(p, f, res)
+		s.costRead(c, res)
+		return applied
+	}
+	key := leaseKey(c)
+	before, _, pending := s.rowBytes(key)
+	applied := s.execStoreCall(p, f, res)
+	if applied || errors.Is(res.Err, engine.ErrConditionFailed) {
+		s.costWrite(f.reason, key, before, pending) // a refused condition is billed too
+	}
+	return applied
+}
+
+// execStoreCall is execStore without the cost.
+func (s *simulator) execStoreCall(p *proc, f *inflight, res *engine.Result) bool {
 	c := &f.call
 	switch c.Op {
 	case engine.OpListLeases:

@@ -28,6 +28,10 @@ type World struct {
 	CheckpointPace time.Duration // the processor checkpoints at least this often
 	Bound          time.Duration // liveness bound after healing
 	Balance        bool          // L1 checks balance
+	// CheckpointRecords makes the processor checkpoint every that many
+	// records (Options.CheckpointEvery) instead of at a drawn share of
+	// its batches; 0: the drawn share.
+	CheckpointRecords int
 	// SettleMin and SettleFor end a drawn healing phase early (see
 	// settle.go): it lasts at least SettleMin and ends once the world has
 	// looked settled for SettleFor, at the latest after Quiet. Zero: the
@@ -105,7 +109,14 @@ func (w World) String() string {
 		w.Workers, w.Shards, w.Chaos, w.Quiet, strings.Join(w.Faults, ","), e.LeaseDuration, e.RenewInterval, e.SafetyMargin, e.MaxClockDrift,
 		e.TakeInterval, e.ShardSyncInterval, e.MaxLeasesForWorker, e.MaxLeasesToStealAtOnce, e.GetRecordsLimit, e.IdleTimeBetweenReads, e.ConsistentTakeScans,
 		w.Rates, w.TableLatency.Base, w.TableLatency.Tail, w.StreamLatency.Base, w.StreamLatency.Tail, w.CallTimeout, w.Retention, w.PutRate, w.DriftBound, w.CheckpointPace, w.Bound, w.Balance, w.FanOut) +
-		w.policyString() + w.Assignment.String() + w.KPL.String() + w.Boundary.String() + w.Aim.String() + w.Target.String() + w.Config.String() + w.Combo.String() + w.Etcd.String() + w.settleString()
+		w.policyString() + w.Assignment.String() + w.KPL.String() + w.Boundary.String() + w.Aim.String() + w.Target.String() + w.Config.String() + w.Combo.String() + w.Etcd.String() + w.settleString() + w.cadenceString()
+}
+
+func (w World) cadenceString() string {
+	if w.CheckpointRecords <= 0 {
+		return ""
+	}
+	return fmt.Sprintf("; the processor checkpoints every %d records", w.CheckpointRecords)
 }
 
 func (w World) settleString() string {
@@ -330,6 +341,10 @@ func drawWorld(o Options) (World, error) {
 	}
 	rt.Checkpoint = r.rangeF(0.05, 1)
 	w.CheckpointPace = r.between(time.Second, 20*time.Second).Round(100 * time.Millisecond)
+	if ce := o.CheckpointEvery; !ce.IsZero() {
+		// after the draws: the rest of the world is the same
+		rt.Checkpoint, w.CheckpointRecords, w.CheckpointPace = 0, ce.Records, ce.interval()
+	}
 	w.Retention = 24 * time.Hour
 	if w.has("retention") {
 		w.Retention = r.between(30*time.Second, 5*time.Minute).Round(time.Second)

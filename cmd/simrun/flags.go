@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/shardlease/shardlease/internal/ddbcost"
 	"github.com/shardlease/shardlease/internal/planted"
 	"github.com/shardlease/shardlease/scenarios"
 	"github.com/shardlease/shardlease/sim"
@@ -119,6 +120,9 @@ func parseArgs(args []string, stderr io.Writer) (*config, error) {
 		aim        = fs.String("aim", "", "faults aimed inside the engine's multi-write operations: on, off, or empty: the swarm draws them for 4 worlds in 10")
 		targeted   = fs.String("targeted", "", "a fault aimed at one kind of row or call alone: on, off, or empty: the swarm draws one for a quarter of its worlds")
 		kpl        = fs.String("kpl", "", "KPL-aggregated records: on, off, or empty: the swarm draws them for 4 worlds in 10")
+		ckptEvery  = fs.String("checkpoint-every", "", "the processor's checkpoint cadence, as applications checkpoint: every N records (1000), every interval (60s), or both (1000,60s); empty: drawn (a share of batches, and every 1-20 s)")
+		priceWrite = fs.Float64("price-write", ddbcost.DefaultWritePrice, "DynamoDB on-demand price, USD per million write request units, for the table cost figures (default: us-east-1's)")
+		priceRead  = fs.Float64("price-read", ddbcost.DefaultReadPrice, "DynamoDB on-demand price, USD per million read request units, for the table cost figures (default: us-east-1's)")
 		combo      = fs.String("combo", "", fmt.Sprintf("a combination of rare things drawn on purpose (see -list), off, or empty: the swarm draws one for %.0f%% of its worlds", 100*sim.ComboShare()))
 		options    = fs.String("options", "", "the draw of the engine options beyond the lease timings (initial position, poll and scan intervals, balance by, ...): on, off (their defaults, reading from TRIM_HORIZON), or empty: the swarm draws them")
 		parallel   = fs.Int("parallel", runtime.NumCPU(), "seeds run at a time (each seed is single-threaded and deterministic)")
@@ -312,6 +316,17 @@ func parseArgs(args []string, stderr io.Writer) (*config, error) {
 		}
 		o.KPL = *kpl
 	}
+	if set["checkpoint-every"] {
+		ce, err := sim.ParseCheckpointCadence(*ckptEvery)
+		if err != nil {
+			return nil, usagef("-checkpoint-every: %v", err)
+		}
+		o.CheckpointEvery = ce
+	}
+	if *priceWrite < 0 || *priceRead < 0 {
+		return nil, usagef("-price-write %v, -price-read %v: prices cannot be negative", *priceWrite, *priceRead)
+	}
+	o.Prices = ddbcost.Prices{Write: *priceWrite, Read: *priceRead}
 	if set["combo"] {
 		if *combo != "" && *combo != "off" && !slices.ContainsFunc(sim.Combos, func(c sim.Combo) bool { return c.Name == *combo }) {
 			return nil, usagef("-combo %q: want one of the combinations (see -list), off, or empty (drawn)", *combo)
@@ -457,6 +472,9 @@ func parseArgs(args []string, stderr io.Writer) (*config, error) {
 	}
 	if o.Combo != "" {
 		c.options["combo"] = o.Combo
+	}
+	if !o.CheckpointEvery.IsZero() {
+		c.options["checkpoint-every"] = o.CheckpointEvery.String()
 	}
 	if len(o.Actions) > 0 {
 		c.options["scripted_actions"] = strconv.Itoa(len(o.Actions))

@@ -488,6 +488,9 @@ func printTotals(w io.Writer, c *config, sw *reports.Sweep, single bool) {
 	fmt.Fprintf(w, "figures: failovers %d (p50 %s, p99 %s, max %s), planned moves %d (gap p50 %s, p99 %s, max %s; re-deliveries/move %.2f), handoffs %d, re-deliveries/handoff %.2f, table ops/shard-hour %.0f (rows read %.0f), stream ops/shard-hour %.0f\n",
 		t.Failovers, fmtMs(t.FailoverP50Ms), fmtMs(t.FailoverP99Ms), fmtMs(t.FailoverMaxMs), t.PlannedMoves, fmtMs(t.HandoffGapP50Ms), fmtMs(t.HandoffGapP99Ms), fmtMs(t.HandoffGapMaxMs), t.RedeliveriesPerPlannedMove,
 		t.Handoffs, t.RedeliveriesPerHandoff, t.TableOpsPerShardHour, t.TableRowsPerShardHour, t.StreamOpsPerShardHour)
+	if t.TableCost != nil {
+		fmt.Fprintf(w, "table cost (DynamoDB on-demand, mean of the seeds): %s\n", t.TableCost)
+	}
 	par := ""
 	if t.Parallel > 1 {
 		par = fmt.Sprintf(", %d seeds at a time", t.Parallel)

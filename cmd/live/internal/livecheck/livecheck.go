@@ -66,6 +66,11 @@ type Report struct {
 	Workers   int
 	Stops     map[string]int // worker processes by how they ended: exit, crash, vanished
 	Writes    history.WriteCounts
+	// WritesByClass counts the lease-table writes sent by class (renew,
+	// checkpoint, take, ...); WritesPerShardHour divides them by the
+	// shard-hours the history shows open (Measure.ShardHours).
+	WritesByClass      map[string]int
+	WritesPerShardHour map[string]float64
 
 	// Records are user records: a KPL aggregate put counts as its user
 	// records (Aggregated of Produced), each followed at (sequence,
@@ -259,6 +264,7 @@ func Check(m history.Merged, o Options) *Report {
 	}
 	rep.Violations = vs
 	rep.Measure = check.Measure(recs, m.End)
+	tableWrites(recs, rep)
 	rep.Longest = longestGaps(check.Tenures(recs), procs, 3)
 	checkLin(recs, o, rep)
 

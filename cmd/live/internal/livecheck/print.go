@@ -51,6 +51,7 @@ func (r *Report) Print(w io.Writer) {
 	wc := r.Writes
 	p("lease-table writes: %d sent, %d applied (%d acknowledged, %d of unknown outcome to the writer, shown applied by the history), %d not applied; %d applies reordered by version",
 		wc.Sent, wc.Acknowledged+wc.Inferred, wc.Acknowledged, wc.Inferred, wc.NotApplied, wc.Reordered)
+	p("lease-table writes sent by class: %s", r.writesLine())
 	p("")
 	p("records")
 	p("  produced (as the producer recorded)          %d", r.Produced)
