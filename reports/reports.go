@@ -13,8 +13,10 @@ package reports
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -254,13 +256,8 @@ func (c costSum) mean() *TableCost {
 
 // String is the cost in one line.
 func (c *TableCost) String() string {
-	classes := make([]string, 0, len(c.WritesPerShardHour))
-	for k := range c.WritesPerShardHour {
-		classes = append(classes, k)
-	}
-	sort.Strings(classes)
 	var parts []string
-	for _, k := range classes {
+	for _, k := range slices.Sorted(maps.Keys(c.WritesPerShardHour)) {
 		parts = append(parts, fmt.Sprintf("%s %.0f", k, c.WritesPerShardHour[k]))
 	}
 	return fmt.Sprintf("writes/shard-hour %.0f but checkpoints (%s), write units %.0f (index %.0f), read units %.0f; USD %.4f per shard-month (renewals %.4f)",

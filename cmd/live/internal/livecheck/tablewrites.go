@@ -2,7 +2,8 @@ package livecheck
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/shardlease/shardlease/sim/trace"
@@ -34,13 +35,8 @@ func tableWrites(recs []trace.Record, rep *Report) {
 
 // writesLine is the writes by class, per shard-hour where known.
 func (r *Report) writesLine() string {
-	classes := make([]string, 0, len(r.WritesByClass))
-	for c := range r.WritesByClass {
-		classes = append(classes, c)
-	}
-	sort.Strings(classes)
 	var parts []string
-	for _, c := range classes {
+	for _, c := range slices.Sorted(maps.Keys(r.WritesByClass)) {
 		if ph, ok := r.WritesPerShardHour[c]; ok {
 			parts = append(parts, fmt.Sprintf("%s %d (%.0f/shard-hour)", c, r.WritesByClass[c], ph))
 		} else {
