@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -52,6 +53,22 @@ const AssignerKey = ReservedPrefix + "_assigner"
 // one (Pending AssignerPending); the assigner reads and deletes it.
 const HelloPrefix = ReservedPrefix + "_worker:"
 
+// LeavingPrefix starts the keys of the rows a worker that shuts down in
+// assigned mode writes once it holds nothing (Pending AssignerPending):
+// the assigner reads one, counts its worker out of the members until it
+// says hello again, and deletes it. Without it an idle worker that left
+// stays a member until its last hello is 1.5 lease durations old, and
+// the assigner may give it a lease that nobody then takes.
+const LeavingPrefix = ReservedPrefix + "_leaving:"
+
+// IsWorkerRow reports whether key is a worker's hello or leaving row: rows
+// that hold no lease, created and deleted again and again with the same
+// contents (so that an SDK retry of a create may apply once more after the
+// assigner deleted the row).
+func IsWorkerRow(key string) bool {
+	return strings.HasPrefix(key, HelloPrefix) || strings.HasPrefix(key, LeavingPrefix)
+}
+
 // AssignerPending is the Pending of rows that wait for the assigner: a
 // lease released by a worker that shut down, a worker's hello.
 const AssignerPending = ReservedPrefix + "_assigner"
@@ -79,6 +96,9 @@ type assignState struct {
 	depOwner  string
 	depIs     bool
 	nextHello time.Duration
+	// saidGoodbye: the leaving row of this process's shutdown is written
+	// (or was tried once)
+	saidGoodbye bool
 	// watch is the watch of this worker's pending rows (Config.WatchPending)
 	watch pendingWatch
 
@@ -381,6 +401,27 @@ func (w *Worker) handOver(h *holding, to string) {
 // hello announces this worker to the assigner.
 func (w *Worker) hello() {
 	key := HelloPrefix + w.cfg.Owner
+	rs := w.rows.intern(key)
+	if rs.write != nil {
+		return
+	}
+	row := Lease{Key: key, Counter: 1, Checkpoint: SentinelCheckpoint(ShardEnd), Pending: AssignerPending}
+	wr := &write{kind: wHello, key: key, row: row}
+	w.setWrite(rs, wr)
+	w.sendWrite(wr)
+}
+
+// goodbye tells the assigner that this worker, shutting down and holding
+// nothing, is leaving (LeavingPrefix). One attempt: a worker that cannot
+// write it leaves the members as before, when its last hello or renewal
+// is old enough. The assigner itself leaves by releasing its row.
+func (w *Worker) goodbye() {
+	a := &w.asg
+	if !a.on || !a.indexOK || a.saidGoodbye || a.as != nil || len(w.held) > 0 || w.bug("goodbye-unsaid") {
+		return
+	}
+	a.saidGoodbye = true
+	key := LeavingPrefix + w.cfg.Owner
 	rs := w.rows.intern(key)
 	if rs.write != nil {
 		return

@@ -27,9 +27,12 @@ type assigner struct {
 
 	live    map[string]time.Duration // member -> when last seen renewing (or taking, or inherited)
 	hellos  map[string]time.Duration // member -> when its hello was last read
-	leaving map[string]time.Duration // member -> when it released a lease for its shutdown
-	writers map[string]string        // Lease.Writer -> the owner that wrote with it
-	moved   map[string]move          // lease key -> when the assigner last moved it for balance
+	leaving map[string]time.Duration // member -> when it released a lease for its shutdown, or said it was leaving (LeavingPrefix)
+	// helloWriters: member -> the process (Lease.Writer) of its last hello
+	// read: a leaving row of another process is its predecessor's
+	helloWriters map[string]string
+	writers      map[string]string // Lease.Writer -> the owner that wrote with it
+	moved        map[string]move   // lease key -> when the assigner last moved it for balance
 	// epoch counts changes of the member list (lastMembers): a lease moved
 	// in an earlier epoch may move again (the fleet changed), one moved in
 	// this epoch only after MoveQuiet.
@@ -82,7 +85,7 @@ type move struct {
 
 func newAssigner(now time.Duration, members []string) *assigner {
 	a := &assigner{since: now, live: map[string]time.Duration{}, hellos: map[string]time.Duration{}, leaving: map[string]time.Duration{},
-		writers: map[string]string{}, moved: map[string]move{},
+		helloWriters: map[string]string{}, writers: map[string]string{}, moved: map[string]move{},
 		requests: map[string]time.Duration{}, requestFrom: map[string]string{}, confirming: map[string]bool{}}
 	for _, m := range members {
 		a.live[m] = now // inherited: alive until shown otherwise
@@ -319,8 +322,23 @@ func (w *Worker) onAssignerConfirm(key string, r *Result) {
 		return
 	}
 	row := r.Lease
+	if who, ok := strings.CutPrefix(key, LeavingPrefix); ok {
+		// a worker that shut down holding nothing: not a member until it
+		// says hello again (unless its successor under the same id has
+		// said hello already)
+		if hw, ok := a.helloWriters[who]; !ok || hw == row.Writer {
+			a.leaving[who] = w.now.Mono
+		}
+		if rs := w.rows.intern(key); rs.write == nil {
+			wr := &write{kind: wDelete, key: key, expect: ExpectOf(row)}
+			w.setWrite(rs, wr)
+			w.sendWrite(wr)
+		}
+		return
+	}
 	if who, ok := strings.CutPrefix(key, HelloPrefix); ok {
 		a.hellos[who] = w.now.Mono
+		a.helloWriters[who] = row.Writer
 		if !slices.Contains(a.lastMembers, who) && !w.scanInFlight {
 			// a new member: scan now, to balance onto it, rather than at
 			// the next scan

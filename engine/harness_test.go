@@ -221,6 +221,7 @@ func (c *cluster) start(id string) *tWorker {
 	}
 	cfg.Seed = uint64(len(c.workers) + 1)
 	cfg.Trace = func(e TraceEvent) { c.trace = append(c.trace, e) }
+	plantFromEnv(&cfg) // TestTestsCatchPlantedBugs's child runs
 	w, err := NewWorker(cfg)
 	if err != nil {
 		c.t.Fatal(err)

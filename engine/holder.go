@@ -213,6 +213,11 @@ func (w *Worker) nextWrite(h *holding) {
 		case w.asg.on && !h.control:
 			row.Pending = w.releaseTo(h) // the assigner, or a member when the assigner leaves
 		}
+		if h.control && !w.bug("leaving-assigner-listed") {
+			// the assigner row, released for this worker's shutdown: its
+			// successor inherits the members, but not this one
+			row.Children = slices.DeleteFunc(slices.Clone(row.Children), func(m string) bool { return m == w.cfg.Owner })
+		}
 		h.write = w.newWrite()
 		*h.write = write{kind: wRelease, key: h.key, rs: h.rs, expect: ExpectOf(h.row), row: row}
 	case now >= h.validFrom+w.cfg.RenewInterval || (h.row.HandoffFrom != "" && now >= h.actFrom && w.isActing(h)):

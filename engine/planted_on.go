@@ -61,6 +61,8 @@ var plantedBugs = map[string]string{
 	"config-margin-unchecked":       "configuration: a safety margin too small for the drift bound is accepted",
 	"malformed-reported-every-scan": "a malformed row of the table is reported at every scan, not once per key",
 	"unproven-row-ended":            "a row without the stream's identity is taken for the stream's without the listing's proof: rows of another stream that shares the table may be ended or deleted",
+	"goodbye-unsaid":                "a worker that shuts down in assigned mode holding nothing leaves without its leaving row: the assigner counts it a member until its last hello is 1.5 lease durations old, and may give it a lease that nobody takes",
+	"leaving-assigner-listed":       "an assigner that shuts down releases its row with itself still in the member list: its successor inherits it as a live member and may give it the leases it has just released",
 	"every-worker-scans":            "every worker, not only the assigner (and a deputy that has seen it stand still), scans the table every AssignerScanInterval: reads per shard-hour grow with the workers",
 	// Bugs of the production driver (Consumer): only the driver simulation
 	// (package sim/driversim) runs it; the simulator drives the core alone.

@@ -25,6 +25,8 @@ var testCatches = []struct{ test, bug string }{
 	{"TestConfigRules", "config-margin-unchecked"},
 	{"TestMalformedRowsReportedOnceAndSkipped", "malformed-reported-every-scan"},
 	{"TestOnlyProvenRowsAreEnded", "unproven-row-ended"},
+	{"TestIdleWorkerShutdownLeavesTheMembers", "goodbye-unsaid"},
+	{"TestLeavingAssignerLeavesTheMemberList", "leaving-assigner-listed"},
 }
 
 // TestTestsCatchPlantedBugs runs each test of testCatches in a child run

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"slices"
-	"strings"
 	"time"
 )
 
@@ -219,7 +218,7 @@ func (w *Worker) renotify(wr *write) {
 	if a == nil || !a.watch.up {
 		return
 	}
-	if (wr.kind == wDelete && strings.HasPrefix(wr.key, HelloPrefix)) || wr.kind == wAssign {
+	if (wr.kind == wDelete && IsWorkerRow(wr.key)) || wr.kind == wAssign {
 		a.watch.note([]PendingChange{{Key: wr.key}}, w.now.Mono+w.cfg.PendingPollInterval)
 	}
 }

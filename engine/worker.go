@@ -355,6 +355,7 @@ func (w *Worker) advance() {
 		w.retryWrites()
 	}
 	if w.shutdown {
+		w.goodbye()
 		if len(w.held) == 0 && len(w.writing) == 0 && w.fanOutDeregistered() {
 			w.stopped = true
 		}

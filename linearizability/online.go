@@ -4,7 +4,6 @@ import (
 	"math"
 	"slices"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/shardlease/shardlease/engine"
@@ -143,8 +142,8 @@ func (o *Online) Observe(r *trace.Record) {
 	if r.Op != engine.OpGetLease && !r.Op.IsWrite() {
 		return // scans: the trace does not carry their rows
 	}
-	if strings.HasPrefix(r.Key, engine.HelloPrefix) {
-		return // workers' hello rows hold no lease (see FromTrace)
+	if engine.IsWorkerRow(r.Key) {
+		return // workers' hello and leaving rows hold no lease (see FromTrace)
 	}
 	o.now = r.T
 	ck := callKey{r.Proc, r.Call}

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/shardlease/shardlease/engine"
@@ -103,9 +102,9 @@ type callRecs struct {
 // ignored. It keeps no reference to r.
 func (b *traceHistory) Observe(r *trace.Record) {
 	if b.err != nil || (r.Kind != trace.KindSend && r.Kind != trace.KindApply && r.Kind != trace.KindReply) || !r.Op.IsStore() ||
-		r.Op == engine.OpListPending || strings.HasPrefix(r.Key, engine.HelloPrefix) {
+		r.Op == engine.OpListPending || engine.IsWorkerRow(r.Key) {
 		// Not in the history: reads of the eventually consistent pending
-		// index, and workers' hello rows, created and deleted again and
+		// index, and workers' hello and leaving rows, created and deleted again and
 		// again (an SDK retry of a create may apply once more after a
 		// delete, which a history of single-effect calls cannot show;
 		// they hold no lease).

@@ -171,7 +171,7 @@ func (c *Coverage) row(key string) *covRow {
 		switch {
 		case key == engine.AssignerKey:
 			cl = rowAssigner
-		case strings.HasPrefix(key, engine.HelloPrefix):
+		case engine.IsWorkerRow(key):
 			cl = rowHello
 		case strings.HasPrefix(key, engine.ReservedPrefix):
 			cl = rowReserved

@@ -2,7 +2,6 @@ package sim
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/shardlease/shardlease/engine"
 	"github.com/shardlease/shardlease/sim/trace"
@@ -115,7 +114,7 @@ func targets(t string, c *engine.Call, reason string) bool {
 	case TargetPendingReads:
 		return c.Op == engine.OpListPending
 	case TargetHello:
-		return strings.HasPrefix(key, engine.HelloPrefix)
+		return engine.IsWorkerRow(key)
 	case TargetMarker:
 		return engine.IsMarker(key)
 	case TargetCheckpoints:

@@ -228,6 +228,8 @@ var Classes = map[string]string{
 	"engine:malformed-reported-every-scan": "test: malformed rows",
 	"engine:unproven-row-ended":            "test: stream identity",
 	"engine:every-worker-scans":            "test: table cost",
+	"engine:goodbye-unsaid":                "test: membership",
+	"engine:leaving-assigner-listed":       "test: membership",
 	// issue 20: the etcd store (sim/etcd.go)
 	"etcd-owner-only-compare":      "etcd store",
 	"etcd-watch-resume-at-current": "etcd store",

@@ -375,7 +375,7 @@ func (c *timingChecker) observe(r *trace.Record) {
 		// A live worker that writes its hello again, later than right
 		// after its start, is one the assigner's member list no longer
 		// names: the list, and so who the deputies are, changed.
-		if r.Proc >= 0 && r.Op == engine.OpCreateLease && strings.HasPrefix(r.Key, engine.HelloPrefix) {
+		if r.Proc >= 0 && r.Op == engine.OpCreateLease && engine.IsWorkerRow(r.Key) {
 			if p := c.proc(r.Proc); r.T-p.start > c.tm.settle() {
 				c.memberEvent(r.Proc, r.T)
 			}

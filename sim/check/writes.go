@@ -1,7 +1,6 @@
 package check
 
 import (
-	"strings"
 	"time"
 
 	"github.com/shardlease/shardlease/engine"
@@ -68,8 +67,8 @@ type s2Checker struct {
 // applied checks an applied write r against the row w it landed on
 // (before r is applied).
 func (c *s2Checker) applied(r *trace.Record, w *row) {
-	if strings.HasPrefix(r.Key, engine.HelloPrefix) {
-		// workers' hello rows hold no lease: created and deleted again and
+	if engine.IsWorkerRow(r.Key) {
+		// workers' hello and leaving rows hold no lease: created and deleted again and
 		// again with the same contents, a history recorded from real
 		// processes cannot tell their incarnations apart
 		return

@@ -1,7 +1,6 @@
 package reference
 
 import (
-	"strings"
 	"time"
 
 	"github.com/shardlease/shardlease/engine"
@@ -45,8 +44,8 @@ func CheckS2(recs []trace.Record, o Options) []Violation {
 	}
 	for i := range recs {
 		r := &recs[i]
-		if r.Kind != trace.KindApply || r.Outcome != trace.OutcomeOK || strings.HasPrefix(r.Key, engine.HelloPrefix) {
-			// (workers' hello rows hold no lease: created and deleted again
+		if r.Kind != trace.KindApply || r.Outcome != trace.OutcomeOK || engine.IsWorkerRow(r.Key) {
+			// (workers' hello and leaving rows hold no lease: created and deleted again
 			// and again with the same contents, a history recorded from
 			// real processes cannot tell their incarnations apart)
 			continue

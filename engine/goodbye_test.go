@@ -1,0 +1,97 @@
+package engine
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// An idle worker that shuts down tells the assigner it is leaving, so
+// that the assigner gives it nothing more: a holder that crashes right
+// after loses its lease to a live worker within 1.5 lease durations, not
+// to the one that left (which was the least loaded member, and would
+// never take it).
+func TestIdleWorkerShutdownLeavesTheMembers(t *testing.T) {
+	c := assigned(t, 2, Config{})
+	for i := 0; i < 2; i++ {
+		c.stream.put(shardKey(i), 3)
+	}
+	for _, id := range []string{"A", "B", "C"} {
+		c.start(id)
+	}
+	d := c.cfg.withDefaults().LeaseDuration
+	c.runUntil(2*time.Minute, "two workers holding a lease each", func() bool {
+		n := 0
+		for _, id := range []string{"A", "B", "C"} {
+			if len(c.held(id)) == 1 {
+				n++
+			}
+		}
+		return n == 2
+	})
+	c.run(2 * d)
+	asg := c.assignerOf()
+	idle, victim := "", ""
+	for _, id := range []string{"A", "B", "C"} {
+		switch {
+		case len(c.held(id)) == 0:
+			idle = id
+		case id != asg:
+			victim = id
+		}
+	}
+	if idle == "" || victim == "" || idle == asg {
+		t.Skipf("the fleet came out otherwise (assigner %s, idle %q, holders %v %v %v)", asg, idle, c.held("A"), c.held("B"), c.held("C"))
+	}
+	// just after its hello: without a word from it, the assigner counts
+	// it a member for 1.5 lease durations more
+	hellos := len(c.traceOf(TraceCallSent, idle, HelloPrefix+idle))
+	c.runUntil(2*d, "the idle worker's next hello", func() bool { return len(c.traceOf(TraceCallSent, idle, HelloPrefix+idle)) > hellos })
+	c.run(time.Second)
+	tw := c.worker(idle)
+	c.step(tw, Input{Kind: InputShutdown})
+	c.runUntil(d, "the idle worker stopped", func() bool { return tw.stopped })
+	tw.down = true
+	stop := c.now
+	keys := c.held(victim)
+	c.worker(victim).down = true
+	c.runUntil(3*d, "the victim's lease reassigned", func() bool { return len(c.held(asg)) == 1+len(keys) })
+	for _, k := range keys {
+		if f := c.firstAct(asg, k, stop); f < 0 || f-stop > 3*d/2 {
+			t.Errorf("%s: acted on by the assigner %v after the crash, want within %v", k, f-stop, 3*d/2)
+		}
+		for _, e := range c.traceOf(TraceAssigned, "", k) {
+			if e.Mono >= stop && strings.HasPrefix(e.Reason, "to "+idle+":") {
+				t.Errorf("%s assigned to %s, which had left, at %v", k, idle, e.Mono)
+			}
+		}
+	}
+	t.Logf("idle %s stopped at %v; %s's lease taken by the assigner %s", idle, stop, victim, asg)
+}
+
+// An assigner that shuts down leaves the member list of the row it
+// releases: its successor, taking the released row over, inherits the
+// members but not it, and assigns it nothing (rolling-deploy seed 8: the
+// new assigner gave the leases the old one had just released to the old
+// one, which took them only when it came back, a lease duration later).
+func TestLeavingAssignerLeavesTheMemberList(t *testing.T) {
+	c := start3(t)
+	d := c.cfg.withDefaults().LeaseDuration
+	old := c.assignerOf()
+	tw := c.worker(old)
+	c.step(tw, Input{Kind: InputShutdown})
+	stop := c.now
+	c.runUntil(d, "the assigner stopped", func() bool { return tw.stopped })
+	tw.down = true
+	if m := c.row(AssignerKey).Children; slices.Contains(m, old) {
+		t.Errorf("the released assigner row lists %s, which left, among its members %v", old, m)
+	}
+	c.runUntil(2*d, "a successor assigner", func() bool { return c.assignerOf() != "" })
+	c.run(2 * d)
+	for _, e := range c.trace {
+		if e.Kind == TraceAssigned && e.Mono >= stop && strings.HasPrefix(e.Reason, "to "+old+":") {
+			t.Errorf("%s assigned to %s, which had left, at %v (%s)", e.Key, old, e.Mono, e.Reason)
+		}
+	}
+}
