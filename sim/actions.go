@@ -236,6 +236,7 @@ func (s *simulator) act(a Action) {
 			kids = append(kids, k(c))
 		}
 		s.opSplit(k(id), kids)
+		s.syncRaceSplit(&a, k(id), kids, children) // syncrace.go
 		s.wakeShard(k(id))
 		s.schedulePut()
 	case ActMerge:

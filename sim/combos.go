@@ -187,6 +187,23 @@ var Combos = []Combo{
 			return out
 		},
 	},
+	// sync-race (syncrace.go)
+	{
+		Name: comboSyncRace,
+		What: "splits three to four lease durations apart, each followed at once by a split of a child and either a process paused between its sync scan's reply and its decisions " +
+			"until just under two lease durations after the scan (its creates then landing just under a lease-duration call timeout) or the children's creates throttled past the parent's delete grace, " +
+			"in a scan-mode TRIM_HORIZON world with a 3-5 s lease, 1-2 s shard syncs, holders crashed and restarted under their own id, stale scans in half the worlds, and a calm world otherwise",
+		Share:    0.10,
+		boundary: true, calms: true,
+		engine: func(w *World, e *EngineParams, r rng) {
+			shortLease(e, r, 3*time.Second, 5*time.Second)
+			e.ShardSyncInterval = r.between(time.Second, 2*time.Second).Round(time.Second)
+			e.TakeInterval = (e.LeaseDuration / 3).Round(100 * time.Millisecond)
+			e.ConsistentTakeScans = false
+		},
+		world:    syncRace,
+		schedule: syncRaceSchedule,
+	},
 }
 
 // staleResync is the combination stale-resync's world.

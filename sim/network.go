@@ -167,6 +167,7 @@ func (s *simulator) send(p *proc, c *engine.Call) {
 			ExpOwner: c.Expect.Owner, ExpCounter: c.Expect.Counter, RowOwner: c.Lease.Owner, Counter: c.Lease.Counter, Checkpoint: c.Lease.Checkpoint}
 		s.emit(s.procRec(p, &r))
 		s.opSent(p, i, f)
+		s.syncRaceSend(p, f) // syncrace.go
 	}
 	l := s.linkOf(p, c.Op)
 	deadline := s.now + s.timeoutOf(c)
@@ -321,6 +322,7 @@ func (s *simulator) onReply(i int, timeout bool) {
 		}
 		s.emit(s.procRec(p, &r))
 		f.in.Kind = engine.InputResult
+		s.syncRaceReply(f) // syncrace.go
 		if r.Count == 0 || (f.call.Op != engine.OpGetRecords && f.call.Op != engine.OpNextEvent) || !s.pauseMidDelivery(p, f, &f.in) {
 			s.deliver(p, &f.in)
 		}

@@ -257,6 +257,7 @@ func (s *simulator) step(p *proc, in *engine.Input) {
 			s.notice(p, &rd.Notices[i])
 		}
 	}
+	s.syncRaceStep(p, in, rd.Calls) // syncrace.go
 	if rd.Stopped {
 		if rd.Err != nil {
 			// a worker that cannot start (or go on) would fail again

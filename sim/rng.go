@@ -36,6 +36,14 @@ const (
 	streamLegacy       // a legacy table's rows and records (legacy.go)
 )
 
+// Streams with explicit values (not in the list above, so that nothing
+// there reshuffles).
+const (
+	// 120: kept for a sync race world stream (the combination's world
+	// draws from the combination's stream)
+	streamSyncRaceRun uint64 = 121 // the sync races' draws as the run goes (syncrace.go)
+)
+
 func splitmix(x uint64) uint64 {
 	x += 0x9e3779b97f4a7c15
 	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9

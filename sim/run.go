@@ -51,6 +51,7 @@ type simulator struct {
 	bd   boundaryState // boundary seeking (boundary.go)
 	ops  opState       // operations in progress (ops.go)
 	aim  aimState      // aimed faults (aim.go)
+	sr   syncRaceState // sync races (syncrace.go)
 	etcd etcdState     // an etcd world's store (etcd.go, watch.go)
 	// delivered: the processes that delivered records of a lease since
 	// they acquired it (config.go)
@@ -114,6 +115,7 @@ func run(o Options) (*Result, error) {
 	s.full, _ = w.engineConfig("probe", 1).Validate()
 	s.keys = w.keyFormat()
 	s.initAim()
+	s.initSyncRace()
 	// The world: the fakes, on the run's true virtual time.
 	clk := fakes.ClockFunc(func() time.Time { return epoch.Add(s.now) })
 	s.tbl = fakes.NewLeaseTable(fakes.LeaseTableOptions{Clock: clk, Seed: o.Seed, StaleLag: max(s.tableLag(), w.Etcd.SerializableLag),

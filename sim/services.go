@@ -90,6 +90,9 @@ func (s *simulator) onApply(i int, retry bool) {
 				res.Err = errRetryThrottled
 				f.fault = "sdk-retry-throttled"
 			}
+		case !retry && s.syncRaceThrottle(c): // syncrace.go
+			res.Err = errThrottled
+			f.fault = "sync-race-throttled"
 		case c.Op == engine.OpListLeases && c.Consistent && s.cl.slots[p.slot].throttleScans > 0:
 			s.cl.slots[p.slot].throttleScans-- // ActCrashAfterRenew
 			res.Err = errThrottled
