@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -38,12 +39,30 @@ func (s *simulator) roleSlot(role string) (int, bool) {
 			held = append(held, l)
 		}
 	}
+	if role == RoleMember {
+		if a, ok := s.row(engine.AssignerKey); ok && a.Owner != "" {
+			held = slices.DeleteFunc(held, func(l engine.Lease) bool { return l.Owner == a.Owner })
+		}
+		// the live holder of the most leases (the first in table order
+		// of those tied)
+		n, most := map[string]int{}, -1
+		for i, l := range held {
+			if _, live := s.ownerSlot(l.Key); live {
+				if n[l.Owner]++; most < 0 || n[l.Owner] > n[held[most].Owner] {
+					most = i
+				}
+			}
+		}
+		if most >= 0 {
+			held = held[most : most+1]
+		}
+	}
 	if len(held) == 0 {
 		return 0, false
 	}
 	l := held[s.fs.rng.IntN(len(held))]
 	holder, ok := s.ownerSlot(l.Key)
-	if role == RoleHolder || !ok {
+	if role == RoleHolder || role == RoleMember || !ok {
 		return holder, ok
 	}
 	// the live workers other than the holder that hold the fewest leases:

@@ -204,6 +204,8 @@ var Combos = []Combo{
 		world:    syncRace,
 		schedule: syncRaceSchedule,
 	},
+	crashJoin,   // combos_handoff.go
+	joinBalance, // combos_handoff.go
 }
 
 // staleResync is the combination stale-resync's world.

@@ -245,6 +245,10 @@ const (
 	RoleAssigner = "assigner"
 	RoleHolder   = "holder"
 	RoleObserver = "observer"
+	// RoleMember: the live worker other than the assigner's holder that
+	// holds the most leases (the first in table order of those tied): the
+	// member an assigner balancing for a new one moves leases from.
+	RoleMember = "member"
 )
 
 // ActionKind names a scripted or drawn action.
