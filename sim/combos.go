@@ -187,6 +187,8 @@ var Combos = []Combo{
 			return out
 		},
 	},
+	crashJoin,   // combos_handoff.go
+	joinBalance, // combos_handoff.go
 	// sync-race (syncrace.go)
 	{
 		Name: comboSyncRace,
@@ -204,8 +206,6 @@ var Combos = []Combo{
 		world:    syncRace,
 		schedule: syncRaceSchedule,
 	},
-	crashJoin,   // combos_handoff.go
-	joinBalance, // combos_handoff.go
 }
 
 // staleResync is the combination stale-resync's world.
