@@ -167,6 +167,7 @@ func (s *simulator) send(p *proc, c *engine.Call) {
 			ExpOwner: c.Expect.Owner, ExpCounter: c.Expect.Counter, RowOwner: c.Lease.Owner, Counter: c.Lease.Counter, Checkpoint: c.Lease.Checkpoint}
 		s.emit(s.procRec(p, &r))
 		s.opSent(p, i, f)
+		s.strikeSend(p, f) // strike.go
 	}
 	l := s.linkOf(p, c.Op)
 	deadline := s.now + s.timeoutOf(c)
@@ -323,6 +324,9 @@ func (s *simulator) onReply(i int, timeout bool) {
 		f.in.Kind = engine.InputResult
 		if r.Count == 0 || (f.call.Op != engine.OpGetRecords && f.call.Op != engine.OpNextEvent) || !s.pauseMidDelivery(p, f, &f.in) {
 			s.deliver(p, &f.in)
+		}
+		if f.call.Op == engine.OpListLeases && f.call.Consistent && res.Err == nil {
+			s.strikeAfterScan(p) // strike.go
 		}
 	}
 	s.release(i)

@@ -36,6 +36,12 @@ const (
 	streamLegacy       // a legacy table's rows and records (legacy.go)
 )
 
+// Streams with explicit values (not in the list above, so that adding one
+// reshuffles nothing).
+const (
+	streamStrike uint64 = 100 // the strikes at the assigner as the run goes (strike.go)
+)
+
 func splitmix(x uint64) uint64 {
 	x += 0x9e3779b97f4a7c15
 	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
