@@ -183,6 +183,8 @@ func (s *simulator) act(a Action) {
 		s.switchMode(a)
 	case ActCutAfterRenew, ActCrashAfterRenew:
 		s.armAfterRenew(a)
+	case ActStrikeAssigner:
+		s.armStrike(a) // strike.go
 	case actPutTo:
 		s.putTo(a.Shard)
 	case ActForeignApp:

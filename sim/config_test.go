@@ -120,6 +120,9 @@ var worldRows = []configRow{
 func init() {
 	for _, c := range Combos {
 		name := c.Name
+		if c.Share == 0 {
+			continue // pinned only (-combo NAME): not a swarm draw
+		}
 		worldRows = append(worldRows, configRow{"combination", name, func(w *World, _ *engine.Config) bool { return w.Combo.Name == name }})
 	}
 }

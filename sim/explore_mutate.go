@@ -190,6 +190,18 @@ func Mutate(w WorldSpec, sh WorldShape, r rng) (WorldSpec, string) {
 	return w, "add " + a.String()
 }
 
+// comboRefused reports whether the combination named name would override
+// what w pins (boundary seeking, aimed or targeted faults): a world the
+// simulator refuses to run.
+func comboRefused(name string, w WorldSpec) bool {
+	for i := range Combos {
+		if c := &Combos[i]; c.Name == name {
+			return c.overrides(Options{Boundary: w.Boundary, Aim: w.Aim, Targeted: w.Targeted}) != ""
+		}
+	}
+	return false
+}
+
 // sameCombo reports whether a world spec's Combo option ("" drawn, "off"
 // none, or a name) leaves the combination drawn, a world of which had
 // combination drawn ("" none).
@@ -228,6 +240,9 @@ func toggle(w WorldSpec, classes []string, r rng) (WorldSpec, string) {
 		if i := r.IntN(len(Combos) + 1); i < len(Combos) {
 			v = Combos[i].Name
 		}
+		if comboRefused(v, w) {
+			return w, "" // it would override what the world pins: a world the simulator refuses
+		}
 		t.set(&w, v)
 		// a combination may set other lease timings: the shape's slack
 		// for mid-act pauses is not the new world's, so its pauses land
@@ -241,7 +256,11 @@ func toggle(w WorldSpec, classes []string, r rng) (WorldSpec, string) {
 		return w, "combo " + v
 	}
 	v := t.values[r.IntN(len(t.values))]
+	before := w
 	t.set(&w, v)
+	if comboRefused(w.Combo, w) {
+		return before, "" // the world's pinned combination would override it: a world the simulator refuses
+	}
 	return w, t.name + " " + v
 }
 

@@ -168,6 +168,7 @@ func (s *simulator) send(p *proc, c *engine.Call) {
 		s.emit(s.procRec(p, &r))
 		s.opSent(p, i, f)
 		s.syncRaceSend(p, f) // syncrace.go
+		s.strikeSend(p, f)   // strike.go
 	}
 	l := s.linkOf(p, c.Op)
 	deadline := s.now + s.timeoutOf(c)
@@ -325,6 +326,9 @@ func (s *simulator) onReply(i int, timeout bool) {
 		s.syncRaceReply(f) // syncrace.go
 		if r.Count == 0 || (f.call.Op != engine.OpGetRecords && f.call.Op != engine.OpNextEvent) || !s.pauseMidDelivery(p, f, &f.in) {
 			s.deliver(p, &f.in)
+		}
+		if f.call.Op == engine.OpListLeases && f.call.Consistent && res.Err == nil {
+			s.strikeAfterScan(p) // strike.go
 		}
 	}
 	s.release(i)

@@ -42,6 +42,7 @@ const (
 	// 120: kept for a sync race world stream (the combination's world
 	// draws from the combination's stream)
 	streamSyncRaceRun uint64 = 121 // the sync races' draws as the run goes (syncrace.go)
+	streamStrike      uint64 = 100 // the strikes at the assigner as the run goes (strike.go)
 )
 
 func splitmix(x uint64) uint64 {

@@ -52,6 +52,7 @@ type simulator struct {
 	ops  opState       // operations in progress (ops.go)
 	aim  aimState      // aimed faults (aim.go)
 	sr   syncRaceState // sync races (syncrace.go)
+	sk   strikeState   // a strike armed at the assigner (strike.go)
 	etcd etcdState     // an etcd world's store (etcd.go, watch.go)
 	// delivered: the processes that delivered records of a lease since
 	// they acquired it (config.go)
@@ -109,6 +110,7 @@ func run(o Options) (*Result, error) {
 	s.fs.steps = newRNG(o.Seed, streamClockSteps)
 	s.bd.rng = newRNG(o.Seed^0xb0da, streamBoundary) // not the stream that drew the world's knobs
 	s.fs.pauseProc = map[uint64]int32{}
+	s.sk.rng = newRNG(o.Seed, streamStrike)
 	s.ops.init()
 	s.fs.faultWorker = -1
 	s.rec.init(o, w)

@@ -145,7 +145,8 @@ func (s *simulator) onApply(i int, retry bool) {
 		s.emitApply(p, f, execErr, retry)
 	}
 	if renewed {
-		s.renewApplied(p, f) // an armed boundary action (boundary.go)
+		s.renewApplied(p, f)  // an armed boundary action (boundary.go)
+		s.strikeRenewed(p, f) // strike.go
 	}
 	if took {
 		s.takeApplied(f) // boundary.go
@@ -156,6 +157,7 @@ func (s *simulator) onApply(i int, retry bool) {
 	if applied {
 		s.rowWritten(f) // boundary.go
 	}
+	s.strikeApplied(p, f, applied && f.applied == s.now) // strike.go
 	if !retry && len(f.ops) > 0 {
 		s.opDone(p, i, f, applied) // a step of its operations (ops.go)
 	}
