@@ -400,7 +400,13 @@ func (w *Worker) handOver(h *holding, to string) {
 
 // hello announces this worker to the assigner.
 func (w *Worker) hello() {
-	key := HelloPrefix + w.cfg.Owner
+	w.writeWorkerRow(HelloPrefix + w.cfg.Owner)
+}
+
+// writeWorkerRow creates this worker's hello or leaving row (key), which
+// waits for the assigner (Pending AssignerPending), unless a write of it
+// is in flight.
+func (w *Worker) writeWorkerRow(key string) {
 	rs := w.rows.intern(key)
 	if rs.write != nil {
 		return
@@ -421,15 +427,7 @@ func (w *Worker) goodbye() {
 		return
 	}
 	a.saidGoodbye = true
-	key := LeavingPrefix + w.cfg.Owner
-	rs := w.rows.intern(key)
-	if rs.write != nil {
-		return
-	}
-	row := Lease{Key: key, Counter: 1, Checkpoint: SentinelCheckpoint(ShardEnd), Pending: AssignerPending}
-	wr := &write{kind: wHello, key: key, row: row}
-	w.setWrite(rs, wr)
-	w.sendWrite(wr)
+	w.writeWorkerRow(LeavingPrefix + w.cfg.Owner)
 }
 
 // onMonitor handles a read of the assigner row by a worker that does not
