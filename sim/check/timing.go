@@ -27,8 +27,8 @@ const (
 // the calls on the handoff's path as the trace shows them (see
 // docs/claims.md, "Latency bounds"); a handoff whose path the trace shows
 // disturbed (a failed or faulty call, a pause, a crash of a process on the
-// path, a second assignment, a change of assigner, a cut of the watch a
-// planned move waits on) is not checked.
+// path, a second assignment, a change of assigner, a cut of the watch the
+// new owner is told by) is not checked.
 type Timing struct {
 	LeaseDuration        time.Duration
 	RenewInterval        time.Duration
@@ -852,7 +852,10 @@ func (c *timingChecker) failover(a, b *Tenure, tk *tkey, gap time.Duration, B *t
 			afterHow = "the round trips of the assigner's scan and take"
 		}
 		if _, ok := c.asgHeld(asg.by, from, asg.t); ok {
-			if !c.pathClean(tk, from, to, a.Proc, G, B) {
+			// a cut of the watch the new owner is told by (an etcd
+			// world) across the assignment hides it until the stream
+			// resumes, as for a planned move (T2)
+			if !c.pathClean(tk, from, to, a.Proc, G, B) || B.cuts.cut(b.Owner, asg.t, to) {
 				return
 			}
 			bound = late + tm.jit(tm.AssignerScanInterval) + tm.wait(tm.LeaseDuration) + after(G.maxRTT(from, to), B.maxRTT(from, to))
@@ -878,7 +881,7 @@ func (c *timingChecker) failover(a, b *Tenure, tk *tkey, gap time.Duration, B *t
 			// leases; more changes are not accounted for
 			return
 		}
-		if !c.pathClean(tk, began.from, to, a.Proc, G, B) {
+		if !c.pathClean(tk, began.from, to, a.Proc, G, B) || B.cuts.cut(b.Owner, asg.t, to) {
 			return
 		}
 		rest := after(G.maxRTT(began.from, to), B.maxRTT(began.from, to))

@@ -406,6 +406,29 @@ func TestT1AssigneeRestarted(t *testing.T) {
 	expect(t, CheckTiming(mk(16.2, 31, false).recs, Options{End: time.Minute, Timing: &fan}), T1, 0)
 }
 
+// TestT1WatchCut: a new owner told by a watch (an etcd world) whose watch
+// stream is cut around the assignment learns of it only once the stream
+// resumes (h-assigner's swarm seeds 53 and 279): the failover is not held
+// to the bound while the cut lasts; a cut that ended before, or of another
+// worker's watch, leaves it held.
+func TestT1WatchCut(t *testing.T) {
+	tm := shippedTiming()
+	tm.WatchResume = 2 * time.Second
+	o := Options{End: time.Minute, Timing: tm}
+	cut := func(at float64, who string) trace.Record {
+		return trace.Record{T: time.Duration(at * float64(time.Second)), Kind: trace.KindFault, Worker: -1, Proc: -1,
+			Reason: "the watch of " + who + " (" + who + ") on " + who + " is cut: cut before a write that makes k wait for " + who}
+	}
+	failover := func(extra ...trace.Record) []trace.Record {
+		b := crashFailover(21) // 1 s past its bound
+		return sortedByTime(append(b.recs[:len(b.recs):len(b.recs)], extra...))
+	}
+	expect(t, CheckTiming(failover(), o), T1, 1)
+	expect(t, CheckTiming(failover(cut(19.9, "w1")), o), T1, 0)
+	expect(t, CheckTiming(failover(cut(19.9, "w2")), o), T1, 1)
+	expect(t, CheckTiming(failover(cut(8, "w1")), o), T1, 1) // resumed by 10 s, long before the assignment
+}
+
 // TestT2WatchCut: a receiver told by a watch (an etcd world) whose watch
 // stream is cut as the lease is let go learns of it only once the stream
 // resumes (swarm seeds 653, 724, 975): the move is not held to the bound
