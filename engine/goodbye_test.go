@@ -95,3 +95,32 @@ func TestLeavingAssignerLeavesTheMemberList(t *testing.T) {
 		}
 	}
 }
+
+// A worker new to a fleet of two watches the assigner row closely from
+// its first read, before the row lists it: the assigner dying just after
+// is replaced within a lease duration and a half of its row's last write,
+// not two lease durations after the newcomer's first read (TestDriverSoak
+// seed 6 with the assigner strikes: 1.5 D against T3's bound).
+func TestNewcomerIsADeputyBeforeItIsListed(t *testing.T) {
+	c := assigned(t, 2, Config{})
+	for i := 0; i < 2; i++ {
+		c.stream.put(shardKey(i), 3)
+	}
+	d := c.cfg.withDefaults()
+	c.start("A")
+	c.runUntil(time.Minute, "A the assigner", func() bool { return c.assignerOf() == "A" })
+	c.run(2 * d.LeaseDuration)
+	reads := c.countCalls(OpGetLease)
+	c.start("B")
+	c.runUntil(d.LeaseDuration, "B's first read of the assigner row", func() bool { return reads["B"] > 0 })
+	if slices.Contains(c.row(AssignerKey).Children, "B") {
+		t.Skip("the row lists B already: the case needs a read before the listing")
+	}
+	c.worker("A").down = true
+	crash := c.now
+	c.runUntil(3*d.LeaseDuration, "B the assigner", func() bool { return c.assignerOf() == "B" })
+	if took := c.now - crash; took > 3*d.LeaseDuration/2 {
+		t.Errorf("B took the assigner row over %v after A died, want within %v", took, 3*d.LeaseDuration/2)
+	}
+	t.Logf("taken over %v after the crash", c.now-crash)
+}

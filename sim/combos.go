@@ -189,14 +189,8 @@ var Combos = []Combo{
 			return out
 		},
 	},
-	// The assigner-failure combinations are not drawn by the swarm yet
-	// (share 0; -combo NAME runs them): pinned, they catch the planted
-	// assigner bugs nothing else catches (docs/simulator.md), but the
-	// correct engine breaks T1 in two etcd worlds of seeds 1-400 (53 and
-	// 279: a cut of the new owner's watch, which T2 excuses and T1 does
-	// not) and T3 in TestDriverSoak's seed 6 (a deputy whose first read of
-	// the assigner row came before the row listed it): the checkers'
-	// excuses, or the engine, need work before they are drawn.
+	// The assigner-failure combinations (strike.go): the assigner struck
+	// at moments aimed at its work, its row lapsing while holders die.
 	{
 		Name: "assigner-failovers",
 		What: "an assigner fleet (3-5 workers) whose assigner is struck again and again at moments aimed at its work (just after its scan, " +
@@ -205,7 +199,7 @@ var Combos = []Combo{
 			"some strikes, so that the assigner has a lease to hand out; a 3-6 s lease, a chaos of at least 150-240 s, more shards than workers, " +
 			"pending polls every twentieth to tenth of a lease duration; " +
 			"a calm world otherwise, without boundary seeking",
-		Share: 0, // not drawn yet (above)
+		Share: 0.08,
 		calms: true, still: true,
 		engine: func(w *World, e *EngineParams, r rng) {
 			shortLease(e, r, 3*time.Second, 6*time.Second) // many strikes in the chaos
@@ -234,7 +228,7 @@ var Combos = []Combo{
 			"of a third to a half and a take interval of a half to nine tenths), pending polls every twentieth to tenth of a lease duration, and the assigner's " +
 			"row lapsing once or twice (the assigner paused or cut off from the table for more than a lease duration while the rest of the " +
 			"fleet works), each far from the others; a calm world otherwise, without boundary seeking",
-		Share: 0, // not drawn yet (above)
+		Share: 0.08,
 		calms: true, still: true,
 		engine: func(w *World, e *EngineParams, r rng) {
 			shortLease(e, r, 3*time.Second, 6*time.Second) // many lapses and crashes in the chaos
