@@ -162,11 +162,31 @@ func TestDocLocalByHand(t *testing.T) {
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {
-		t.Fatalf("the block of docs/live.md failed: %v\n%s", err, tail(out.String(), 6000))
+		t.Fatalf("the block of docs/live.md failed: %v\n%s", err, blockReport(out.String()))
 	}
 	if !strings.Contains(out.String(), "verdict: PASS") {
-		t.Fatalf("live check did not say PASS:\n%s", tail(out.String(), 6000))
+		t.Fatalf("live check did not say PASS:\n%s", blockReport(out.String()))
 	}
+}
+
+// blockReport puts first what a reader of a failed block needs (every line
+// that is not a worker's log line: live check's report, the shell's and the
+// commands' errors) and then the workers' last 80 log lines, so that a CI
+// log that keeps only the head of a failure still shows why it failed.
+func blockReport(out string) string {
+	var own, logs []string
+	for _, l := range strings.Split(strings.TrimRight(out, "\n"), "\n") {
+		if strings.HasPrefix(l, "time=") {
+			logs = append(logs, l)
+		} else {
+			own = append(own, l)
+		}
+	}
+	if len(logs) > 80 {
+		logs = logs[len(logs)-80:]
+	}
+	return "--- the block's own output:\n" + strings.Join(own, "\n") +
+		"\n--- the workers' last log lines:\n" + strings.Join(logs, "\n")
 }
 
 // TestDocAWSCommands runs the AWS walk-through's commands (README.md,
