@@ -10,7 +10,8 @@ import (
 // targeted faults pinned on, hold in every swarm world (a combination that would
 // override the pin is not drawn), and pinning such a combination with
 // them is refused with the pin named. A combination that claims no
-// override leaves each pin as it is.
+// override leaves each pin as it is; none overrides a pinned number of
+// workers or shards or a pinned chaos phase.
 func TestCombosYieldToPins(t *testing.T) {
 	drawn := map[string]int{}
 	for seed := uint64(1); seed <= 300; seed++ {
@@ -45,6 +46,10 @@ func TestCombosYieldToPins(t *testing.T) {
 			{Options{Boundary: "on"}, c.still, func(w *World) bool { return w.Boundary.On }},
 			{Options{Aim: "on"}, c.calms, func(w *World) bool { return w.Aim.On }},
 			{Options{Targeted: "on"}, c.calms, func(w *World) bool { return w.Target.On }},
+			// the world's size and its chaos phase are never overridden
+			{Options{Workers: 2}, false, func(w *World) bool { return w.Workers == 2 }},
+			{Options{Shards: 3}, false, func(w *World) bool { return w.Shards == 3 }},
+			{Options{Chaos: 40 * time.Second}, false, func(w *World) bool { return w.Chaos == 40*time.Second }},
 		}
 		for _, p := range pins {
 			for seed := uint64(1); seed <= 10; seed++ {
@@ -57,7 +62,7 @@ func TestCombosYieldToPins(t *testing.T) {
 				case !p.override && err != nil:
 					t.Errorf("%s: %v", ReplayCommand(o), err)
 				case !p.override && !p.holds(&w):
-					t.Errorf("%s: the combination overrides the pin and does not say so (set its boundary or calms field)", ReplayCommand(o))
+					t.Errorf("%s: the combination overrides the pin and does not say so (a pinned size or chaos phase wins; for the others set its boundary, still or calms field)", ReplayCommand(o))
 				}
 			}
 		}

@@ -396,6 +396,9 @@ func drawWorld(o Options) (World, error) {
 		if o.Shards > 0 {
 			w.Shards = o.Shards
 		}
+		if o.Chaos > 0 {
+			w.Chaos = o.Chaos // and so does a pinned chaos phase
+		}
 	}
 
 	// the liveness bound, from the configuration
