@@ -20,8 +20,9 @@ var flagMutantsJSON = flag.String("scenarios.mutants.json", "", "TestPropertyMut
 
 // TestPropertyMutants asks, for every planted bug the property path runs
 // (sim.Mutations but the driver's), whether go test ./scenarios/... would
-// catch it: TestProperty's property, with TestProperty's rapid seed and
-// number of checks, against the engine with the bug planted. It records
+// catch it: TestProperty's property, then, if that misses it,
+// TestPropertySwarm's, each with its rapid seed and number of checks,
+// against the engine with the bug planted. It records
 // the verdict and the first failing check (make mutants; shrinking is
 // beside the point here, so make mutants gives it a second) and leaves no
 // fail file behind.
@@ -63,10 +64,31 @@ func TestPropertyMutants(t *testing.T) {
 				})
 				row := mutants.Row{Name: m, Runner: "property", Property: "missed"}
 				if tb.Failed() && last.res != nil {
-					row.Property, row.PropertyCheck = "caught", first
-					t.Logf("%s: caught at check %d: %s %s", m, first, last.violations[0].Invariant, last.violations[0].Detail)
+					row.Property, row.PropertyTest, row.PropertyCheck = "caught", "TestProperty", first
+					t.Logf("%s: TestProperty caught it at check %d: %s %s", m, first, last.violations[0].Invariant, last.violations[0].Detail)
 				} else {
-					t.Logf("%s: not caught in %d checks", m, calls)
+					t.Logf("%s: TestProperty did not catch it in %d checks", m, calls)
+					// then TestPropertySwarm's seeds, with its rapid seed
+					var lastSwarm swarmFailure
+					swarmProp := swarmProperty(m, &lastSwarm)
+					calls, first = 0, 0
+					tb := &expectFailTB{t: t, name: name}
+					rapid.Check(tb, func(rt *rapid.T) {
+						calls++
+						defer func() {
+							if first == 0 && lastSwarm.res != nil {
+								first = calls
+							}
+						}()
+						swarmProp(rt)
+					})
+					if tb.Failed() && lastSwarm.res != nil {
+						v := lastSwarm.res.Violations[0]
+						row.Property, row.PropertyTest, row.PropertyCheck = "caught", "TestPropertySwarm", first
+						t.Logf("%s: TestPropertySwarm caught it at check %d (%s): %s %s", m, first, sim.ReplayCommand(lastSwarm.o), v.Invariant, v.Detail)
+					} else {
+						t.Logf("%s: TestPropertySwarm did not catch it in %d checks", m, calls)
+					}
 				}
 				mu.Lock()
 				rows = append(rows, row)

@@ -56,10 +56,12 @@ type Row struct {
 	// TestTestsCatchPlantedBugs).
 	Runner string `json:"runner"`
 	// Property is the property suite's verdict (go test ./scenarios/...'s
-	// TestProperty with the bug planted): "caught", "missed", or "" when
-	// the property path does not run the bug (the driver's);
-	// PropertyCheck is the rapid check that first failed.
+	// TestProperty, then TestPropertySwarm, with the bug planted):
+	// "caught", "missed", or "" when the property path does not run the
+	// bug (the driver's); PropertyTest is the test that caught it and
+	// PropertyCheck its rapid check that first failed.
 	Property      string `json:"property,omitempty"`
+	PropertyTest  string `json:"property_test,omitempty"`
 	PropertyCheck int    `json:"property_check,omitempty"`
 }
 
@@ -160,7 +162,7 @@ func Merge(rows []Row) []Row {
 		if !ok {
 			continue
 		}
-		out[i].Property, out[i].PropertyCheck = p.Property, p.PropertyCheck
+		out[i].Property, out[i].PropertyTest, out[i].PropertyCheck = p.Property, p.PropertyTest, p.PropertyCheck
 	}
 	return out
 }
@@ -317,6 +319,9 @@ func Table(rows []Row) string {
 			props++
 			propCaught++
 			prop = fmt.Sprintf("caught (check %d)", r.PropertyCheck)
+			if r.PropertyTest != "" && r.PropertyTest != "TestProperty" {
+				prop = fmt.Sprintf("caught (%s, check %d)", r.PropertyTest, r.PropertyCheck)
+			}
 		default:
 			props++
 		}
