@@ -201,6 +201,7 @@ func (e *Explorer) Step() (*ExploreStep, error) {
 	cov := NewCoverage()
 	o := w.RunOptions()
 	o.Observe = cov.Observe
+	o.moments = true
 	o.NoExcerpts = true
 	res, err := Run(o)
 	if err != nil && parent >= 0 {

@@ -23,13 +23,17 @@ type WorldShape struct {
 	// Combo is the combination the world drew ("" none): Slack is that
 	// world's, and does not hold once a mutation sets another.
 	Combo string `json:"combo,omitempty"`
+	// Moments are a sample of its run's operation windows, which the
+	// mutation aim-window aims at (explore_moments.go).
+	Moments []OpMoment `json:"moments,omitempty"`
 }
 
 // ShapeOf returns the shape of a run's world.
 func ShapeOf(res *Result) WorldShape {
 	w := res.World
 	full, err := w.engineConfig("probe", 1).Validate()
-	sh := WorldShape{Workers: w.Workers, Chaos: w.Chaos, LeaseDuration: full.LeaseDuration, Faults: slices.Clone(w.Faults), Combo: w.Combo.Name}
+	sh := WorldShape{Workers: w.Workers, Chaos: w.Chaos, LeaseDuration: full.LeaseDuration, Faults: slices.Clone(w.Faults), Combo: w.Combo.Name,
+		Moments: slices.Clone(res.Moments)}
 	if err == nil {
 		used := engine.MinSafetyMargin(full.LeaseDuration, 2*w.DriftBound)
 		sh.Slack = max(0, (full.SafetyMargin-used)/2)
@@ -41,7 +45,7 @@ func ShapeOf(res *Result) WorldShape {
 }
 
 // MutationOps are the explorer's schedule mutations.
-var MutationOps = []string{"shift", "retarget", "stretch", "stack", "add", "drop", "edge-pause", "toggle"}
+var MutationOps = []string{"shift", "retarget", "stretch", "stack", "add", "drop", "edge-pause", "toggle", "aim-window"}
 
 // toggles are the world overrides the op "toggle" sets, each to one of
 // its values (the empty one: drawn from the seed).
@@ -92,7 +96,7 @@ func Mutate(w WorldSpec, sh WorldShape, r rng) (WorldSpec, string) {
 		sh.Slack = 0 // an earlier mutation set another combination: its slack is unknown here
 	}
 	op := MutationOps[r.IntN(len(MutationOps))]
-	if len(w.Schedule) == 0 && op != "add" && op != "edge-pause" && op != "toggle" {
+	if len(w.Schedule) == 0 && op != "add" && op != "edge-pause" && op != "toggle" && op != "aim-window" {
 		op = "add"
 	}
 	pick := func() int { return r.IntN(len(w.Schedule)) }
@@ -168,6 +172,14 @@ func Mutate(w WorldSpec, sh WorldShape, r rng) (WorldSpec, string) {
 	case "toggle":
 		if w2, how := toggle(w, sh.Faults, r); how != "" {
 			return w2, how
+		}
+	case "aim-window":
+		// a fault of the worker an operation's window waits on, inside
+		// that window of the parent's run (explore_moments.go)
+		if a, how, ok := aimWindow(sh, r, workers, clamp); ok {
+			w.Schedule = append(w.Schedule, a)
+			sortSchedule(w.Schedule)
+			return w, how
 		}
 	case "edge-pause":
 		// a mid-act pause of the holder (or assigner) just inside the

@@ -19,7 +19,7 @@ func (s *simulator) finish() (*Result, error) {
 	recs := s.rec.kept()
 	res := &Result{World: s.w, Schedule: s.fs.schedule, Drawn: s.fs.drawn, Inside: len(s.fs.outside) == 0, Outside: s.fs.outside,
 		TraceHash: s.rec.hash.Sum(), Events: s.events, Records: s.rec.n, VirtualSeconds: s.end.Seconds(),
-		Final: s.tbl.Snapshot().Leases, Replay: ReplayCommand(s.o), Ops: s.opCounts()}
+		Final: s.tbl.Snapshot().Leases, Replay: ReplayCommand(s.o), Ops: s.opCounts(), Moments: s.ops.moments.kept}
 	rep, f := s.rec.checks.Finish(res.Final, true)
 	lin := s.checkLin()
 	res.Lin = lin.result

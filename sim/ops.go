@@ -111,6 +111,9 @@ type opInst struct {
 	receiver string
 	// hit: a fault struck one of its calls since its latest step
 	hit bool
+	// tslot: the worker slot the window since its latest step waits on,
+	// for the explorer's moments (explore_moments.go; -1: none)
+	tslot int
 }
 
 type opCall struct {
@@ -142,6 +145,8 @@ type opState struct {
 
 	counts    [numOpKinds]OpCount
 	nextSweep time.Duration
+	// moments: the windows kept for the explorer (explore_moments.go)
+	moments momentLog
 }
 
 type procKey struct {
@@ -176,7 +181,7 @@ func (s *simulator) opHorizon(k opKind) time.Duration {
 func (s *simulator) newOp(k opKind, key string) *opInst {
 	o := &s.ops
 	o.nextID++
-	in := &opInst{id: o.nextID, kind: k, key: key, proc: -1, at: -1, owner: -1}
+	in := &opInst{id: o.nextID, kind: k, key: key, proc: -1, at: -1, owner: -1, tslot: -1}
 	o.open = append(o.open, in)
 	o.byID[in.id] = in
 	return in
@@ -228,6 +233,7 @@ func (s *simulator) opStep(in *opInst, proc int32, f *inflight) {
 	}
 	if in.at >= 0 {
 		c.Windows++
+		s.noteWindow(in)
 		struck := s.faultedSince(in.proc, in.at) || s.faultedSince(proc, in.at)
 		if struck {
 			c.Struck++
@@ -239,6 +245,7 @@ func (s *simulator) opStep(in *opInst, proc int32, f *inflight) {
 	in.hit = false
 	in.steps++
 	in.proc, in.at = proc, s.now
+	in.tslot = s.windowTarget(in)
 	s.aimAt(in, f)
 }
 
@@ -252,6 +259,7 @@ func (s *simulator) closeOp(in *opInst, complete bool) {
 	o := &s.ops
 	delete(o.byID, in.id)
 	if !complete && in.at >= 0 && in.kind != okSync && in.kind != okAssign {
+		s.noteWindow(in)
 		c := &o.counts[in.kind]
 		if in.steps == 0 {
 			c.Instances++ // a let-go that never wrote

@@ -133,6 +133,9 @@ type Options struct {
 	// targeted faults of the world.
 	pinAim    *AimWorld
 	pinTarget *TargetWorld
+	// moments, set by the explorer, keeps a sample of the operations'
+	// windows in Result.Moments (explore_moments.go).
+	moments bool
 
 	// excerptsOf, set on the re-run that fills in excerpts, are the
 	// violations to show: with it the run keeps only the records their
@@ -423,10 +426,13 @@ type Result struct {
 	Lin LinResult
 	// Ops are the run's operations (see ops.go): per kind, the windows
 	// between their steps and those a fault struck.
-	Ops    []OpCount
-	Trace  []trace.Record
-	Final  []engine.Lease
-	Replay string
+	Ops []OpCount
+	// Moments is a sample of the operations' windows in the chaos phase,
+	// kept only for the explorer's runs (explore_moments.go).
+	Moments []OpMoment
+	Trace   []trace.Record
+	Final   []engine.Lease
+	Replay  string
 }
 
 // OK reports whether the run broke no invariant.

@@ -112,6 +112,7 @@ func run(o Options) (*Result, error) {
 	s.fs.pauseProc = map[uint64]int32{}
 	s.sk.rng = newRNG(o.Seed, streamStrike)
 	s.ops.init()
+	s.ops.moments.on = o.moments
 	s.fs.faultWorker = -1
 	s.rec.init(o, w)
 	s.full, _ = w.engineConfig("probe", 1).Validate()
