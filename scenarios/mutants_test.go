@@ -51,17 +51,8 @@ func TestPropertyMutants(t *testing.T) {
 				t.Cleanup(cleanup)
 				var last failure
 				prop := property("TestProperty", insideSize, m, &last)
-				calls, first := 0, 0
 				tb := &expectFailTB{t: t, name: name}
-				rapid.Check(tb, func(rt *rapid.T) {
-					calls++
-					defer func() {
-						if first == 0 && last.res != nil {
-							first = calls
-						}
-					}()
-					prop(rt)
-				})
+				calls, first := checkCounting(tb, prop, func() bool { return last.res != nil })
 				row := mutants.Row{Name: m, Runner: "property", Property: "missed"}
 				if tb.Failed() && last.res != nil {
 					row.Property, row.PropertyTest, row.PropertyCheck = "caught", "TestProperty", first
@@ -71,17 +62,8 @@ func TestPropertyMutants(t *testing.T) {
 					// then TestPropertySwarm's seeds, with its rapid seed
 					var lastSwarm swarmFailure
 					swarmProp := swarmProperty(m, &lastSwarm)
-					calls, first = 0, 0
 					tb := &expectFailTB{t: t, name: name}
-					rapid.Check(tb, func(rt *rapid.T) {
-						calls++
-						defer func() {
-							if first == 0 && lastSwarm.res != nil {
-								first = calls
-							}
-						}()
-						swarmProp(rt)
-					})
+					calls, first := checkCounting(tb, swarmProp, func() bool { return lastSwarm.res != nil })
 					if tb.Failed() && lastSwarm.res != nil {
 						v := lastSwarm.res.Violations[0]
 						row.Property, row.PropertyTest, row.PropertyCheck = "caught", "TestPropertySwarm", first
@@ -100,4 +82,19 @@ func TestPropertyMutants(t *testing.T) {
 	if err := mutants.Write(*flagMutantsJSON, rows); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// checkCounting runs rapid's check of prop on tb and returns how many
+// checks ran and the first after which failed reported true (0: none).
+func checkCounting(tb *expectFailTB, prop func(*rapid.T), failed func() bool) (calls, first int) {
+	rapid.Check(tb, func(rt *rapid.T) {
+		calls++
+		defer func() {
+			if first == 0 && failed() {
+				first = calls
+			}
+		}()
+		prop(rt)
+	})
+	return calls, first
 }
