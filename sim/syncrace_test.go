@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/shardlease/shardlease/engine"
+	"github.com/shardlease/shardlease/sim/trace"
 )
 
 // TestSyncRaceDraw pins what the combination sync-race draws: a tenth of
@@ -89,15 +90,53 @@ func TestSyncRaceRun(t *testing.T) {
 	if !res.OK() {
 		t.Fatalf("%s: %v", res.Replay, res.Violations)
 	}
-	paused, late, throttled := 0, 0, 0
+	full, err := res.World.engineConfig("probe", 1).Validate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ld := full.LeaseDuration
+	children := map[string]bool{}
 	for _, r := range res.Trace {
+		if r.Kind == trace.KindShardCreated && r.Parent != "" {
+			children[r.Key] = true
+		}
+	}
+	paused, late, throttled := 0, 0, 0
+	for i, r := range res.Trace {
 		switch {
 		case strings.HasPrefix(r.Reason, "sync race: "):
 			paused++
+			// the pause begins on the step that answers the worker's
+			// sync scan (the reply is delivered now), and ends after a
+			// lease duration and before two lease durations after the
+			// scan was sent: past where the round must be abandoned,
+			// short of where the engine gives up on it
+			var scan *trace.Record
+			for j := i - 1; j >= 0; j-- {
+				if q := &res.Trace[j]; q.Kind == trace.KindReply && q.Worker == r.Worker && q.Op == engine.OpListLeases {
+					scan = q
+					break
+				}
+			}
+			var d time.Duration
+			if f := strings.Fields(r.Reason); len(f) > 4 {
+				d, _ = time.ParseDuration(f[4])
+			}
+			switch {
+			case scan == nil:
+				t.Errorf("%q: no sync scan of w%d before it", r.Reason, r.Worker)
+			case scan.T != r.T:
+				t.Errorf("%q at %v: w%d's scan reply came at %v, not on the step it pauses", r.Reason, r.T, r.Worker, scan.T)
+			case d < ld || r.T+d >= scan.Sent+2*ld:
+				t.Errorf("%q at %v: paused %v, want at least a lease duration (%v) and an end before two after the scan's send (%v)", r.Reason, r.T, d, ld, scan.Sent)
+			}
 		case r.Fault == "sync-race-late":
 			late++
 		case r.Fault == "sync-race-throttled":
 			throttled++
+			if r.Op != engine.OpCreateLease || !children[r.Key] {
+				t.Errorf("a torn round throttled %s %s at %v: want only the creates of split children", r.Op, r.Key, r.T)
+			}
 		}
 	}
 	// (seed 4's resumed processes create nothing late: their rounds'
