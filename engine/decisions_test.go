@@ -115,10 +115,23 @@ func TestValidityStartsAtRenewSendTime(t *testing.T) {
 			if len(u.traceOf(TraceLeaseLost, key)) != 0 {
 				t.Fatalf("lost before own-view expiry")
 			}
-			u.runTo(ri + ld)
+			// The next renew, never answered, is in flight at the expiry
+			// (send + LeaseDuration): the holder, not acting, keeps the
+			// lease until that renew's own validity would end, had it
+			// applied.
+			next := u.sentOf(OpUpdateLease, key, ri+1, ri+ld)
+			if len(next) != 1 {
+				t.Fatalf("renews after the first: %v, want one (never answered)", next)
+			}
+			lostAt := next[0].at + ld
+			u.runTo(lostAt - time.Millisecond)
+			if len(u.traceOf(TraceLeaseLost, key)) != 0 || u.w.Acting(key) {
+				t.Fatalf("lost, or acting, at %v, with a renew in flight since %v", u.now, next[0].at)
+			}
+			u.runTo(lostAt)
 			lost := u.traceOf(TraceLeaseLost, key)
-			if len(lost) != 1 || lost[0].Mono != ri+ld {
-				t.Errorf("lease-lost %v, want one at send + LeaseDuration = %v", lost, ri+ld)
+			if len(lost) != 1 || lost[0].Mono != lostAt {
+				t.Errorf("lease-lost %v, want one at the renew in flight's send + LeaseDuration = %v", lost, lostAt)
 			}
 			if len(u.noticesOf(NoticeLeaseLost, key)) != 1 || len(u.w.Held()) != 0 {
 				t.Errorf("processor not told, or lease still held: %v", u.w.Held())
@@ -128,7 +141,8 @@ func TestValidityStartsAtRenewSendTime(t *testing.T) {
 }
 
 // While renewals keep failing, the holder keeps trying, stops acting at the
-// margin and drops the lease at its own view of expiry.
+// margin and drops the lease at its own view of expiry (or, with a renew of
+// unknown outcome in flight, at that renew's).
 func TestStopActingAtMarginThenLoseAtExpiry(t *testing.T) {
 	cases := []struct {
 		name  string
@@ -180,10 +194,22 @@ func TestStopActingAtMarginThenLoseAtExpiry(t *testing.T) {
 			if n := len(u.noticesOf(NoticeRecords, key)); n != 1 {
 				t.Errorf("%d deliveries, want only the first (none after the margin)", n)
 			}
-			u.runTo(ld)
+			// A renew whose outcome is still unknown (never answered, or
+			// timed out with every re-read failing) keeps the lease,
+			// without acting, until its own validity would end had it
+			// applied: its send (ri) + LeaseDuration.
+			lostAt := ld
+			if tc.name == "never_answered" || tc.name == "unknown_then_reread_fails" {
+				lostAt = ri + ld
+				u.runTo(lostAt - time.Millisecond)
+				if len(u.traceOf(TraceLeaseLost, key)) != 0 || u.w.Acting(key) {
+					t.Fatalf("lost, or acting, at %v with the renew sent at %v in flight", u.now, ri)
+				}
+			}
+			u.runTo(lostAt)
 			lost := u.traceOf(TraceLeaseLost, key)
-			if len(lost) != 1 || lost[0].Mono != ld {
-				t.Fatalf("lease-lost %v, want one at %v", lost, ld)
+			if len(lost) != 1 || lost[0].Mono != lostAt {
+				t.Fatalf("lease-lost %v, want one at %v", lost, lostAt)
 			}
 			if len(u.noticesOf(NoticeLeaseLost, key)) != 1 {
 				t.Errorf("processor not told of the loss")
@@ -205,9 +231,9 @@ func TestStopActingAtMarginThenLoseAtExpiry(t *testing.T) {
 			// The old holding writes nothing more (a later scan may take
 			// the row again, which is a take, not a renew).
 			u.hold, u.fault = nil, nil
-			u.runTo(ld + 2*time.Second)
+			u.runTo(lostAt + 2*time.Second)
 			for _, e := range u.traceOf(TraceCallSent, key) {
-				if e.Mono >= ld && e.Reason != "take" {
+				if e.Mono >= lostAt && e.Reason != "take" {
 					t.Errorf("%s sent for the lost lease at %v", e.Reason, e.Mono)
 				}
 			}
@@ -514,8 +540,18 @@ func TestRetriedRenewValidityStartsAtFirstAttempt(t *testing.T) {
 		t.Errorf("acting at %v: the validity was taken from the retry (sent at 6 s), not the first attempt (3 s)", u.now)
 	}
 	u.runTo(takerActs)
+	if u.w.Acting(key) {
+		t.Errorf("acting at %v, when a taker may act", u.now)
+	}
+	// The renew sent after the re-read, never answered, keeps the lease
+	// (not acting) until its own validity would end had it applied.
+	next := u.sentOf(OpUpdateLease, key, 6*time.Second, takerActs)
+	if len(next) < 2 {
+		t.Fatalf("renews from the resolution on: %v, want the retry and a later one", next)
+	}
+	u.runTo(next[len(next)-1].at + ld)
 	if len(u.w.Held()) != 0 {
-		t.Errorf("still holding at %v, when a taker may act", u.now)
+		t.Errorf("still holding at %v, past the renew in flight's own expiry", u.now)
 	}
 }
 

@@ -401,7 +401,7 @@ func TestFanOutLateSubscriptionGivenUp(t *testing.T) {
 	u.hold = func(c Call) bool { return c.Op == OpSubscribe || c.Op == OpUpdateLease && c.Expect.Owner == me }
 	u.tick()
 	sub := u.mustPending(OpSubscribe, key)
-	u.runTo(11 * time.Second) // no renewal applies: the lease expires
+	u.runTo(14 * time.Second) // no renewal applies: the lease expires (the one in flight since 3 s would have lasted to 13 s)
 	if len(u.w.Held()) != 0 {
 		t.Fatal("lease still held")
 	}

@@ -101,6 +101,22 @@ func (w *Worker) validFromOf(sentAt time.Duration) time.Duration {
 	return sentAt
 }
 
+// renewalInFlight reports whether h's write in flight (or being
+// resolved) renews the lease and would still make it valid now if it
+// applied: its validity runs from its own send. Past the validity of the
+// last write known to have applied the worker no longer acts (actUntil),
+// but it keeps the lease until that write's outcome is known: a renewal
+// that applied and whose reply comes after the older validity ran out
+// keeps the lease, where losing it at once would leave the row renewed
+// by a worker that no longer holds it, for others to wait out a whole
+// lease duration (explorer world, seed 7: a failover of 2.23 lease
+// durations).
+func (w *Worker) renewalInFlight(h *holding) bool {
+	wr := h.write
+	return wr != nil && wr.kind != wRelease && wr.kind != wShardEnd &&
+		w.now.Mono < w.validFromOf(wr.sentAt)+w.cfg.LeaseDuration && !w.bug("expiry-drops-renewal-in-flight")
+}
+
 func (w *Worker) isActing(h *holding) bool {
 	now := w.now.Mono
 	return !h.suspect && !h.gone && now >= h.actFrom && now < w.actUntil(h)
@@ -142,7 +158,7 @@ func (w *Worker) tickHolding(h *holding) {
 		return
 	}
 	now := w.now.Mono
-	if now >= w.validUntil(h) {
+	if now >= w.validUntil(h) && !w.renewalInFlight(h) {
 		w.loseLease(h, "expired: no renewal applied within the lease duration")
 		return
 	}
@@ -463,8 +479,13 @@ func (h *holding) wakeTimes(w *Worker, min func(time.Duration)) {
 	if h.write == nil {
 		min(h.validFrom + w.cfg.RenewInterval)
 		min(h.retryWriteAt)
-	} else if h.write.resolving && h.write.id == 0 {
-		min(h.write.retryAt)
+	} else {
+		if h.write.resolving && h.write.id == 0 {
+			min(h.write.retryAt)
+		}
+		if w.renewalInFlight(h) {
+			min(w.validFromOf(h.write.sentAt) + w.cfg.LeaseDuration) // its own expiry, had it applied
+		}
 	}
 	if h.c.waitingForTime() {
 		min(h.c.nextAt)

@@ -58,12 +58,13 @@ var plantedBugs = map[string]string{
 	"write-while-resolving":                   "a holder sends its next write of a lease (a renewal) while the outcome of the last one is still being resolved: two writes expect one version",
 	// Bugs that only a named test sees (TestTestsCatchPlantedBugs runs
 	// that test with the bug planted and requires it to fail).
-	"config-margin-unchecked":       "configuration: a safety margin too small for the drift bound is accepted",
-	"malformed-reported-every-scan": "a malformed row of the table is reported at every scan, not once per key",
-	"unproven-row-ended":            "a row without the stream's identity is taken for the stream's without the listing's proof: rows of another stream that shares the table may be ended or deleted",
-	"goodbye-unsaid":                "a worker that shuts down in assigned mode holding nothing leaves without its leaving row: the assigner counts it a member until its last hello is 1.5 lease durations old, and may give it a lease that nobody takes",
-	"leaving-assigner-listed":       "an assigner that shuts down releases its row with itself still in the member list: its successor inherits it as a live member and may give it the leases it has just released",
-	"every-worker-scans":            "every worker, not only the assigner (and a deputy that has seen it stand still), scans the table every AssignerScanInterval: reads per shard-hour grow with the workers",
+	"config-margin-unchecked":        "configuration: a safety margin too small for the drift bound is accepted",
+	"malformed-reported-every-scan":  "a malformed row of the table is reported at every scan, not once per key",
+	"unproven-row-ended":             "a row without the stream's identity is taken for the stream's without the listing's proof: rows of another stream that shares the table may be ended or deleted",
+	"goodbye-unsaid":                 "a worker that shuts down in assigned mode holding nothing leaves without its leaving row: the assigner counts it a member until its last hello is 1.5 lease durations old, and may give it a lease that nobody takes",
+	"leaving-assigner-listed":        "an assigner that shuts down releases its row with itself still in the member list: its successor inherits it as a live member and may give it the leases it has just released",
+	"every-worker-scans":             "every worker, not only the assigner (and a deputy that has seen it stand still), scans the table every AssignerScanInterval: reads per shard-hour grow with the workers",
+	"expiry-drops-renewal-in-flight": "a holder whose lease reaches its own-view expiry with a renewal in flight gives the lease up at once: if the renewal applied, the row stays renewed by a worker that no longer holds it, and the failover waits a lease duration more",
 	// Bugs of the production driver (Consumer): only the driver simulation
 	// (package sim/driversim) runs it; the simulator drives the core alone.
 	"driver-handoff-unchecked": "driver: the runner hands a batch to the processor without checking the lease's act-until time, so a batch delivered before a pause reaches the processor after the lease has moved",

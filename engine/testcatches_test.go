@@ -27,6 +27,7 @@ var testCatches = []struct{ test, bug string }{
 	{"TestOnlyProvenRowsAreEnded", "unproven-row-ended"},
 	{"TestIdleWorkerShutdownLeavesTheMembers", "goodbye-unsaid"},
 	{"TestLeavingAssignerLeavesTheMemberList", "leaving-assigner-listed"},
+	{"TestLateRenewalKeepsTheLease", "expiry-drops-renewal-in-flight"},
 }
 
 // TestTestsCatchPlantedBugs runs each test of testCatches in a child run
