@@ -262,8 +262,10 @@ var Combos = []Combo{
 		},
 		schedule: assignerLapse,
 	},
-	crashJoin,   // combos_handoff.go
-	joinBalance, // combos_handoff.go
+	crashJoin,    // combos_handoff.go
+	joinBalance,  // combos_handoff.go
+	deposedTake,  // combos_deposed.go
+	stealRelease, // combos_steal.go
 	// sync-race (syncrace.go)
 	{
 		Name: comboSyncRace,

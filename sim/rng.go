@@ -43,6 +43,7 @@ const (
 	// draws from the combination's stream)
 	streamSyncRaceRun uint64 = 121 // the sync races' draws as the run goes (syncrace.go)
 	streamStrike      uint64 = 100 // the strikes at the assigner as the run goes (strike.go)
+	streamStealRun    uint64 = 130 // the strikes of the combination steal-release as the run goes (combos_steal.go)
 )
 
 func splitmix(x uint64) uint64 {

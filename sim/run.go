@@ -53,6 +53,7 @@ type simulator struct {
 	aim  aimState      // aimed faults (aim.go)
 	sr   syncRaceState // sync races (syncrace.go)
 	sk   strikeState   // a strike armed at the assigner (strike.go)
+	stl  stealReleases // the combination steal-release's strikes (combos_steal.go)
 	etcd etcdState     // an etcd world's store (etcd.go, watch.go)
 	// delivered: the processes that delivered records of a lease since
 	// they acquired it (config.go)
@@ -111,6 +112,7 @@ func run(o Options) (*Result, error) {
 	s.bd.rng = newRNG(o.Seed^0xb0da, streamBoundary) // not the stream that drew the world's knobs
 	s.fs.pauseProc = map[uint64]int32{}
 	s.sk.rng = newRNG(o.Seed, streamStrike)
+	s.stl.rng = newRNG(o.Seed, streamStealRun)
 	s.ops.init()
 	s.ops.moments.on = o.moments
 	s.fs.faultWorker = -1

@@ -158,6 +158,7 @@ func (s *simulator) onApply(i int, retry bool) {
 		s.rowWritten(f) // boundary.go
 	}
 	s.strikeApplied(p, f, applied && f.applied == s.now) // strike.go
+	s.stealApplied(p, f, applied && f.applied == s.now)  // combos_steal.go
 	if !retry && len(f.ops) > 0 {
 		s.opDone(p, i, f, applied) // a step of its operations (ops.go)
 	}

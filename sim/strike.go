@@ -31,7 +31,12 @@ import (
 // for Dur, every write of the assigner row it sends is throttled, and the
 // replies of its takes of other rows come just under the call timeout, so
 // that a take may be in flight as its row lapses, while its other calls go
-// through). Each is one of the faults the assumptions allow at any moment
+// through; and, late in the row's life, a pause after a renewal and a cut
+// after a take: strikeRead, strikeTook), or that lapse with only the late
+// replies of its takes (StrikeRowLate: no pause, no cut; in a world whose
+// call timeout is long, the reply of a take sent late in the row's life
+// comes after the row lapsed and its successor reassigned the lease,
+// combos_deposed.go). Each is one of the faults the assumptions allow at any moment
 // (a throttled call, a late reply); the strike only picks the moment.
 
 // ActStrikeAssigner arms a strike at the assigner (see above).
@@ -52,6 +57,7 @@ const (
 	StrikePause   = "pause"
 	StrikeCut     = "cut"
 	StrikeRowFail = "row-fail"
+	StrikeRowLate = "row-late"
 )
 
 // strikeState is the armed strike, if any.
@@ -120,9 +126,13 @@ func (s *simulator) strike(p *proc) {
 		// too (a take that applied is then of unknown outcome until the
 		// link heals)
 		s.act(Action{At: s.now, Kind: ActPartition, Workers: []int{idx}, Target: "table", Dir: "both", Dur: a.Dur})
-	case StrikeRowFail:
+	case StrikeRowFail, StrikeRowLate:
 		s.fault(fmt.Sprintf("strike: w%d's writes of the assigner row throttled for %v, its takes' replies late", idx, a.Dur), engine.AssignerKey)
-		s.sk.rowFail, s.sk.rowFailUntil, s.sk.paused, s.sk.cut, s.sk.renewed = p.id, s.now+a.Dur, false, false, nil
+		// row-late: neither the pause after a late renewal (strikeRead)
+		// nor the cut after a take (strikeTook): the take's late reply
+		// itself comes after the row lapsed
+		late := a.Dir == StrikeRowLate
+		s.sk.rowFail, s.sk.rowFailUntil, s.sk.paused, s.sk.cut, s.sk.renewed = p.id, s.now+a.Dur, late, late, nil
 	}
 }
 
