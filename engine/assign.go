@@ -18,8 +18,12 @@ import (
 // the version it saw:
 //   - assignments: an expired lease (seen standing still for
 //     LeaseDuration: its holder's own view has expired), an unowned one, or
-//     one assigned to a worker that did not take it within LeaseDuration,
-//     becomes unowned with Pending naming the worker that is to take it;
+//     one this assigner assigned to a worker that has not taken it within
+//     a few of that worker's polls (untakenWait: three PendingPollIntervals,
+//     doubling for a lease or a receiver that let one stand before, at most
+//     LeaseDuration; a lease a holder released to a receiver waits
+//     LeaseDuration), becomes unowned with Pending naming the worker that
+//     is to take it;
 //   - handoff requests, for balance: the owner stays, HandoffTo names the
 //     receiver and Pending the owner, which finishes its in-flight batch,
 //     lets its processor checkpoint (ShutdownRequested), and releases the

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"slices"
 	"strings"
 	"time"
@@ -48,6 +49,25 @@ type assigner struct {
 	// leaveLoads are the members' loads as this assigner's releases for
 	// its own shutdown leave them (releaseTo)
 	leaveLoads map[string]float64
+	// untaken: lease key -> how many times in a row this assigner gave
+	// the lease to another member because its receiver did not take it
+	// (see untakenWait); cleared when a scan shows the lease owned.
+	// stalled: member -> when this assigner last gave away an assignment
+	// that member did not take: it is given nothing until the assigner
+	// sees it alive again (see stalledMember).
+	untaken map[string]int
+	stalled map[string]time.Duration
+	// slow: member -> how many of this assigner's assignments it let
+	// stand untaken (see untakenWait); dropped when it leaves the members
+	slow map[string]int
+	// mine: lease key -> the version (Counter) of the assignment this
+	// assigner wrote last, until a scan shows the lease owned
+	mine map[string]int64
+	// untakenAt is when the next assignment seen here becomes due to be
+	// given away (0: none); untakenReads are the rows read for it
+	// (readUntaken), by key, until their replies come
+	untakenAt    time.Duration
+	untakenReads map[string]bool
 }
 
 // expiredFor returns how long a lease must have stood still in the
@@ -71,6 +91,64 @@ func (w *Worker) expiryWait() time.Duration {
 	return w.cfg.LeaseDuration
 }
 
+// untakenWait returns how long an assignment this assigner wrote (an
+// unowned row whose Pending names a member: o) must have stood still in
+// its view before it gives the lease to another member: a few of the
+// receiver's polls, not a lease duration. A live receiver learns of the
+// assignment within the pending index's lag and one poll
+// (PendingPollInterval, jittered by up to a tenth), then reads the row
+// strongly consistently and takes it: three poll intervals allow a poll
+// interval for the index's lag (DynamoDB's global secondary indexes lag
+// their table by well under a second; a default poll interval is
+// LeaseDuration/8), a jittered poll and the round trips of the read and
+// the take. The assigner reads the row when the wait is over (readUntaken)
+// rather than waiting for its next scan.
+//
+// A receiver that is live but slow (an index that lags more than a poll
+// interval, throttled reads) must not lose its assignments again and
+// again: the wait doubles for each time in a row the same lease was given
+// away untaken (assigner.untaken), and for each assignment the same
+// receiver let stand before (assigner.slow), and is never more than
+// LeaseDuration, the wait of old. So a slow receiver loses at most a few
+// assignments before it has the old wait, and a lease whose receivers are
+// all slow goes back to the old pace instead of moving at every poll.
+//
+// Safety does not depend on this wait: the row is unowned and every write
+// is conditioned on its version, so the first receiver's late take fails
+// its condition once the reassignment applied (and the reassignment fails
+// its own if the take applied first); and the reassignment keeps the row's
+// HandoffFrom, so a receiver of a lease released before its thief acted
+// still waits a lease duration from its own first read of the row before
+// it acts (see onConfirm). The planted bug untaken-waits-lease restores
+// the old wait of a lease duration.
+func (w *Worker) untakenWait(o *observation) time.Duration {
+	d := w.cfg.LeaseDuration
+	if w.bug("untaken-waits-lease") {
+		return d
+	}
+	wait := 3 * w.cfg.PendingPollInterval
+	n := 0
+	if a := w.asg.as; a != nil {
+		n = a.untaken[o.row.Key] + a.slow[o.row.Pending]
+	}
+	for i := n; i > 0 && wait < d; i-- {
+		wait *= 2
+	}
+	return min(wait, d)
+}
+
+// stalledMember reports whether member m let an assignment of this
+// assigner stand untaken and has shown no sign of life since: no new
+// version of a row it holds and no hello. Such a member (cut off from the
+// table, or dead and not yet out of the member list) is given no lease,
+// so its other assignments do not wait for it too; a live member shows
+// itself again at its next renewal (every RenewInterval) or hello (every
+// lease duration while it holds nothing), and is then given leases again.
+func (a *assigner) stalledMember(m string) bool {
+	t, ok := a.stalled[m]
+	return ok && a.live[m] <= t && a.hellos[m] <= t
+}
+
 // MoveQuiet is how long the assigner leaves a lease where it moved it
 // (unless its holder dies, or the fleet changes): a steady fleet never
 // moves a lease twice in that time.
@@ -86,7 +164,8 @@ type move struct {
 func newAssigner(now time.Duration, members []string) *assigner {
 	a := &assigner{since: now, live: map[string]time.Duration{}, hellos: map[string]time.Duration{}, leaving: map[string]time.Duration{},
 		helloWriters: map[string]string{}, writers: map[string]string{}, moved: map[string]move{},
-		requests: map[string]time.Duration{}, requestFrom: map[string]string{}, confirming: map[string]bool{}}
+		requests: map[string]time.Duration{}, requestFrom: map[string]string{}, confirming: map[string]bool{},
+		untaken: map[string]int{}, stalled: map[string]time.Duration{}, slow: map[string]int{}, mine: map[string]int64{}, untakenReads: map[string]bool{}}
 	for _, m := range members {
 		a.live[m] = now // inherited: alive until shown otherwise
 	}
@@ -212,6 +291,10 @@ func (w *Worker) advanceAssigner() {
 		w.call(Call{Op: OpListPending, Key: AssignerPending}, pendingCall{purpose: forAssignerPoll})
 	}
 	w.readAssignerNotified()
+	if a.untakenAt > 0 && now >= a.untakenAt {
+		a.untakenAt = 0
+		w.readUntaken()
+	}
 	if a.expiry > 0 && now >= a.expiry && !w.bug("expiry-at-scans-only") {
 		// A lease expires now in this worker's view: assign it at once,
 		// from what the last scan showed (the write is conditioned on that
@@ -249,10 +332,12 @@ func (w *Worker) assignExpired() {
 }
 
 // noteExpiry sets the assigner's next wake-up for an expiry: the earliest
-// time an observed lease of another worker expires in its view.
+// time an observed lease of another worker expires in its view; and for
+// an assignment its receiver has not taken (see untakenDue).
 func (w *Worker) noteExpiry() {
 	a := w.asg.as
 	a.expiry = 0
+	a.untakenAt = 0
 	for _, rs := range w.rows.all {
 		if rs == nil || !rs.observed {
 			continue
@@ -261,7 +346,139 @@ func (w *Worker) noteExpiry() {
 			if t := o.seenAt + w.expiredFor(); t > w.now.Mono && (a.expiry == 0 || t < a.expiry) {
 				a.expiry = t
 			}
+		} else if t, ok := w.untakenDue(o); ok && t > w.now.Mono {
+			a.noteUntaken(t)
 		}
+	}
+}
+
+// untakenDue returns when the assignment o shows (an unowned row whose
+// Pending names a worker) is due to be given to another member if its
+// receiver has not taken it: untakenFor after this worker saw it.
+func (w *Worker) untakenDue(o *observation) (time.Duration, bool) {
+	if !o.ok || o.row.Owner != "" || o.row.Pending == "" || o.row.Pending == AssignerPending || o.row.Checkpoint.IsShardEnd() {
+		return 0, false
+	}
+	return o.seenAt + w.untakenFor(o), true
+}
+
+// untakenFor returns how long the assignment o must stand still in this
+// worker's view before it goes to another member: untakenWait for an
+// assignment this assigner wrote (ownAssignment), a lease duration (the
+// wait of old) for one it did not: a lease a holder (this worker too)
+// released to the receiver of a handoff or of its shutdown (a planned
+// move: that receiver was chosen a moment before, as a live member under
+// its fair share), or that an earlier assigner assigned.
+func (w *Worker) untakenFor(o *observation) time.Duration {
+	if !w.ownAssignment(o) {
+		return w.cfg.LeaseDuration
+	}
+	return w.untakenWait(o)
+}
+
+// ownAssignment reports whether o's version is an assignment this
+// assigner wrote (assigner.mine).
+func (w *Worker) ownAssignment(o *observation) bool {
+	a := w.asg.as
+	if a == nil {
+		return false
+	}
+	c, ok := a.mine[o.row.Key]
+	return ok && c == o.row.Counter
+}
+
+// noteUntaken makes t, when an assignment becomes due, a wake-up.
+func (a *assigner) noteUntaken(t time.Duration) {
+	if a.untakenAt == 0 || t < a.untakenAt {
+		a.untakenAt = t
+	}
+}
+
+// readUntaken reads, strongly consistently, every assignment that is due
+// (untakenDue) since the assigner's last scan, rather than waiting for
+// its next scan to show it: the reply (onUntakenRead) gives it to
+// another member if it still stands.
+func (w *Worker) readUntaken() {
+	a := w.asg.as
+	now := w.now.Mono
+	for _, rs := range w.rows.all {
+		if rs == nil || !rs.observed || rs.write != nil || rs.held != nil {
+			continue
+		}
+		o := &rs.obs
+		t, ok := w.untakenDue(o)
+		if !ok {
+			continue
+		}
+		if t > now && !(w.ownAssignment(o) && w.stalled(o.row.Pending)) {
+			a.noteUntaken(t)
+			continue
+		}
+		if key := o.row.Key; !a.untakenReads[key] && !w.foreign(o) {
+			a.untakenReads[key] = true
+			w.call(Call{Op: OpGetLease, Key: key}, pendingCall{purpose: forUntakenRead, key: key})
+		}
+	}
+}
+
+// onUntakenRead acts on the read of an assignment that was due
+// (readUntaken): one that still stands, unchanged for untakenFor in this
+// worker's view, goes to another member, as at a scan (assignFrom).
+func (w *Worker) onUntakenRead(key string, r *Result) {
+	a := w.asg.as
+	if a == nil {
+		return
+	}
+	delete(a.untakenReads, key)
+	if r.Err != nil || !w.isAssigner() || w.shutdown {
+		return
+	}
+	o := w.observeRow(r.Lease)
+	rs := w.rows.get(key)
+	row := &o.row
+	if !o.ok || w.foreign(o) || w.gated(o) || rs.write != nil || rs.held != nil || row.Owner != "" ||
+		row.Pending == "" || row.Pending == AssignerPending || row.Checkpoint.IsShardEnd() || !w.untakenGone(o) {
+		return
+	}
+	members := a.members(w)
+	if !slices.Contains(members, row.Pending) {
+		w.assignTo(o, w.leastLoaded(w.loads(), "", members), "unowned")
+		return
+	}
+	w.giveUpOn(o)
+	w.assignTo(o, w.leastLoaded(w.loads(), w.notAgain(row.Pending), members), "not taken by "+row.Pending)
+}
+
+// notAgain is whom an assignment that m did not take is not given to
+// again: m, unless m is this worker, the assigner (a lease assigned to it
+// before it became the assigner), which may take it itself.
+func (w *Worker) notAgain(m string) string {
+	if m == w.cfg.Owner {
+		return ""
+	}
+	return m
+}
+
+// untakenGone reports whether the assignment o (see untakenDue) is to be
+// given to another member: it has stood still for untakenFor in this
+// worker's view, or its receiver is stalled (it let another assignment
+// stand that long and has shown no sign of life since), so that the
+// leases assigned to a worker that is cut off or dead do not each wait
+// for it in turn.
+func (w *Worker) untakenGone(o *observation) bool {
+	return w.now.Mono-o.seenAt >= w.untakenFor(o) || w.ownAssignment(o) && w.stalled(o.row.Pending)
+}
+
+// giveUpOn notes that the assignment o goes to another member untaken:
+// the lease's next assignment waits longer (untakenWait), its receiver is
+// stalled (it is given nothing until it shows itself alive), and its
+// other assignments are read at once (readUntaken) to be given away too.
+func (w *Worker) giveUpOn(o *observation) {
+	a := w.asg.as
+	a.untaken[o.row.Key]++
+	if o.row.Pending != w.cfg.Owner && !w.stalled(o.row.Pending) {
+		a.stalled[o.row.Pending] = w.now.Mono
+		a.noteUntaken(w.now.Mono)
 	}
 }
 
@@ -280,6 +497,9 @@ func (w *Worker) wakeAssigner(min func(time.Duration)) {
 	}
 	if w.asg.as.expiry > 0 {
 		min(w.asg.as.expiry)
+	}
+	if w.asg.as.untakenAt > 0 {
+		min(w.asg.as.untakenAt)
 	}
 }
 
@@ -383,8 +603,15 @@ func (w *Worker) assignFrom(rows []*rowState) {
 		if o.row.Owner != "" && o.row.Writer != "" {
 			a.writers[o.row.Writer] = o.row.Owner
 		}
-		if o.row.Owner != "" && now-o.seenAt < d {
+		// (the rows of the previous assigner's process show nothing of
+		// it: its row expired, it renews nothing, and this worker may
+		// first see their last versions well after they were written)
+		if o.row.Owner != "" && now-o.seenAt < d && !(o.row.Owner == a.previous && o.row.Writer == a.previousWriter && a.previousWriter != "") {
 			a.live[o.row.Owner] = max(a.live[o.row.Owner], o.seenAt)
+		}
+		if o.row.Owner != "" && len(a.untaken)+len(a.mine) > 0 {
+			delete(a.untaken, o.row.Key) // taken: its next assignment waits untakenWait afresh
+			delete(a.mine, o.row.Key)
 		}
 		a.released(w, o.row)
 	}
@@ -392,10 +619,15 @@ func (w *Worker) assignFrom(rows []*rowState) {
 	if !slices.Equal(members, a.lastMembers) {
 		a.epoch++
 		a.lastMembers = members
+		for m := range a.slow {
+			if !slices.Contains(members, m) {
+				delete(a.slow, m) // a worker that comes back starts afresh
+			}
+		}
 	}
 	loads := w.loads()
 	var free []*observation
-	var why []string
+	var why, not []string
 	for _, rs := range rows {
 		if !rs.observed {
 			continue
@@ -409,15 +641,18 @@ func (w *Worker) assignFrom(rows []*rowState) {
 		case w.gated(o):
 		case row.Owner == "":
 			if row.Pending == "" || row.Pending == AssignerPending || !slices.Contains(members, row.Pending) {
-				free, why = append(free, o), append(why, "unowned")
-			} else if now-o.seenAt >= d {
-				free, why = append(free, o), append(why, "not taken by "+row.Pending)
+				free, why, not = append(free, o), append(why, "unowned"), append(not, "")
+			} else if w.untakenGone(o) {
+				// its receiver did not take it within a few of its polls:
+				// another member takes it (never the same one again)
+				free, why, not = append(free, o), append(why, "not taken by "+row.Pending), append(not, w.notAgain(row.Pending))
+				w.giveUpOn(o)
 			}
 		case row.Owner == a.previous && (row.Writer == a.previousWriter || w.bug("previous-assigner-any-writer")) && a.previousWriter != "" && o.seenAt <= a.firstScan && !w.bug("previous-assigner-leases-wait"):
 			// The previous assigner's leases: dropped when its row expired.
-			free, why = append(free, o), append(why, "held by the previous assigner")
+			free, why, not = append(free, o), append(why, "held by the previous assigner"), append(not, "")
 		case now-o.seenAt >= w.expiredFor():
-			free, why = append(free, o), append(why, "expired")
+			free, why, not = append(free, o), append(why, "expired"), append(not, "")
 		case row.HandoffTo != "":
 			if at, ok := a.requests[row.Key]; ok && now-at >= 2*d && o.seenAt > at {
 				w.cancelHandoff(o) // the owner renews but does not hand over
@@ -425,7 +660,7 @@ func (w *Worker) assignFrom(rows []*rowState) {
 		}
 	}
 	for i, o := range free {
-		to := w.leastLoaded(loads, o.row.Owner, members)
+		to := w.leastLoaded(loads, cmp.Or(not[i], o.row.Owner), members)
 		w.assignTo(o, to, why[i])
 		loads[to] += w.weight(o.row)
 	}
@@ -450,6 +685,11 @@ func (w *Worker) assignTo(o *observation, to, why string) {
 	// Handed out anew (its holder died, or let it go): its place is
 	// not a balance move of the fleet as it is, so it may move again.
 	delete(w.asg.as.moved, o.row.Key)
+	if o.row.Owner != "" {
+		// taken since it was last given away untaken: its next
+		// assignment waits untakenWait afresh
+		delete(w.asg.as.untaken, o.row.Key)
+	}
 	if to == w.cfg.Owner {
 		actFrom := w.now.Mono
 		if o.row.Owner == "" && o.row.HandoffFrom != "" {
@@ -467,7 +707,11 @@ func (w *Worker) assignTo(o *observation, to, why string) {
 	}
 	row.Counter++
 	row.Pending, row.HandoffTo = to, ""
-	w.sendAssign(&write{kind: wAssign, key: row.Key, expect: ExpectOf(o.row), row: row, previous: prev, reason: "to " + to + ": " + why})
+	giveUp, _ := strings.CutPrefix(why, "not taken by ")
+	if giveUp == why {
+		giveUp = ""
+	}
+	w.sendAssign(&write{kind: wAssign, key: row.Key, expect: ExpectOf(o.row), row: row, previous: prev, reason: "to " + to + ": " + why, giveUp: giveUp})
 }
 
 // sendAssign sends one of the assigner's writes on a row it does not hold.
@@ -492,6 +736,17 @@ func (w *Worker) assignedApplied(wr *write) {
 	o := w.observeRow(wr.row)
 	if wr.keepsAge && o.row.Counter == wr.row.Counter && o.row.Owner == wr.row.Owner && wr.stillSince < o.seenAt && !w.bug("handoff-request-resets-age") {
 		o.seenAt = wr.stillSince
+	}
+	if a := w.asg.as; a != nil {
+		if wr.giveUp != "" {
+			a.slow[wr.giveUp]++ // it let this assignment stand: its next ones wait longer
+		}
+		if o.row.Owner == "" && o.row.Counter == wr.row.Counter {
+			a.mine[wr.key] = wr.row.Counter
+		}
+		if t, ok := w.untakenDue(o); ok {
+			a.noteUntaken(t)
+		}
 	}
 	w.emit(TraceEvent{Kind: TraceAssigned, Key: wr.key, Shard: w.refOf(wr.key), Counter: wr.row.Counter, Previous: wr.previous, Reason: wr.reason})
 }

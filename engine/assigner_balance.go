@@ -58,17 +58,33 @@ func (w *Worker) weight(row Lease) float64 {
 // leastLoaded returns the member with the smallest load (ties: the
 // smallest owner id), other than not (the lease's previous owner) unless
 // not is this worker and no other member is left.
+//
+// A stalled member (see assigner.stalledMember) is chosen only when no
+// other is left: an assignment that would otherwise wait for nobody may
+// as well wait for it.
 func (w *Worker) leastLoaded(loads map[string]float64, not string, members []string) string {
 	best := ""
-	for _, m := range members {
-		if m != not && !w.full(m) && (best == "" || loads[m] < loads[best]) {
-			best = m
+	for _, stalledToo := range []bool{false, true} {
+		for _, m := range members {
+			if m != not && !w.full(m) && (stalledToo || !w.stalled(m)) && (best == "" || loads[m] < loads[best]) {
+				best = m
+			}
+		}
+		if best != "" || w.asg.as == nil || len(w.asg.as.stalled) == 0 {
+			break
 		}
 	}
 	if best == "" && not == w.cfg.Owner {
 		return not
 	}
 	return best
+}
+
+// stalled reports whether member m let an assignment stand untaken and
+// has not shown itself alive since (see assigner.stalledMember).
+func (w *Worker) stalled(m string) bool {
+	a := w.asg.as
+	return a != nil && len(a.stalled) > 0 && a.stalledMember(m)
 }
 
 // full reports whether member m holds MaxLeasesForWorker leases (the

@@ -25,6 +25,7 @@ var plantedBugs = map[string]string{
 	"assigner-takes-over-at-once": "a deputy takes the assigner row over as soon as it reads it, without waiting for it to expire: two assigners act at once, and the new one reassigns the old one's leases while it still acts on them",
 	"handoff-before-release":      "the assigner moves a lease for balance by assigning it to the receiver at once, not by asking its holder to hand it over: the receiver acts before the holder let go",
 	"assigner-early-expiry":       "the assigner takes a lease for expired after half a lease duration standing still, before its holder's own view has expired",
+	"untaken-waits-lease":         "the assigner gives an assignment its receiver did not take to another member only once it has stood still for a lease duration, not a few of the receiver's polls: a failover whose first receiver is cut off or dead waits a lease duration more",
 	// issue 17: a planted bug for every claim
 	"resume-waits":                            "a worker restarted under the same owner id waits a lease duration before it acts on the leases it resumes, as if they were another owner's",
 	"assigner-scans-slowly":                   "the assigner scans the table every take interval (a lease duration), not every AssignerScanInterval: it sees a dead holder's last renewal late, and the failover takes longer",

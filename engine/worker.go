@@ -117,6 +117,7 @@ const (
 	forMonitor
 	forAssignerPoll
 	forAssignerConfirm
+	forUntakenRead
 )
 
 // NewWorker returns a worker for cfg, or an error naming every broken
@@ -329,6 +330,8 @@ func (w *Worker) onResult(r *Result) {
 		w.onAssignerPoll(r)
 	case forAssignerConfirm:
 		w.onAssignerConfirm(pc.key, r)
+	case forUntakenRead:
+		w.onUntakenRead(pc.key, r)
 	default:
 		w.onFanOutResult(pc, r)
 	}

@@ -58,6 +58,9 @@ type write struct {
 	// version the write replaces (see assignedApplied)
 	stillSince time.Duration
 	keepsAge   bool
+	// assign: the receiver of the assignment this one gives away untaken
+	// (see giveUpOn), if any
+	giveUp string
 	// take: sent under the writer of an assigner row this worker has
 	// lost since (bound to that row: see loseLease)
 	deposed bool

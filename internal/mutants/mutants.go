@@ -201,6 +201,7 @@ var Classes = map[string]string{
 	"engine:poll-every-lease-duration":               "7 latency: failover",
 	"engine:handoff-request-resets-age":              "7 latency: failover",
 	"engine:previous-assigner-leases-wait":           "7 latency: failover",
+	"engine:untaken-waits-lease":                     "7 latency: failover",
 	"engine:observation-reset-on-reread":             "7 latency: failover",
 	"engine:deputies-read-slowly":                    "7 latency: assigner takeover",
 	"engine:receiver-waits-out-holder":               "7 latency: planned move",

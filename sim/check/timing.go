@@ -83,6 +83,33 @@ func (tm *Timing) settle() time.Duration {
 		tm.jit(tm.PendingPollInterval) + tm.IndexLag + time.Second
 }
 
+// untakenWait is the longest true time the assigner lets an assignment
+// it wrote, which its receiver has not taken, stand before it gives the
+// lease to another member (engine: untakenWait, for a lease not given
+// away untaken since it was last taken): three poll intervals on its own
+// clock, doubled for each of the earlier assignments (slow) that the
+// same receiver let stand, never more than the lease duration.
+func (tm *Timing) untakenWait(slow int) time.Duration {
+	w := 3 * tm.PendingPollInterval
+	for ; slow > 0 && w < tm.LeaseDuration; slow-- {
+		w *= 2
+	}
+	return tm.wait(min(w, tm.LeaseDuration))
+}
+
+// slowCount counts the assignments that the assigner process p, in its
+// holding of the assigner row since from, gave to another member because
+// their receiver to had not taken them, whose trace came before t.
+func (p *tproc) slowCount(to string, from, t time.Duration) int {
+	n := 0
+	for _, g := range p.gaveUp {
+		if g.from == to && g.t >= from && g.t < t {
+			n++
+		}
+	}
+	return n
+}
+
 // interval is a stretch of true time.
 type interval struct{ from, to time.Duration }
 
@@ -117,6 +144,9 @@ type tproc struct {
 	scanned    bool
 	// down: when its graceful shutdown began (0: never); see lastChance
 	down time.Duration
+	// gaveUp: its latest assignments, as the assigner, of leases whose
+	// receiver had not taken them (the latest 64)
+	gaveUp []gaveUp
 }
 
 type rttBucket struct {
@@ -215,14 +245,27 @@ type tkey struct {
 	marked, acqMarked bool
 	actingProc        int32
 	actingT           time.Duration
+	// lostProc lost the lease (in its own view: LeaseLost) at lostAt,
+	// the latest loss of the key (lostProc -1: none)
+	lostProc int32
+	lostAt   time.Duration
 }
 
 // assignRec is an assignment of a key: it applied at t, written by
 // process by, naming to (once the assigner's trace said so; "" before).
 type assignRec struct {
-	t  time.Duration
-	by int32
-	to string
+	t   time.Duration
+	by  int32
+	to  string
+	why string // what the assigner's trace gave as its reason ("expired", "not taken by w3", ...)
+}
+
+// gaveUp is an assignment that the assigner gave to another member
+// because its receiver had not taken it (its trace's reason "not taken
+// by" from): the engine's wait for that receiver's next ones doubles.
+type gaveUp struct {
+	t    time.Duration
+	from string
 }
 
 type conflict struct {
@@ -329,7 +372,7 @@ func (c *timingChecker) fleetChanges(from, to time.Duration, except int32) int {
 
 func (c *timingChecker) key(ks *keyState) *tkey {
 	if ks.tk == nil {
-		ks.tk = &tkey{acqProc: -1, handing: -1, actingProc: -1}
+		ks.tk = &tkey{acqProc: -1, handing: -1, actingProc: -1, lostProc: -1}
 	}
 	return ks.tk
 }
@@ -496,8 +539,12 @@ func (c *timingChecker) observe(r *trace.Record) {
 			c.asgEnd(r.Proc, r.T)
 			return
 		}
-		if tk := c.key(c.keys.get(r.Key)); tk.handing == r.Proc {
+		tk := c.key(c.keys.get(r.Key))
+		if tk.handing == r.Proc {
 			tk.handing = -1
+		}
+		if r.Kind == trace.LeaseLost {
+			tk.lostProc, tk.lostAt = r.Proc, r.T
 		}
 	case trace.Acting:
 		if r.Key != "" && !engine.IsReserved(r.Key) {
@@ -516,13 +563,21 @@ func (c *timingChecker) observe(r *trace.Record) {
 		if !ok {
 			return
 		}
-		to, _, _ = strings.Cut(to, ":")
+		to, why, _ := strings.Cut(to, ":")
+		why = strings.TrimSpace(why)
 		tk := c.key(c.keys.get(r.Key))
 		for i := len(tk.assigns) - 1; i >= 0; i-- {
 			if x := &tk.assigns[i]; x.by == r.Proc && x.to == "" {
-				x.to = to
+				x.to, x.why = to, why
 				break
 			}
+		}
+		if from, ok := strings.CutPrefix(why, "not taken by "); ok {
+			p := c.proc(r.Proc)
+			if len(p.gaveUp) >= 64 {
+				p.gaveUp = append(p.gaveUp[:0], p.gaveUp[1:]...)
+			}
+			p.gaveUp = append(p.gaveUp, gaveUp{t: r.T, from: from})
 		}
 	}
 }
@@ -814,27 +869,98 @@ func (tk *tkey) assignment(from, to time.Duration) (assignRec, int) {
 	return last, n
 }
 
+// assignedElsewhere reports whether an assignment of the key that
+// applied in (from, to] named a worker other than owner (or none yet).
+func (tk *tkey) assignedElsewhere(from, to time.Duration, owner string) bool {
+	for _, x := range tk.assigns {
+		if x.t > from && x.t <= to && x.to != owner {
+			return true
+		}
+	}
+	return false
+}
+
+// firstAssignment returns the earliest assignment of the key that applied
+// in (from, to].
+func (tk *tkey) firstAssignment(from, to time.Duration) assignRec {
+	for _, x := range tk.assigns {
+		if x.t > from && x.t <= to {
+			return x
+		}
+	}
+	return assignRec{}
+}
+
 func (c *timingChecker) failover(a, b *Tenure, tk *tkey, gap time.Duration, B *tproc) {
 	tm := c.tm
 	from, to := a.Idle(), b.Start
 	// The lease duration runs from the row's last change, which the old
 	// owner's last write makes when it applies: a write in flight at its
 	// last act that lands late (a clogged or slow link) starts it then.
-	late := c.lateApply(tk, a.Proc, max(from, a.EndT), from, to) - from
+	// A holder that stopped acting (its safety margin) still holds the
+	// lease until its own view of expiry, and may renew until then: a
+	// renewal it sent in that margin that applies restarts every taker's
+	// timing as well (swarm seed 91 of h-untaken: a renewal sent 0.4 s
+	// after it stopped acting, 1 ms before it lost the lease).
+	sentBy := max(from, a.EndT)
+	if a.EndedBy == trace.StoppedActing && tk.lostProc == a.Proc && tk.lostAt > sentBy && tk.lostAt <= to {
+		sentBy = tk.lostAt
+	}
+	late := c.lateApply(tk, a.Proc, sentBy, from, to) - from
 	var bound time.Duration
 	var how string
 	restarted := false // the assignee's process stopped; its restart took the lease
+	// an assignment the first receiver did not take (see below): when the
+	// two assignments applied, to whom the first went, and the bound of
+	// the time between them (0: none)
+	var firstAt, secondAt, untakenBound time.Duration
+	var firstTo string
 	switch tk.acqReason {
 	case "assigned":
 		asg, n := tk.assignment(from, tk.acqT)
 		direct := n == 0 // the assigner took it itself
+		// untaken: the lease was assigned twice by one holding of the
+		// assigner row, first (as expired, or its old assigner's) to a
+		// worker that never took it, then to the new owner. The assigner
+		// gives an assignment it wrote away once it has stood still for a
+		// few of its receiver's polls (Timing.untakenWait), not a lease
+		// duration: the bound is the first assignment's plus that wait and
+		// the round trips of the assigner's reply to the first assignment,
+		// its read of the row and its second assignment.
+		// Nothing else in the bound stands for the first receiver: before,
+		// such failovers were not checked at all (the assigner waited a
+		// lease duration, or until the receiver left the member list).
+		var untaken time.Duration
+		second := asg
 		switch {
 		case direct:
 			asg = assignRec{t: tk.acqT, by: b.Proc, to: b.Owner}
+		case n == 2:
+			first := tk.firstAssignment(from, tk.acqT)
+			// (a lease its old owner released went to a receiver of its
+			// choosing, which did not take it: the first assignment is
+			// then already one of a lease given away untaken, whose
+			// next waits twice as long)
+			if a.Graceful || first.by != second.by || first.to == "" || first.to == b.Owner || second.to != b.Owner ||
+				(first.why != "expired" && first.why != "held by the previous assigner") {
+				return // the first one handed out a lease that was not held (its wait is not the first)
+			}
+			held, ok := c.asgHeld(first.by, first.t, second.t)
+			if !ok {
+				return // the assigner changed between the two
+			}
+			G := c.proc(first.by)
+			if len(G.gaveUp) >= 64 {
+				return // too many to tell how long its wait for this receiver was
+			}
+			asg = first
+			untaken = tm.untakenWait(G.slowCount(first.to, held.from, second.t)) + 3*G.maxRTT(from, to)
+			firstAt, secondAt, firstTo = first.t, second.t, first.to
+			untakenBound = untaken + timingSlack
 		case n != 1 || (asg.to != "" && asg.to != b.Owner):
-			return // assigned twice (the first assignee never took it)
+			return // assigned more times, or to another worker that never took it
 		}
-		if restarted = !direct && c.assigneeRestarted(asg, B); restarted && tm.FanOut {
+		if restarted = !direct && c.assigneeRestarted(second, B); restarted && tm.FanOut {
 			return // a restart registers its consumer first (as "resumed")
 		}
 		G := c.proc(asg.by)
@@ -865,6 +991,10 @@ func (c *timingChecker) failover(a, b *Tenure, tk *tkey, gap time.Duration, B *t
 				// assigned at the assigner's next scan, not at its expiry
 				bound += tm.jit(tm.AssignerScanInterval)
 				how += ", and one more scan interval (the assigner's own lease is reassigned at its next scan)"
+			}
+			if untaken > 0 {
+				bound += untaken
+				how += ", and the wait for an assignment its receiver did not take (three poll intervals) with the round trips of the assigner's read and second assignment"
 			}
 			break
 		}
@@ -897,6 +1027,10 @@ func (c *timingChecker) failover(a, b *Tenure, tk *tkey, gap time.Duration, B *t
 		bound = (max(began.from, from+late) - from) + wait + rest
 		// the lease's last version may have come after the takeover
 		bound = max(bound, late+tm.jit(tm.AssignerScanInterval)+tm.wait(tm.LeaseDuration)+rest)
+		if untaken > 0 {
+			bound += untaken
+			how += ", and the wait for an assignment its receiver did not take (three poll intervals) with the round trips of the assigner's read and second assignment"
+		}
 	case "expired", "stolen":
 		if !c.pathClean(tk, from, to, a.Proc, B) {
 			return
@@ -953,6 +1087,21 @@ func (c *timingChecker) failover(a, b *Tenure, tk *tkey, gap time.Duration, B *t
 	}
 	bound += timingSlack
 	c.bounded[0]++
+	if untakenBound > 0 {
+		// the assignment the first receiver did not take stood no longer
+		// than the wait for it and the round trips after it: the part of
+		// the failover the receiver's lease duration used to stand for,
+		// checked by itself (the rest of the bound is loose by a scan's
+		// phase, which would hide a wait longer than it)
+		c.bounded[0]++
+		if stood := secondAt - firstAt; stood > untakenBound {
+			c.out = append(c.out, Violation{Invariant: T1, Key: b.Key, Workers: []string{b.who(), a.who()}, From: firstAt, To: secondAt,
+				Seqs: []uint64{a.LastSeq, b.FirstSeq},
+				Detail: "an assignment to " + firstTo + " that it did not take stood " + stood.String() + " (" + ratioD(stood, tm.LeaseDuration) + ") before the assigner gave the lease to " + b.Owner +
+					", beyond its bound " + untakenBound.String() + " (three poll intervals and the round trips of the assigner's reply, read and second assignment)"})
+			return
+		}
+	}
 	if gap > bound {
 		c.out = append(c.out, Violation{Invariant: T1, Key: b.Key, Workers: []string{b.who(), a.who()}, From: from, To: to,
 			Seqs: []uint64{a.LastSeq, b.FirstSeq},
@@ -975,8 +1124,10 @@ func (c *timingChecker) plannedMove(a, b *Tenure, tk *tkey, gap time.Duration, B
 	switch {
 	case a.HandedTo != "":
 		// released to the receiver: no assignment is needed (one that
-		// names another worker means the receiver did not take it)
-		if (n != 0 && asg.to != "" && asg.to != b.Owner) || B.cuts.cut(b.Owner, from, to) {
+		// names another worker means the receiver did not take it, even
+		// if a later one gave the lease back to it: an index that lags
+		// more than the assigner's wait for an untaken assignment)
+		if (n != 0 && tk.assignedElsewhere(from, tk.acqT, b.Owner)) || B.cuts.cut(b.Owner, from, to) {
 			return
 		}
 		bound = ra + tm.IndexLag + tm.jit(tm.PendingPollInterval) + 3*rb

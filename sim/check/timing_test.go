@@ -3,6 +3,7 @@ package check
 import (
 	"cmp"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -86,9 +87,31 @@ func TestT1(t *testing.T) {
 		r.Op, r.Outcome, r.Sent = engine.OpListLeases, trace.OutcomeOK, 14600*time.Millisecond
 	})
 	expect(t, CheckTiming(sortedT(b.recs), o), T1, 0) // 15.09 s + 3 x 400 ms
-	// a first assignment to a worker that never took it (stacked)
+	// a first assignment to a worker that never took it (stacked): the
+	// assigner gives it away within three poll intervals (3.75 s), not
+	// a lease duration later
 	b = crashFailover(35)
 	assign(b, 20, "k", "w9")
+	vs = CheckTiming(sortedT(b.recs), o)
+	expect(t, vs, T1, 1)
+	if v := vs[0]; v.From != 19950*time.Millisecond || v.To != 33950*time.Millisecond || !strings.Contains(v.Detail, "did not take stood 14s") {
+		t.Errorf("violation %v", v)
+	}
+	b = crashFailover(20) // assigned again at 19 s, 3 s after the first
+	assign(b, 16, "k", "w9")
+	expect(t, CheckTiming(sortedT(b.recs), o), T1, 0)
+	b = crashFailover(20) // 4 s after the first
+	assign(b, 15, "k", "w9")
+	expect(t, CheckTiming(sortedT(b.recs), o), T1, 1)
+	// the receiver let an assignment of the same assigner stand before:
+	// the wait for it doubles (7.5 s)
+	b = crashFailover(21)
+	assign(b, 14.5, "k", "w9")
+	b.add(12, trace.Assigned, 2, "j", reason("to w1: not taken by w9"))
+	expect(t, CheckTiming(sortedT(b.recs), o), T1, 0)
+	// the first one gave away a lease that was not held: not checked so
+	b = crashFailover(35)
+	b.add(19.95, trace.KindApply, 2, "k", applied(trace.WriteAssign)).add(20, trace.Assigned, 2, "k", reason("to w9: unowned"))
 	expect(t, CheckTiming(sortedT(b.recs), o), T1, 0)
 	// a pause of the assigner in the window
 	b = crashFailover(35)
@@ -356,6 +379,15 @@ func TestT1LateApplyOfTheOldOwnersWrite(t *testing.T) {
 	expect(t, CheckTiming(mk(5.5, 23), o), T1, 0)
 	// sent after it stopped acting: no excuse
 	expect(t, CheckTiming(mk(6.5, 23), o), T1, 1)
+	// unless it still held the lease in its own view when it sent it (a
+	// renewal in its safety margin, sent 1 ms before it lost the lease:
+	// h-untaken's swarm seed 91): the renewal that applies restarts the
+	// assigner's timing as any other
+	lost := func(at float64) []trace.Record {
+		return sortedT(append(mk(6.5, at), trace.Record{Seq: 1000, T: 6600 * time.Millisecond, Kind: trace.LeaseLost, Worker: 0, Proc: 0, Owner: "w0", Key: "k", Reason: "expired"}))
+	}
+	expect(t, CheckTiming(lost(23), o), T1, 0)
+	expect(t, CheckTiming(lost(23.5), o), T1, 1)
 }
 
 // TestT1AssigneeRestarted: an assignment whose assignee's process stops
