@@ -111,9 +111,15 @@ func (w *Worker) validFromOf(sentAt time.Duration) time.Duration {
 // by a worker that no longer holds it, for others to wait out a whole
 // lease duration (explorer world, seed 7: a failover of 2.23 lease
 // durations).
+//
+// Not while handing the lease over or shutting down: a planned move past
+// its holder's own-view expiry is better given up (the lease is then
+// reassigned) than finished late, behind renewals that each wait for a
+// slow reply (swarm seeds 251 and 280: T2, the release 2-3 lease
+// durations after the handoff began).
 func (w *Worker) renewalInFlight(h *holding) bool {
 	wr := h.write
-	return wr != nil && wr.kind != wRelease && wr.kind != wShardEnd &&
+	return wr != nil && !h.handing && !w.shutdown && wr.kind != wRelease && wr.kind != wShardEnd &&
 		w.now.Mono < w.validFromOf(wr.sentAt)+w.cfg.LeaseDuration && !w.bug("expiry-drops-renewal-in-flight")
 }
 
