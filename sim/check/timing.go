@@ -309,8 +309,9 @@ type fleetEvent struct {
 	proc int32
 	i    interval
 	// member: a process started or stopped (the member list changes), not
-	// a disturbance of a call or a pause
-	member bool
+	// a disturbance of a call or a pause; struck: a pause of the process
+	// or a cut of its table link (not a failed call)
+	member, struck bool
 }
 
 func newTiming(o Options, keys *keyTable) *timingChecker {
@@ -335,6 +336,38 @@ func (c *timingChecker) proc(id int32) *tproc {
 func (c *timingChecker) fleetEvent(proc int32, i interval) {
 	c.fleet[c.nfleet%len(c.fleet)] = fleetEvent{proc: proc, i: i}
 	c.nfleet++
+}
+
+// fleetStrike records a pause of proc, or a cut of its table link, over i.
+func (c *timingChecker) fleetStrike(proc int32, i interval) {
+	c.fleet[c.nfleet%len(c.fleet)] = fleetEvent{proc: proc, i: i, struck: true}
+	c.nfleet++
+}
+
+// othersStruck reports whether a process other than except was paused or
+// cut off the table in [from, to]; a pause of an unnamed worker, or a
+// ring too short to tell, counts as one.
+func (c *timingChecker) othersStruck(from, to time.Duration, except ...int32) bool {
+	n := min(c.nfleet, len(c.fleet))
+	oldest := time.Duration(-1)
+	for i := 0; i < n; i++ {
+		e := c.fleet[i]
+		if e.struck && !slices.Contains(except, e.proc) && e.i.overlaps(from, to) {
+			return true
+		}
+		if oldest < 0 || e.i.from < oldest {
+			oldest = e.i.from
+		}
+	}
+	if c.nfleet > len(c.fleet) && oldest > from {
+		return true
+	}
+	for _, u := range c.unnamed {
+		if u.overlaps(from, to) {
+			return true
+		}
+	}
+	return false
 }
 
 func (c *timingChecker) memberEvent(proc int32, t time.Duration) {
@@ -482,6 +515,7 @@ func (c *timingChecker) observe(r *trace.Record) {
 					c.proc(pid).disturb(i)
 					c.proc(pid).asgDisturb(i)
 					c.fleetEvent(pid, i)
+					c.fleetStrike(pid, i)
 					c.proc(pid).cuts.hold(i.to, r.T, c.resumeBy)
 				}
 			}
@@ -500,6 +534,7 @@ func (c *timingChecker) observe(r *trace.Record) {
 			c.proc(pid).disturb(i)
 			c.proc(pid).asgDisturb(i)
 			c.fleetEvent(pid, i)
+			c.fleetStrike(pid, i)
 			return
 		}
 		c.unnamed = append(c.unnamed, i)
@@ -1033,6 +1068,15 @@ func (c *timingChecker) failover(a, b *Tenure, tk *tkey, gap time.Duration, B *t
 		}
 	case "expired", "stolen":
 		if !c.pathClean(tk, from, to, a.Proc, B) {
+			return
+		}
+		if c.othersStruck(from, to, a.Proc, b.Proc) {
+			// A worker that takes leases itself takes expired ones only
+			// up to its fair share, ceil(leases / workers), and every
+			// worker whose rows still stand counts: one paused or cut off
+			// the table, below its share, keeps the share out of the
+			// others' reach until its own rows expire (swarm seed 69: the
+			// new owner at its share for 3.5 s after the lease expired)
 			return
 		}
 		rb := B.maxRTT(from, to)

@@ -139,6 +139,29 @@ func TestT1(t *testing.T) {
 	}
 	expect(t, CheckTiming(mk(37), so), T1, 0)
 	expect(t, CheckTiming(mk(38), so), T1, 1)
+	// a third worker paused (or cut off the table) in the window counts
+	// toward the taker's fair share while its rows stand: not held to the
+	// bound; struck before the window, or only failing a scan, it is
+	third := func(f func(b *hb)) []trace.Record {
+		b := &hb{recs: mk(38)}
+		b.add(0, trace.KindProcStart, 2, "", nil)
+		f(b)
+		return sortedT(b.recs)
+	}
+	expect(t, CheckTiming(third(func(b *hb) {
+		b.add(20, trace.KindFault, -1, "", func(r *trace.Record) { r.Worker, r.Reason = 2, " 20.000s pause w2 for 3s" })
+	}), so), T1, 0)
+	expect(t, CheckTiming(third(func(b *hb) {
+		b.add(20, trace.KindFault, -1, "", func(r *trace.Record) { r.Reason = " 20.000s partition workers=[2] target=table dir=both for 5s" })
+	}), so), T1, 0)
+	expect(t, CheckTiming(third(func(b *hb) {
+		b.add(0.5, trace.KindFault, -1, "", func(r *trace.Record) { r.Worker, r.Reason = 2, " 0.500s pause w2 for 0.2s" })
+	}), so), T1, 1)
+	expect(t, CheckTiming(third(func(b *hb) {
+		b.add(20, trace.KindReply, 2, "", func(r *trace.Record) {
+			r.Op, r.Outcome, r.Fault, r.Sent = engine.OpListLeases, trace.OutcomeOK, "throttled", 19900*time.Millisecond
+		})
+	}), so), T1, 1)
 }
 
 // sortedT returns recs in time order, renumbered.
