@@ -16,7 +16,7 @@ func TestShutdownTimeoutRestarts(t *testing.T) {
 	// that outlasts its kill timer; the world's draws change with the
 	// simulator, so the test needs only one of them to tell the story
 	stories := 0
-	for _, seed := range []uint64{6528, 347, 572, 720, 821, 923} {
+	for _, seed := range []uint64{6528, 347, 572, 720, 821, 923, 589, 772, 892, 945} {
 		res, err := Run(Options{Seed: seed, KeepTrace: true})
 		if err != nil {
 			t.Fatal(err)
