@@ -28,7 +28,8 @@
 //     (see Worker.ActingUntil), so a process paused in between does not
 //     deliver them late. A renewal still in flight at that expiry keeps the
 //     lease, not acted on, until its outcome is known (or its own validity
-//     would end): if it applied, the holder acts again.
+//     would end): if it applied, the holder acts again. A lease being handed
+//     over or released at shutdown is given up at that expiry instead.
 //   - A taker acts on a lease taken from another owner only once that
 //     owner's own view has expired: LeaseDuration after the taker first saw
 //     the version it replaced. A stolen lease therefore never has two
