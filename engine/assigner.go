@@ -352,6 +352,10 @@ func (w *Worker) noteExpiry() {
 	}
 }
 
+// notTakenBy starts the reason of an assignment given away because its
+// receiver (the rest of the reason) did not take it.
+const notTakenBy = "not taken by "
+
 // untakenDue returns when the assignment o shows (an unowned row whose
 // Pending names a worker) is due to be given to another member if its
 // receiver has not taken it: untakenFor after this worker saw it.
@@ -446,7 +450,7 @@ func (w *Worker) onUntakenRead(key string, r *Result) {
 		return
 	}
 	w.giveUpOn(o)
-	w.assignTo(o, w.leastLoaded(w.loads(), w.notAgain(row.Pending), members), "not taken by "+row.Pending)
+	w.assignTo(o, w.leastLoaded(w.loads(), w.notAgain(row.Pending), members), notTakenBy+row.Pending)
 }
 
 // notAgain is whom an assignment that m did not take is not given to
@@ -645,7 +649,7 @@ func (w *Worker) assignFrom(rows []*rowState) {
 			} else if w.untakenGone(o) {
 				// its receiver did not take it within a few of its polls:
 				// another member takes it (never the same one again)
-				free, why, not = append(free, o), append(why, "not taken by "+row.Pending), append(not, w.notAgain(row.Pending))
+				free, why, not = append(free, o), append(why, notTakenBy+row.Pending), append(not, w.notAgain(row.Pending))
 				w.giveUpOn(o)
 			}
 		case row.Owner == a.previous && (row.Writer == a.previousWriter || w.bug("previous-assigner-any-writer")) && a.previousWriter != "" && o.seenAt <= a.firstScan && !w.bug("previous-assigner-leases-wait"):
@@ -707,9 +711,9 @@ func (w *Worker) assignTo(o *observation, to, why string) {
 	}
 	row.Counter++
 	row.Pending, row.HandoffTo = to, ""
-	giveUp, _ := strings.CutPrefix(why, "not taken by ")
-	if giveUp == why {
-		giveUp = ""
+	giveUp := "" // the receiver that let it stand, when it is given away untaken
+	if strings.HasPrefix(why, notTakenBy) {
+		giveUp = o.row.Pending
 	}
 	w.sendAssign(&write{kind: wAssign, key: row.Key, expect: ExpectOf(o.row), row: row, previous: prev, reason: "to " + to + ": " + why, giveUp: giveUp})
 }

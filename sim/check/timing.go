@@ -348,12 +348,24 @@ func (c *timingChecker) fleetStrike(proc int32, i interval) {
 // cut off the table in [from, to]; a pause of an unnamed worker, or a
 // ring too short to tell, counts as one.
 func (c *timingChecker) othersStruck(from, to time.Duration, except ...int32) bool {
+	struck := false
+	unknown := c.fleetIn(from, to, func(e fleetEvent) {
+		struck = struck || e.struck && !slices.Contains(except, e.proc)
+	})
+	return struck || unknown
+}
+
+// fleetIn calls f with every event of the fleet ring that overlaps
+// [from, to], and reports whether the ring cannot tell everything of that
+// window: it is too short (it no longer holds the events of its start) or
+// an unnamed worker's pause overlaps it.
+func (c *timingChecker) fleetIn(from, to time.Duration, f func(e fleetEvent)) (unknown bool) {
 	n := min(c.nfleet, len(c.fleet))
 	oldest := time.Duration(-1)
 	for i := 0; i < n; i++ {
 		e := c.fleet[i]
-		if e.struck && !slices.Contains(except, e.proc) && e.i.overlaps(from, to) {
-			return true
+		if e.i.overlaps(from, to) {
+			f(e)
 		}
 		if oldest < 0 || e.i.from < oldest {
 			oldest = e.i.from
@@ -380,25 +392,13 @@ func (c *timingChecker) memberEvent(proc int32, t time.Duration) {
 // unnamed worker overlapping it, or a ring too short to tell, counts as
 // many.
 func (c *timingChecker) fleetChanges(from, to time.Duration, except int32) int {
-	n := min(c.nfleet, len(c.fleet))
-	oldest := time.Duration(-1)
 	changes := 0
-	for i := 0; i < n; i++ {
-		e := c.fleet[i]
-		if e.member && e.proc != except && e.i.overlaps(from, to) {
+	if c.fleetIn(from, to, func(e fleetEvent) {
+		if e.member && e.proc != except {
 			changes++
 		}
-		if oldest < 0 || e.i.from < oldest {
-			oldest = e.i.from
-		}
-	}
-	if c.nfleet > len(c.fleet) && oldest > from {
+	}) {
 		return 1 << 20
-	}
-	for _, u := range c.unnamed {
-		if u.overlaps(from, to) {
-			return 1 << 20
-		}
 	}
 	return changes
 }
