@@ -191,7 +191,8 @@ func (w *Worker) warmingFrom() (time.Duration, bool) {
 func (w *Worker) advanceAssigned() {
 	now := w.now.Mono
 	a := &w.asg
-	if !a.resumed && !w.scanInFlight && now >= w.nextScan {
+	w.advanceSession()
+	if !a.resumed && !w.scanInFlight && now >= w.nextScan && w.sessionReady() {
 		// Once, at start: a process restarted under its owner id resumes
 		// the leases its predecessor held.
 		w.startScan()
@@ -252,6 +253,12 @@ func (w *Worker) wakeAssigned(min func(time.Duration)) {
 	}
 	if !a.resumed && !w.scanInFlight {
 		min(w.nextScan)
+	}
+	if w.sessionMode() && w.sess.held == nil && !w.sess.reading {
+		min(w.sess.nextTry)
+	}
+	if len(w.sess.orphans) > 0 && w.sess.orphanReads == 0 {
+		min(w.sess.orphanNext)
 	}
 	if a.as == nil && a.resumed && !w.scanInFlight {
 		if at, ok := w.warmingFrom(); ok {
@@ -368,7 +375,7 @@ func (w *Worker) onConfirm(key string, rs *rowState, r *Result) {
 // Scan mode's takes follow the same rule.
 func (w *Worker) resumeFrom(o *observation) time.Duration {
 	if o.row.HandoffFrom != "" {
-		return o.seenAt + w.cfg.LeaseDuration
+		return w.stillSince(o) + w.cfg.LeaseDuration
 	}
 	return w.now.Mono
 }

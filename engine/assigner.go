@@ -316,7 +316,7 @@ func (w *Worker) assignExpired() {
 		if rs == nil || !rs.observed {
 			continue
 		}
-		if o := &rs.obs; o.ok && o.row.Owner != "" && o.row.Owner != w.cfg.Owner && !o.row.Checkpoint.IsShardEnd() && now-o.seenAt >= w.expiredFor() &&
+		if o := &rs.obs; o.ok && o.row.Owner != "" && o.row.Owner != w.cfg.Owner && !o.row.Checkpoint.IsShardEnd() && now-w.stillSince(o) >= w.expiredFor() &&
 			rs.write == nil && rs.held == nil && !w.foreign(o) && !w.gated(o) {
 			expired = append(expired, rs)
 		}
@@ -324,6 +324,9 @@ func (w *Worker) assignExpired() {
 	slices.SortFunc(expired, byRowKey)
 	for _, rs := range expired {
 		o := &rs.obs
+		if w.endSessionFirst(o) {
+			continue
+		}
 		to := w.leastLoaded(loads, o.row.Owner, members)
 		w.assignTo(o, to, "expired")
 		loads[to] += w.weight(o.row)
@@ -343,7 +346,7 @@ func (w *Worker) noteExpiry() {
 			continue
 		}
 		if o := &rs.obs; o.ok && o.row.Owner != "" && o.row.Owner != w.cfg.Owner && !o.row.Checkpoint.IsShardEnd() {
-			if t := o.seenAt + w.expiredFor(); t > w.now.Mono && (a.expiry == 0 || t < a.expiry) {
+			if t := w.stillSince(o) + w.expiredFor(); t > w.now.Mono && (a.expiry == 0 || t < a.expiry) {
 				a.expiry = t
 			}
 		} else if t, ok := w.untakenDue(o); ok && t > w.now.Mono {
@@ -600,6 +603,9 @@ func (w *Worker) assignFrom(rows []*rowState) {
 	// Liveness: an owner whose row's version changed within a lease
 	// duration in this worker's view is alive.
 	for _, rs := range rows {
+		if rs.observed && !rs.obs.ok {
+			a.noteSessionLive(w, rs)
+		}
 		if !rs.observed || !rs.obs.ok {
 			continue
 		}
@@ -655,10 +661,12 @@ func (w *Worker) assignFrom(rows []*rowState) {
 		case row.Owner == a.previous && (row.Writer == a.previousWriter || w.bug("previous-assigner-any-writer")) && a.previousWriter != "" && o.seenAt <= a.firstScan && !w.bug("previous-assigner-leases-wait"):
 			// The previous assigner's leases: dropped when its row expired.
 			free, why, not = append(free, o), append(why, "held by the previous assigner"), append(not, "")
-		case now-o.seenAt >= w.expiredFor():
-			free, why, not = append(free, o), append(why, "expired"), append(not, "")
+		case now-w.stillSince(o) >= w.expiredFor():
+			if !w.endSessionFirst(o) {
+				free, why, not = append(free, o), append(why, "expired"), append(not, "")
+			}
 		case row.HandoffTo != "":
-			if at, ok := a.requests[row.Key]; ok && now-at >= 2*d && o.seenAt > at {
+			if at, ok := a.requests[row.Key]; ok && now-at >= 2*d && w.stillSince(o) > at {
 				w.cancelHandoff(o) // the owner renews but does not hand over
 			}
 		}
@@ -737,6 +745,10 @@ func (w *Worker) sendAssign(wr *write) {
 // the lease has stood still since then: a request to a holder that has
 // died does not put its lease's expiry off by a lease duration.
 func (w *Worker) assignedApplied(wr *write) {
+	if IsSessionRow(wr.key) {
+		w.sessionEnded(wr)
+		return
+	}
 	o := w.observeRow(wr.row)
 	if wr.keepsAge && o.row.Counter == wr.row.Counter && o.row.Owner == wr.row.Owner && wr.stillSince < o.seenAt && !w.bug("handoff-request-resets-age") {
 		o.seenAt = wr.stillSince

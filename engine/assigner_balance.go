@@ -14,7 +14,7 @@ func (w *Worker) loads() map[string]float64 {
 			continue
 		}
 		o := &rs.obs
-		if !o.ok || o.row.Checkpoint.IsShardEnd() || (now-o.seenAt >= w.cfg.LeaseDuration && rs.held == nil) {
+		if !o.ok || o.row.Checkpoint.IsShardEnd() || (now-w.stillSince(o) >= w.cfg.LeaseDuration && rs.held == nil) {
 			continue
 		}
 		who := o.row.Owner
@@ -226,7 +226,7 @@ func (w *Worker) pickMove(rows []*rowState, from string, spread float64) *observ
 		}
 		o := &rs.obs
 		if !o.ok || o.row.Owner != from || o.row.HandoffTo != "" || o.row.Checkpoint.IsShardEnd() ||
-			rs.write != nil || w.foreign(o) || now-o.seenAt >= w.cfg.LeaseDuration {
+			rs.write != nil || w.foreign(o) || now-w.stillSince(o) >= w.cfg.LeaseDuration {
 			continue
 		}
 		m, moved := a.moved[o.row.Key]

@@ -85,6 +85,17 @@ type Config struct {
 	// kinds of worker may run against one table at once (a rolling deploy
 	// from one to the other): every write is conditional either way.
 	Assignment string
+	// Renewal is how a worker keeps its leases valid: RenewalPerLease (the
+	// default) renews every held lease's own row every RenewInterval, as
+	// KCL does, and is what a table shared with KCL workers must use;
+	// RenewalSession renews one session row per worker
+	// (SessionKey(Owner)) every RenewInterval instead, binds every lease
+	// it takes to that session (Lease.Session), and writes a lease's row
+	// only when its ownership, checkpoint or handoff changes. The
+	// assigner then times session rows, so one observation fails over
+	// every lease of a dead worker. RenewalSession needs AssignmentAssigner;
+	// see docs/design/sessions.md.
+	Renewal string
 	// AssignerScanInterval is the time between the assigner's scans of
 	// the table (AssignmentAssigner). Default: LeaseDuration/3.
 	AssignerScanInterval time.Duration
@@ -160,6 +171,8 @@ type Config struct {
 const (
 	AssignmentAssigner = "assigner"
 	AssignmentScan     = "scan"
+	RenewalPerLease    = "lease"
+	RenewalSession     = "session"
 	BalanceLeases      = "leases"
 	BalanceThroughput  = "throughput"
 )
@@ -195,6 +208,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Assignment == "" {
 		c.Assignment = AssignmentAssigner
+	}
+	if c.Renewal == "" {
+		c.Renewal = RenewalPerLease
 	}
 	if c.AssignerScanInterval == 0 {
 		c.AssignerScanInterval = c.LeaseDuration / 3
@@ -286,6 +302,15 @@ func (c Config) Validate() (Config, error) {
 	case AssignmentAssigner, AssignmentScan:
 	default:
 		bad("Assignment %q is not %q or %q", c.Assignment, AssignmentAssigner, AssignmentScan)
+	}
+	switch c.Renewal {
+	case RenewalPerLease:
+	case RenewalSession:
+		if c.Assignment != AssignmentAssigner {
+			bad("Renewal %q needs Assignment %q: a scan-mode taker would have to time every session row itself, and steals from a session-bound holder are not safe", RenewalSession, AssignmentAssigner)
+		}
+	default:
+		bad("Renewal %q is not %q or %q", c.Renewal, RenewalPerLease, RenewalSession)
 	}
 	switch c.BalanceBy {
 	case BalanceLeases, BalanceThroughput:

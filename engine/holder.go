@@ -49,6 +49,7 @@ type holding struct {
 	// consumer; handing: a cooperative handoff to handoffTo is under way,
 	// to be released by handOverBy at the latest.
 	control    bool
+	session    bool // the worker's session row (session.go), held like the assigner row
 	handing    bool
 	handoffTo  string
 	handOverBy time.Duration
@@ -66,7 +67,17 @@ type cpRequest struct {
 	token uint64
 }
 
-func (w *Worker) validUntil(h *holding) time.Duration { return h.validFrom + w.cfg.LeaseDuration }
+// validUntil is the end of h's validity in this worker's view: a lease
+// duration after the send of the last write of its row known to have
+// applied, or, for a lease bound to the session (session.go), of the
+// session row's, if later.
+func (w *Worker) validUntil(h *holding) time.Duration {
+	from := h.validFrom
+	if s := w.sess.held; s != nil && !s.gone && w.bound(h) {
+		from = max(from, s.validFrom)
+	}
+	return from + w.cfg.LeaseDuration
+}
 
 // actUntil is when the worker stops acting on h: a safety margin before its
 // own view of expiry, and, while it holds the assigner row, no later than
@@ -76,8 +87,8 @@ func (w *Worker) validUntil(h *holding) time.Duration { return h.validFrom + w.c
 // expires (a lease duration after the take at the earliest) reassigns them
 // at once.
 func (w *Worker) actUntil(h *holding) time.Duration {
-	until := h.validFrom + w.cfg.LeaseDuration - w.cfg.SafetyMargin
-	if w.bug("no-safety-margin") {
+	until := w.validUntil(h) - w.cfg.SafetyMargin
+	if w.bug("no-safety-margin") || w.bug("session-margin-ignored") && w.bound(h) {
 		until = w.validUntil(h)
 	}
 	if c := w.heldAssignerRow(); c != nil && c != h && !c.gone && !w.bug("assigner-leases-unbound") {
@@ -146,6 +157,7 @@ func (w *Worker) acquired(wr *write) {
 	if h.key == AssignerKey {
 		w.becomeAssigner(h, wr)
 	}
+
 	if w.shutdown {
 		h.c.shutdown = true
 	}
@@ -164,7 +176,7 @@ func (w *Worker) tickHolding(h *holding) {
 		return
 	}
 	now := w.now.Mono
-	if now >= w.validUntil(h) && !w.renewalInFlight(h) {
+	if now >= w.validUntil(h) && !w.renewalInFlight(h) && !w.sessionRenewing(h) {
 		w.loseLease(h, "expired: no renewal applied within the lease duration")
 		return
 	}
@@ -174,8 +186,11 @@ func (w *Worker) tickHolding(h *holding) {
 		w.refuseCheckpoints(h, "the lease is being handed over")
 		h.c.phase, h.release = cFinished, wRelease
 	}
-	if h.control && w.shutdown && h.release == 0 && len(w.held) == 1 {
-		h.release = wRelease // the assigner row goes last
+	if h.control && w.shutdown && h.release == 0 && w.onlyControlLeft() {
+		h.release = wRelease // the assigner row goes last but for the session
+	}
+	if h.session && w.shutdown && h.release == 0 && len(w.held) == 1 {
+		h.release = wRelease // the session row goes last
 	}
 	if h.actingTraced && !h.stoppedTraced && now >= w.actUntil(h) {
 		h.stoppedTraced = true
@@ -186,7 +201,7 @@ func (w *Worker) tickHolding(h *holding) {
 	} else if now >= h.retryWriteAt {
 		w.nextWrite(h)
 	}
-	if !h.gone && !h.control {
+	if !h.gone && !h.control && !h.session {
 		w.tickConsumer(h)
 	}
 	if h.write == nil && !h.gone && h.release != 0 && now >= h.retryWriteAt {
@@ -219,20 +234,20 @@ func (w *Worker) nextWrite(h *holding) {
 		row := h.row.Clone()
 		row.Checkpoint = SentinelCheckpoint(ShardEnd)
 		row.OwnerSwitches = 0
-		row.Owner = ""
+		row.Owner, row.Session = "", ""
 		row.Children = h.children
 		row.Counter++
 		h.write = w.newWrite()
 		*h.write = write{kind: wShardEnd, key: h.key, rs: h.rs, expect: ExpectOf(h.row), row: row}
 	case releaseNow:
 		row := h.row.Clone()
-		row.Owner = ""
+		row.Owner, row.Session = "", ""
 		row.Counter++
 		row.HandoffTo, row.Pending = "", ""
 		switch {
 		case h.handing && !w.bug("handoff-release-to-assigner"):
 			row.Pending = h.handoffTo // its receiver takes it at once
-		case w.asg.on && !h.control:
+		case w.asg.on && !h.control && !h.session:
 			row.Pending = w.releaseTo(h) // the assigner, or a member when the assigner leaves
 		}
 		if h.control && !w.bug("leaving-assigner-listed") {
@@ -242,7 +257,7 @@ func (w *Worker) nextWrite(h *holding) {
 		}
 		h.write = w.newWrite()
 		*h.write = write{kind: wRelease, key: h.key, rs: h.rs, expect: ExpectOf(h.row), row: row}
-	case now >= h.validFrom+w.cfg.RenewInterval || (h.row.HandoffFrom != "" && now >= h.actFrom && w.isActing(h)):
+	case now >= h.validFrom+w.cfg.RenewInterval && !w.bound(h) || (h.row.HandoffFrom != "" && now >= h.actFrom && w.isActing(h)):
 		row := h.row.Clone()
 		row.Counter++
 		if h.control {
@@ -257,7 +272,7 @@ func (w *Worker) nextWrite(h *holding) {
 		// The previous owner has been waited out: the handoff is over.
 		h.write.row.HandoffFrom = ""
 	}
-	if h.write.kind != wRelease && h.write.kind != wShardEnd && !h.control {
+	if h.write.kind != wRelease && h.write.kind != wShardEnd && !h.control && !h.session {
 		h.write.row.ThroughputKBps = w.throughput(h)
 	}
 	w.sendWrite(h.write)
@@ -295,6 +310,9 @@ func (w *Worker) holderWriteApplied(h *holding, wr *write) {
 			}
 		}
 	}
+	if h.session {
+		w.sessionApplied(wr)
+	}
 	switch wr.kind {
 	case wRenew:
 		w.emit(TraceEvent{Kind: TraceLeaseRenewed, Key: h.key, Shard: h.ref, Counter: h.row.Counter})
@@ -330,7 +348,7 @@ func (w *Worker) holderWriteApplied(h *holding, wr *write) {
 		w.emit(TraceEvent{Kind: TraceLeaseReleased, Key: h.key, Shard: h.ref, Counter: h.row.Counter, Reason: why})
 		h.gone = true
 		w.refuseCheckpoints(h, "the lease was released") // none: a release waits for them
-		if w.shutdown && !h.control {
+		if w.shutdown && !h.control && !h.session {
 			w.down.released = append(w.down.released, h.key)
 		}
 	}
@@ -352,7 +370,7 @@ func (w *Worker) loseLease(h *holding, reason string) {
 		return
 	}
 	h.gone = true
-	if w.shutdown && !h.taken && !h.control {
+	if w.shutdown && !h.taken && !h.control && !h.session {
 		// Not taken by another worker: it expires.
 		w.down.left = append(w.down.left, h.key)
 	}
@@ -361,9 +379,15 @@ func (w *Worker) loseLease(h *holding, reason string) {
 		w.addGhost(h.write)
 	}
 	w.emit(TraceEvent{Kind: TraceLeaseLost, Key: h.key, Shard: h.ref, Counter: h.row.Counter, Reason: reason})
+	if w.bound(h) && !w.shutdown {
+		w.noteOrphan(h.key) // its row may still name this worker's session
+	}
 	w.refuseCheckpoints(h, "")
 	if h.c.initialized {
 		w.notice(Notice{Kind: NoticeLeaseLost, Key: h.key, Shard: h.ref})
+	}
+	if h.session {
+		w.sessionLost(h, reason)
 	}
 	if h.control {
 		// The assigner's leases are bound to its row (see assign.go): a
@@ -414,7 +438,7 @@ func (w *Worker) beginShutdown() {
 	w.shutdown = true
 	w.down.held = len(w.held)
 	for _, h := range w.held {
-		h.c.shutdown = !h.control
+		h.c.shutdown = !h.control && !h.session
 		w.dueq.set(h, w.now.Mono)
 	}
 }
@@ -483,7 +507,9 @@ func (h *holding) wakeTimes(w *Worker, min func(time.Duration)) {
 		min(h.handOverBy) // the handoff's deadline: release anyway
 	}
 	if h.write == nil {
-		min(h.validFrom + w.cfg.RenewInterval)
+		if !w.bound(h) {
+			min(h.validFrom + w.cfg.RenewInterval)
+		}
 		min(h.retryWriteAt)
 	} else {
 		if h.write.resolving && h.write.id == 0 {

@@ -26,6 +26,7 @@ import (
 //	pending                       Pending (shardlease's own; KCL ignores it)
 //	handoffTo                     HandoffTo (shardlease's own; KCL ignores it)
 //	throughputKBps                ThroughputKBps (KCL 3.x's name)
+//	leaseSession                  Session (shardlease's own; KCL ignores it)
 //
 // Every write shardlease makes to a row increments Counter and is
 // conditional on the Counter (and Owner) it read, so (Key, Counter) names
@@ -76,6 +77,13 @@ type Lease struct {
 	// KB per second, reported with its writes; the assigner can balance by
 	// it (Config.BalanceBy).
 	ThroughputKBps float64
+	// Session names the session (its holder's Writer nonce) the lease is
+	// bound to in session renewal (Config.Renewal): while it is set, the
+	// lease is valid for its holder while that session is (its row,
+	// SessionKey(Owner), renewed), its own row is not renewed, and an
+	// observer times the session row, not this one. Empty: renewed per
+	// lease.
+	Session string
 }
 
 // Clone returns a deep copy of l.
@@ -93,7 +101,7 @@ func (l Lease) Equal(m Lease) bool {
 		slices.Equal(l.Parents, m.Parents) && slices.Equal(l.Children, m.Children) &&
 		l.StartingHashKey == m.StartingHashKey && l.EndingHashKey == m.EndingHashKey &&
 		l.HandoffFrom == m.HandoffFrom && l.Writer == m.Writer && l.StreamID == m.StreamID &&
-		l.Pending == m.Pending && l.HandoffTo == m.HandoffTo && l.ThroughputKBps == m.ThroughputKBps
+		l.Pending == m.Pending && l.HandoffTo == m.HandoffTo && l.ThroughputKBps == m.ThroughputKBps && l.Session == m.Session
 }
 
 // Validate reports a malformed row: an empty key, a negative counter or an

@@ -22,6 +22,10 @@ type observation struct {
 	ref      ShardRef
 	ok       bool // the key names a shard of a consumed stream
 	scan     uint64
+	// identSince is when this worker first saw the row with its current
+	// Owner and Writer: for a session row, since when another process
+	// (or none) holds it (see stillSince)
+	identSince time.Duration
 }
 
 func (w *Worker) refOf(key string) ShardRef {
@@ -76,7 +80,7 @@ func (w *Worker) observe(rs *rowState, row Lease) *observation {
 	o := &rs.obs
 	if !rs.observed {
 		rs.observed = true
-		*o = observation{row: row, seenAt: w.now.Mono, ref: rs.ref, ok: rs.ok}
+		*o = observation{row: row, seenAt: w.now.Mono, ref: rs.ref, ok: rs.ok, identSince: w.now.Mono}
 		if w.bug("expiry-by-wall-clock") {
 			o.seenWall = w.wallClock("a lease version observed")
 		}
@@ -89,6 +93,9 @@ func (w *Worker) observe(rs *rowState, row Lease) *observation {
 	case row.Counter < o.row.Counter:
 		// stale
 	case row.Counter != o.row.Counter || row.Owner != o.row.Owner:
+		if row.Owner != o.row.Owner || row.Writer != o.row.Writer {
+			o.identSince = w.now.Mono
+		}
 		o.row = row
 		o.seenAt = w.now.Mono
 		if w.bug("expiry-by-wall-clock") {
@@ -260,6 +267,7 @@ func (w *Worker) takeLeases(rows []*rowState) {
 		if row.HandoffFrom != "" && !w.bug("take-ignores-handoff-from") {
 			quiet = o.seenAt + w.cfg.LeaseDuration
 		}
+		still := w.stillSince(o)
 		switch {
 		case row.Owner == me:
 			resume = append(resume, cand{o: o, actFrom: quiet, reason: "resumed"})
@@ -270,8 +278,16 @@ func (w *Worker) takeLeases(rows []*rowState) {
 			// wall clock (a Go port's time.Now().Sub(lastSeen) of
 			// stored wall times), and acted on at once
 			free = append(free, cand{o: o, actFrom: now, reason: "expired"})
-		case now-o.seenAt >= w.expiryWait() && !w.bug("expiry-by-wall-clock"):
-			free = append(free, cand{o: o, actFrom: o.seenAt + w.expiryWait(), reason: "expired"})
+		case now-still >= w.expiryWait() && !w.bug("expiry-by-wall-clock"):
+			free = append(free, cand{o: o, actFrom: still + w.expiryWait(), reason: "expired"})
+		case row.Session != "":
+			// bound to a live session: its holder renews nothing on it and
+			// would not see a steal; counted, never a candidate (see
+			// session.go)
+			if counts[row.Owner] == 0 {
+				owners = append(owners, row.Owner)
+			}
+			counts[row.Owner]++
 		default:
 			if counts[row.Owner] == 0 {
 				owners = append(owners, row.Owner)
@@ -348,6 +364,9 @@ func (w *Worker) take(c candidate) {
 	if h := rs.held; h != nil && !h.gone {
 		return
 	}
+	if !IsReserved(c.row.Key) && !w.sessionReady() {
+		return // no lease before the session row is held (session.go)
+	}
 	if w.bug("steal-acts-at-once") {
 		c.actFrom = w.now.Mono
 	}
@@ -362,6 +381,15 @@ func (w *Worker) take(c candidate) {
 	row.Owner = w.cfg.Owner
 	row.Counter++
 	row.Pending, row.HandoffTo = "", ""
+	// bound to this worker's session in session mode (unless the planted
+	// bug keeps a predecessor's binding), renewed per lease otherwise
+	if w.sessionMode() && !IsReserved(row.Key) {
+		if row.Session == "" || !w.bug("restart-keeps-session") {
+			row.Session = w.writer
+		}
+	} else {
+		row.Session = ""
+	}
 	if ref := rs.ref; row.StreamID == "" && w.provenOurs(ref, row) {
 		// A row from before stream identities (KCL, an earlier
 		// shardlease) of a shard the listing shows: it is this stream's,

@@ -55,6 +55,9 @@ type Worker struct {
 	// asgHeld is the holding of the assigner row (AssignerKey), nil if
 	// none
 	asgHeld *holding
+	// sess is the worker's session row and what it knows of the others'
+	// (Config.Renewal: session.go)
+	sess sessionState
 	// dueq orders held leases by when each next needs the worker;
 	// affected is the row the current input concerns (affectedKey its
 	// key: see rowTable.current).
@@ -118,6 +121,8 @@ const (
 	forAssignerPoll
 	forAssignerConfirm
 	forUntakenRead
+	forSession
+	forOrphanRead
 )
 
 // NewWorker returns a worker for cfg, or an error naming every broken
@@ -137,6 +142,9 @@ func NewWorker(cfg Config) (*Worker, error) {
 		syncLeader: true, // until a listing shows a smaller owner
 		writer:     writerOf(c.Seed),
 		asg:        assignState{on: c.Assignment == AssignmentAssigner},
+	}
+	if c.Renewal == RenewalSession {
+		w.sess.key = SessionKey(c.Owner)
 	}
 	for i := range c.Streams {
 		w.streams[c.Streams[i].Name] = &c.Streams[i]
@@ -165,11 +173,20 @@ func (w *Worker) Held() []string {
 
 // leases returns how many leases the worker holds (not the assigner row).
 func (w *Worker) leases() int {
+	n := len(w.held)
 	if w.asgHeld != nil {
-		return len(w.held) - 1
+		n--
 	}
-	return len(w.held)
+	if w.sess.held != nil {
+		n--
+	}
+	return n
 }
+
+// onlyControlLeft reports whether the worker holds no lease but the
+// assigner row and its session row: at shutdown, the assigner row goes
+// then, the session row last.
+func (w *Worker) onlyControlLeft() bool { return w.leases() == 0 }
 
 // heldAssignerRow returns the holding of the assigner row, nil if none.
 func (w *Worker) heldAssignerRow() *holding { return w.asgHeld }
@@ -332,6 +349,10 @@ func (w *Worker) onResult(r *Result) {
 		w.onAssignerConfirm(pc.key, r)
 	case forUntakenRead:
 		w.onUntakenRead(pc.key, r)
+	case forSession:
+		w.onSessionRead(r)
+	case forOrphanRead:
+		w.onOrphanRead(pc.key, r)
 	default:
 		w.onFanOutResult(pc, r)
 	}
@@ -507,14 +528,20 @@ func (w *Worker) tick(h *holding) {
 		if h.key == AssignerKey {
 			w.asgHeld = nil
 		}
+		if h == w.sess.held {
+			w.sess.held = nil
+		}
 		if rs := w.rows.get(h.key); rs != nil {
 			rs.held = nil
 			w.rows.tidy(rs)
 		}
-		if c := w.asgHeld; w.shutdown && c != nil && len(w.held) == 1 {
+		if c := w.asgHeld; w.shutdown && c != nil && w.onlyControlLeft() {
 			// The assigner row goes last, and now: its successor need
 			// not wait for its next renewal (tickHolding).
 			w.dueq.set(c, w.now.Mono)
+		}
+		if c := w.sess.held; w.shutdown && c != nil && len(w.held) == 1 {
+			w.dueq.set(c, w.now.Mono) // and the session row after it
 		}
 		return
 	}
@@ -535,6 +562,10 @@ func (w *Worker) addHeld(h *holding) {
 	h.rs.held = h
 	if h.key == AssignerKey {
 		w.asgHeld = h
+	}
+	if h.key == w.sess.key && w.sess.key != "" {
+		h.session = true
+		w.sess.held = h
 	}
 	w.dueq.set(h, w.now.Mono)
 }

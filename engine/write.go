@@ -267,6 +267,9 @@ func (w *Worker) addGhost(wr *write) {
 		gs = gs[1:] // keep the few most recent
 	}
 	rs.ghosts = append(gs, ghost{expect: wr.expect, row: wr.row, sentAt: wr.sentAt})
+	if wr.kind == wTake {
+		w.noteOrphan(wr.key)
+	}
 }
 
 func (w *Worker) emitResolved(wr *write, how string) {
@@ -347,6 +350,16 @@ func (w *Worker) writeSuperseded(wr *write) {
 		if rs != nil && rs.held != nil {
 			h := rs.held
 			h.write = nil
+			if h.session && rs.observed && w.bug("session-renew-unconditional") {
+				// the planted bug: the session row is this worker's own,
+				// so it is written over whatever it now holds
+				row := rs.obs.row.Clone()
+				row.Owner, row.Session, row.Counter = w.cfg.Owner, "", row.Counter+1
+				h.write = w.newWrite()
+				*h.write = write{kind: wRenew, key: h.key, rs: rs, expect: ExpectOf(rs.obs.row), row: row}
+				w.sendWrite(h.write)
+				break
+			}
 			h.taken = true
 			w.loseLease(h, "condition failed: the row changed under "+wr.kind.String())
 		}

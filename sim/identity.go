@@ -34,6 +34,9 @@ func (s *simulator) configure(sl *slot, cfg *engine.Config) {
 	case cfg.Assignment == "":
 		cfg.Assignment = s.w.slotMode(sl.idx)
 	}
+	if cfg.Assignment == engine.AssignmentAssigner && cfg.Renewal == "" {
+		cfg.Renewal = s.w.slotRenewal(sl.idx)
+	}
 	if sl.consumes != "" {
 		cfg.Streams[0].Name = sl.consumes
 		cfg.LegacyStream = ""

@@ -47,6 +47,11 @@ type Options struct {
 	// engine.AssignmentScan, AssignmentMixed (each worker slot draws), or
 	// empty: the assigner, or drawn by a swarm.
 	Assignment string
+	// Renewal is how the assigner-mode workers renew their leases:
+	// engine.RenewalPerLease, engine.RenewalSession, RenewalMixed (each
+	// worker slot draws), or empty: per lease, or drawn by a swarm (see
+	// renewal.go).
+	Renewal string
 	// SubscriptionLifetime pins how long a fan-out subscription lasts (0:
 	// drawn, 15 s to 5 minutes).
 	SubscriptionLifetime time.Duration
@@ -517,6 +522,9 @@ func ReplayCommand(o Options) string {
 	}
 	if o.Faults != "" && o.Faults != "swarm" {
 		s += " -faults " + o.Faults
+	}
+	if o.Renewal != "" {
+		s += " -renewal " + o.Renewal
 	}
 	if o.Assignment != "" {
 		s += " -assignment " + o.Assignment

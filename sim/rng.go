@@ -44,6 +44,7 @@ const (
 	streamSyncRaceRun uint64 = 121 // the sync races' draws as the run goes (syncrace.go)
 	streamStrike      uint64 = 100 // the strikes at the assigner as the run goes (strike.go)
 	streamStealRun    uint64 = 130 // the strikes of the combination steal-release as the run goes (combos_steal.go)
+	streamRenewal     uint64 = 140 // the world's renewal, per lease or by session (renewal.go)
 )
 
 func splitmix(x uint64) uint64 {

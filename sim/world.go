@@ -61,6 +61,8 @@ type World struct {
 	Combo ComboWorld
 	// Etcd is the world's etcd store, if its lease table is one (etcd.go).
 	Etcd EtcdWorld
+	// Renewal is how the world's workers renew (see renewal.go).
+	Renewal RenewalWorld
 	// switchesMode: a scripted action switches workers between the ways
 	// of taking leases (ActSwitchMode), so the fleet may mix them.
 	switchesMode bool
@@ -109,7 +111,7 @@ func (w World) String() string {
 		w.Workers, w.Shards, w.Chaos, w.Quiet, strings.Join(w.Faults, ","), e.LeaseDuration, e.RenewInterval, e.SafetyMargin, e.MaxClockDrift,
 		e.TakeInterval, e.ShardSyncInterval, e.MaxLeasesForWorker, e.MaxLeasesToStealAtOnce, e.GetRecordsLimit, e.IdleTimeBetweenReads, e.ConsistentTakeScans,
 		w.Rates, w.TableLatency.Base, w.TableLatency.Tail, w.StreamLatency.Base, w.StreamLatency.Tail, w.CallTimeout, w.Retention, w.PutRate, w.DriftBound, w.CheckpointPace, w.Bound, w.Balance, w.FanOut) +
-		w.policyString() + w.Assignment.String() + w.KPL.String() + w.Boundary.String() + w.Aim.String() + w.Target.String() + w.Config.String() + w.Combo.String() + w.Etcd.String() + w.settleString() + w.cadenceString()
+		w.policyString() + w.Assignment.String() + w.KPL.String() + w.Boundary.String() + w.Aim.String() + w.Target.String() + w.Config.String() + w.Combo.String() + w.Etcd.String() + w.Renewal.String() + w.settleString() + w.cadenceString()
 }
 
 func (w World) cadenceString() string {
@@ -399,6 +401,10 @@ func drawWorld(o Options) (World, error) {
 		if o.Chaos > 0 {
 			w.Chaos = o.Chaos // and so does a pinned chaos phase
 		}
+	}
+
+	if err := w.drawRenewal(o, f == "" || f == "swarm"); err != nil {
+		return w, err
 	}
 
 	// the liveness bound, from the configuration

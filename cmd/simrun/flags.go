@@ -113,6 +113,7 @@ func parseArgs(args []string, stderr io.Writer) (*config, error) {
 		faults     = fs.String("faults", "", "fault classes: swarm (each seed draws its mix), none, all, or a comma-separated list (see -list); default: the scenario's")
 		mutation   = fs.String("mutation", "", "plant a bug (see -list) to show the checkers catch it")
 		assignment = fs.String("assignment", "", "how leases reach the workers: assigner, scan, mixed (each worker slot draws), or empty: the assigner (the swarm draws)")
+		renewal    = fs.String("renewal", "", "how assigner-mode workers renew: lease (each lease's row), session (one session row per worker), mixed (each worker slot draws), or empty: per lease (the swarm draws)")
 		consumer   = fs.String("consumer", "", "how the workers read: polling, fan-out (enhanced fan-out), or empty: the swarm draws fan-out for 3 worlds in 10; default: the scenario's")
 		store      = fs.String("store", "", "the lease table: dynamodb, etcd (an etcd store, with pushed assignments), or empty: the swarm draws etcd for a quarter of its worlds")
 		lifetime   = fs.Duration("subscription-lifetime", 0, "fan-out: how long a subscription lasts (0: the scenario's, or drawn from 15s to 5m)")
@@ -261,6 +262,9 @@ func parseArgs(args []string, stderr io.Writer) (*config, error) {
 	}
 	if set["assignment"] {
 		o.Assignment = *assignment
+	}
+	if set["renewal"] {
+		o.Renewal = *renewal
 	}
 	if set["consumer"] {
 		switch *consumer {
@@ -454,6 +458,9 @@ func parseArgs(args []string, stderr io.Writer) (*config, error) {
 	}
 	if o.Assignment != "" {
 		c.options["assignment"] = o.Assignment
+	}
+	if o.Renewal != "" {
+		c.options["renewal"] = o.Renewal
 	}
 	if o.Boundary != "" {
 		c.options["boundary"] = o.Boundary

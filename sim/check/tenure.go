@@ -4,6 +4,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/shardlease/shardlease/engine"
 	"github.com/shardlease/shardlease/sim/trace"
 )
 
@@ -172,7 +173,18 @@ func (ts *tenures) act(r *trace.Record, ks *keyState) {
 }
 
 // renewed is an applied renewal or checkpoint of r.Proc's lease on r.Key.
+//
+// A renewal of r.Proc's session row (session renewal) renews every lease
+// it holds.
 func (ts *tenures) renewed(r *trace.Record, ks *keyState) {
+	if engine.IsSessionRow(r.Key) {
+		for _, k := range ts.byProc[r.Proc] {
+			if t := openOf(k, r.Proc); t != nil {
+				t.Renewed = r.T
+			}
+		}
+		return
+	}
 	if t := openOf(ks, r.Proc); t != nil {
 		t.Renewed = r.T
 	}

@@ -147,6 +147,9 @@ type tproc struct {
 	// gaveUp: its latest assignments, as the assigner, of leases whose
 	// receiver had not taken them (the latest 64)
 	gaveUp []gaveUp
+	// session: its latest applied writes of its session row (session
+	// renewal: every lease it holds is bound to it)
+	session []conflict
 }
 
 type rttBucket struct {
@@ -550,6 +553,11 @@ func (c *timingChecker) observe(r *trace.Record) {
 			}
 			return
 		}
+		if engine.IsSessionRow(r.Key) && r.Reason != trace.WriteAssign {
+			p := c.proc(r.Proc)
+			p.session = appendRecent(p.session, conflict{r.T, r.Proc, r.Sent}, r.T)
+			return
+		}
 		if r.Key != "" && !engine.IsReserved(r.Key) {
 			tk := c.key(c.keys.get(r.Key))
 			tk.writes = appendRecent(tk.writes, conflict{r.T, r.Proc, r.Sent}, r.T)
@@ -942,6 +950,16 @@ func (c *timingChecker) failover(a, b *Tenure, tk *tkey, gap time.Duration, B *t
 		sentBy = tk.lostAt
 	}
 	late := c.lateApply(tk, a.Proc, sentBy, from, to) - from
+	// A lease bound to its holder's session runs its lease duration from
+	// the session row's last change instead, when later; and the assigner
+	// ends the session (one more write) before it assigns the lease.
+	P := c.proc(a.Proc)
+	session := len(P.session) > 0
+	for _, x := range P.session {
+		if x.sent <= sentBy && x.t > from+late && x.t <= to {
+			late = x.t - from
+		}
+	}
 	var bound time.Duration
 	var how string
 	restarted := false // the assignee's process stopped; its restart took the lease
@@ -1003,14 +1021,21 @@ func (c *timingChecker) failover(a, b *Tenure, tk *tkey, gap time.Duration, B *t
 		// index's lag, the new owner's poll, read and take (or, taken
 		// directly, the assigner's take)
 		after := func(rg, rb time.Duration) time.Duration {
-			if direct {
-				return 3 * rb
+			end := time.Duration(0)
+			if session {
+				end = rg
 			}
-			return 3*rg + tm.IndexLag + tm.jit(tm.PendingPollInterval) + 3*rb
+			if direct {
+				return end + 3*rb
+			}
+			return end + 3*rg + tm.IndexLag + tm.jit(tm.PendingPollInterval) + 3*rb
 		}
 		afterHow := "the index lag, a poll interval and the round trips of the assigner's scan and assignment and of the new owner's poll, read and take"
 		if direct {
 			afterHow = "the round trips of the assigner's scan and take"
+		}
+		if session {
+			afterHow += " (and of the assigner's end of the old owner's session)"
 		}
 		if _, ok := c.asgHeld(asg.by, from, asg.t); ok {
 			// a cut of the watch the new owner is told by (an etcd
@@ -1110,6 +1135,17 @@ func (c *timingChecker) failover(a, b *Tenure, tk *tkey, gap time.Duration, B *t
 		rb := B.maxRTT(B.start, to)
 		bound = (B.start - from) + 8*rb
 		how = "the time until the process restarted and the round trips of its start-up checks, scan and take"
+		if len(B.session) > 0 {
+			// in session renewal it reads and takes its session row over
+			// before its scan
+			bound += 3 * rb
+			how += ", and of its read and take of its session row"
+			// a row that waits for it (a handoff request the assigner
+			// wrote on it) is resumed from its first poll instead of its
+			// scan (engine: resumeOwn)
+			bound += tm.IndexLag + tm.jit(tm.PendingPollInterval) + 3*rb
+			how += ", and the index lag, a poll interval and the round trips of its poll, read and take (a row with a handoff request waits for its poll)"
+		}
 		if tk.acqMarked && tm.Scan && !tm.Assigner {
 			// the row still carried the mark of a steal whose thief (the
 			// old owner) never wrote it again once it acted: whoever takes

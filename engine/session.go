@@ -1,0 +1,380 @@
+package engine
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Session renewal (Config.Renewal = RenewalSession; the protocol is
+// docs/design/sessions.md).
+//
+// A worker in session mode holds one session row, SessionKey(Owner), under
+// the rules of any lease (a compare-and-swap on its version, renewed every
+// RenewInterval), and takes no lease before it holds it. Every lease it
+// takes is bound to its session: the take writes Lease.Session, the
+// worker's Writer nonce, which a restart under the same owner id changes.
+// A bound lease's own row is written only when its ownership, checkpoint or
+// handoff changes, never to renew it; the holder's view of it is valid
+// until a lease duration after the later of its own last applied write's
+// send and the session's (validUntil), and the worker acts on it until a
+// safety margin before that, as on any lease. A session that is lost (its
+// renewal refused, or expired in the worker's own view) drops every bound
+// lease at once.
+//
+// An observer (the assigner; a scan-mode taker of this version whose scans
+// are strongly consistent) times a bound lease by the later of two
+// sightings (stillSince): the lease row's version, and its holder's session
+// row naming the lease's session. When the session row has moved to another
+// process (a restart under the same owner id took it over) or is gone, the
+// session is timed from when the observer first saw that. Either way the
+// holder's own view has expired when the observer has seen that time stand
+// for a lease duration: the holder's validity started at a send before each
+// version the observer saw. An eventually consistent read never times a
+// session (a stale copy of a renewed session row would look still), so a
+// worker whose scans are not consistent never takes a bound lease for
+// expired, and no worker steals one (its holder, renewing nothing on the
+// lease, would not notice the steal before its next checkpoint).
+
+// SessionPrefix starts the keys of the session rows (Config.Renewal).
+const SessionPrefix = ReservedPrefix + "_session:"
+
+// SessionKey returns the key of owner's session row.
+func SessionKey(owner string) string { return SessionPrefix + owner }
+
+// IsSessionRow reports whether key is a worker's session row.
+func IsSessionRow(key string) bool { return strings.HasPrefix(key, SessionPrefix) }
+
+// sessionState is a worker's part in session renewal: its own session row
+// (holder) and what it knows of the others' (observer).
+type sessionState struct {
+	key     string   // SessionKey(Owner)
+	held    *holding // the session row while this worker holds it
+	reading bool     // the read before a take of the session row is in flight
+	nextTry time.Duration
+	// keys: owner -> SessionKey(owner), made once (stillSince);
+	// missing: owner -> when this worker first found a lease bound to a
+	// session of owner whose row it has not seen (or no longer sees
+	// owned)
+	keys    map[string]string
+	missing map[string]time.Duration
+	// ended: owner -> the session this worker, as assigner, ended
+	// (endSession) and since when that session had stood still
+	ended map[string]endedSession
+	// orphans: the keys of rows that may be bound to this worker's
+	// session while it does not hold them (see noteOrphan), re-read every
+	// two poll intervals (orphanNext) until they are not
+	orphans     []string
+	orphanNext  time.Duration
+	orphanReads int
+	losing      bool // in sessionLost: its drops are no orphans
+}
+
+// endedSession is a session the assigner ended: its nonce, and when the
+// assigner first saw the version its end was conditioned on.
+type endedSession struct {
+	session string
+	still   time.Duration
+}
+
+// sessionMode reports whether this worker binds the leases it takes to
+// its session: session renewal in assigned mode.
+func (w *Worker) sessionMode() bool { return w.cfg.Renewal == RenewalSession && w.asg.on }
+
+// bound reports whether h is a lease bound to this worker's session.
+func (w *Worker) bound(h *holding) bool {
+	return h.row.Session != "" && h.row.Session == w.writer && !h.control && !h.session
+}
+
+// sessionReady reports whether the worker may take leases: always in
+// per-lease renewal, and in session mode once it acts on its session row.
+func (w *Worker) sessionReady() bool {
+	if !w.sessionMode() {
+		return true
+	}
+	s := w.sess.held
+	return s != nil && !s.gone && w.isActing(s)
+}
+
+// sessionRenewing reports whether h is bound to a session whose renewal
+// is in flight and would keep it valid now had it applied (see
+// renewalInFlight): a bound lease waits for that outcome too.
+func (w *Worker) sessionRenewing(h *holding) bool {
+	s := w.sess.held
+	return w.bound(h) && s != nil && !s.gone && w.renewalInFlight(s)
+}
+
+// advanceSession reads, and then creates or takes over, the worker's
+// session row while it holds none.
+func (w *Worker) advanceSession() {
+	s := &w.sess
+	now := w.now.Mono
+	w.readOrphans()
+	if !w.sessionMode() || w.shutdown || s.held != nil || s.reading || w.writeOf(s.key) != nil || now < s.nextTry {
+		return
+	}
+	s.reading = true
+	s.nextTry = now + w.jitter(w.cfg.PendingPollInterval)
+	w.call(Call{Op: OpGetLease, Key: s.key}, pendingCall{purpose: forSession, key: s.key})
+}
+
+// onSessionRead creates the session row, or takes it over from this
+// owner's earlier process (or this process, had it lost it): owner ids are
+// unique among live processes, so the row is this worker's to take.
+func (w *Worker) onSessionRead(r *Result) {
+	s := &w.sess
+	s.reading = false
+	if w.shutdown || s.held != nil || w.writeOf(s.key) != nil {
+		return
+	}
+	switch {
+	case errors.Is(r.Err, ErrNotFound):
+		row := Lease{Key: s.key, Owner: w.cfg.Owner, Counter: 1, Checkpoint: SentinelCheckpoint(ShardEnd)}
+		wr := &write{kind: wTake, create: true, key: s.key, row: row, actFrom: w.now.Mono, reason: "session"}
+		w.setWrite(w.rows.intern(s.key), wr)
+		w.sendWrite(wr)
+	case r.Err != nil:
+		// read again at nextTry
+	case r.Lease.Owner != "" && r.Lease.Owner != w.cfg.Owner:
+		w.emit(TraceEvent{Kind: TraceMalformedRow, Key: s.key, Reason: "session row owned by " + r.Lease.Owner + ": left alone"})
+		s.nextTry = w.now.Mono + w.cfg.LeaseDuration
+	default:
+		w.observeRow(r.Lease)
+		w.take(candidate{row: r.Lease, actFrom: w.now.Mono, reason: "session"})
+	}
+}
+
+// noteOrphan keeps key for re-reads (onOrphanRead): its row may be bound
+// to this worker's session while the worker does not hold it, a take of
+// unknown outcome that a re-read found not applied but that landed later
+// (a ghost), or a lease dropped while its row still names this worker and
+// its session (a write found superseded by the assigner's handoff
+// request). In per-lease renewal such a row stands still and expires; in
+// session renewal it would look alive for as long as the session is, and
+// nobody would ever act on it. The worker finds it and takes it again.
+func (w *Worker) noteOrphan(key string) {
+	s := &w.sess
+	if s.losing || !w.sessionMode() || IsReserved(key) || w.bug("orphans-unread") {
+		return
+	}
+	if !slices.Contains(s.orphans, key) {
+		s.orphans = append(s.orphans, key)
+		if s.orphanNext < w.now.Mono {
+			s.orphanNext = w.now.Mono + w.jitter(2*w.cfg.PendingPollInterval)
+		}
+	}
+}
+
+// readOrphans re-reads the rows of noteOrphan when their time has come.
+func (w *Worker) readOrphans() {
+	s := &w.sess
+	if len(s.orphans) == 0 || s.orphanReads > 0 || w.now.Mono < s.orphanNext || w.shutdown {
+		return
+	}
+	s.orphanNext = w.now.Mono + w.jitter(2*w.cfg.PendingPollInterval)
+	for _, key := range s.orphans {
+		s.orphanReads++
+		w.call(Call{Op: OpGetLease, Key: key}, pendingCall{purpose: forOrphanRead, key: key})
+	}
+}
+
+// onOrphanRead acts on a re-read of a row noteOrphan kept: this worker's
+// and bound to its session but not held, it is taken again under the rule
+// of any resume (nobody else can have taken it: that changes its owner);
+// still at a version a ghost take of it expects, it is read again later;
+// otherwise it is no orphan.
+func (w *Worker) onOrphanRead(key string, r *Result) {
+	s := &w.sess
+	s.orphanReads--
+	if r.Err != nil && !errors.Is(r.Err, ErrNotFound) {
+		return // read again later
+	}
+	keep := false
+	rs := w.rows.get(key)
+	if r.Err == nil && !w.shutdown {
+		row := r.Lease
+		held, writing := rs.heldOrNil() != nil, rs.writeOrNil() != nil
+		switch {
+		case held:
+		case writing:
+			keep = true
+		case row.Owner == w.cfg.Owner && row.Session == w.writer:
+			o := w.observeRow(row)
+			w.take(candidate{row: row, actFrom: w.resumeFrom(o), reason: "resumed"})
+			keep = w.writeOf(key) == nil // not sent (no session yet): later
+		case rs != nil:
+			for _, g := range rs.ghosts {
+				if g.expect == ExpectOf(row) {
+					keep = true
+				}
+			}
+		}
+	}
+	if !keep {
+		s.orphans = slices.DeleteFunc(s.orphans, func(k string) bool { return k == key })
+	}
+}
+
+// sessionApplied notes an applied write of the session row: the bound
+// leases that had stopped acting at their margin act again (those with a
+// write in flight once it comes back: holderWriteApplied, with the row it
+// wrote).
+func (w *Worker) sessionApplied(wr *write) {
+	if wr.kind == wRelease {
+		return
+	}
+	for _, h := range w.held {
+		if w.bound(h) && !h.gone && h.write == nil && h.stoppedTraced && w.now.Mono < w.actUntil(h) {
+			h.stoppedTraced = false
+			if h.actingTraced {
+				w.emit(TraceEvent{Kind: TraceActing, Key: h.key, Shard: h.ref, Counter: h.row.Counter, Checkpoint: h.row.Checkpoint, Reason: "session renewed after the margin"})
+			}
+			w.dueq.set(h, w.now.Mono) // its consumer goes on now
+		}
+	}
+}
+
+// sessionLost drops every lease bound to the session row h, which this
+// worker no longer holds, and reads the row again to take it back.
+//
+// The worker then takes a new writer nonce, a new session identity: the
+// row it takes back names that one, so that the leases bound to the lost
+// session (which it dropped, and which may be reassigned by now) never
+// look alive again. The planted bug session-loss-keeps-leases keeps both
+// the leases and the identity.
+func (w *Worker) sessionLost(h *holding, reason string) {
+	if w.bug("session-loss-keeps-leases") {
+		w.sess.nextTry = w.now.Mono
+		return
+	}
+	w.sess.losing = true
+	for _, o := range slices.Clone(w.held) {
+		if o != h && !o.gone && o.row.Session == w.writer && !o.control && !o.session {
+			w.loseLease(o, "the session was lost: "+reason)
+			w.dueq.set(o, w.now.Mono)
+		}
+	}
+	w.sess.losing = false
+	w.writerEpoch++
+	w.writer = writerOf(w.cfg.Seed + w.writerEpoch*0x632be59bd9b4e019)
+	w.sess.nextTry = w.now.Mono
+}
+
+// sessionKeyOf returns SessionKey(owner), made once per owner.
+func (w *Worker) sessionKeyOf(owner string) string {
+	s := &w.sess
+	key, ok := s.keys[owner]
+	if !ok {
+		if s.keys == nil {
+			s.keys = map[string]string{}
+		}
+		key = SessionKey(owner)
+		s.keys[owner] = key
+	}
+	return key
+}
+
+// endSessionFirst reports whether the expired lease o must wait for the
+// end of its session: it is bound to a session whose row still names it.
+// A session is fenced by its own row only, so before the assigner hands
+// out a lease of a session that stood still it ends the session: a write
+// of the session row (unowned, Session naming the ended session)
+// conditioned on the version it timed, after which the holder can renew
+// it no more. Its leases are assigned once the end applied (sessionEnded).
+// The planted bug session-end-skipped assigns them at once: a renewal of
+// the session that the assigner's scan did not see then keeps the old
+// holder acting.
+func (w *Worker) endSessionFirst(o *observation) bool {
+	if o.row.Session == "" || o.row.Owner == "" || w.bug("session-end-skipped") || w.bug("taker-times-lease-row") {
+		return false
+	}
+	rs := w.rows.get(w.sessionKeyOf(o.row.Owner))
+	if rs == nil || !rs.observed {
+		return false
+	}
+	so := &rs.obs
+	if so.row.Owner != o.row.Owner || so.row.Writer != o.row.Session {
+		return false // taken over by a restart, or released: nothing to fence
+	}
+	if rs.write == nil && rs.held == nil {
+		row := so.row.Clone()
+		row.Owner, row.Session, row.Pending, row.HandoffTo = "", o.row.Session, "", ""
+		row.Counter++
+		w.sendAssign(&write{kind: wAssign, key: rs.key, expect: ExpectOf(so.row), row: row, previous: so.row.Owner,
+			reason: "session ended: stood still", stillSince: so.seenAt})
+	}
+	return true
+}
+
+// sessionEnded records the applied end of a session (endSessionFirst)
+// and assigns its leases at once.
+func (w *Worker) sessionEnded(wr *write) {
+	w.observeRow(wr.row)
+	s := &w.sess
+	if s.ended == nil {
+		s.ended = map[string]endedSession{}
+	}
+	s.ended[wr.previous] = endedSession{session: wr.row.Session, still: wr.stillSince}
+	if w.asg.as != nil && w.isAssigner() {
+		w.assignExpired()
+	}
+}
+
+// stillSince returns since when o's lease has stood still in this
+// worker's view: when it first saw the row's version, and for a lease
+// bound to a session, no earlier than when it first saw the session's
+// latest sign of life (see the top of this file).
+func (w *Worker) stillSince(o *observation) time.Duration {
+	if o.row.Session == "" || o.row.Owner == "" || w.bug("taker-times-lease-row") {
+		return o.seenAt
+	}
+	now := w.now.Mono
+	if !w.timesSessions() {
+		return now // never expired in a view that cannot time sessions
+	}
+	s := &w.sess
+	owner := o.row.Owner
+	rs := w.rows.get(w.sessionKeyOf(owner))
+	if rs != nil && rs.observed && rs.obs.row.Owner != "" {
+		if len(s.missing) > 0 {
+			delete(s.missing, owner)
+		}
+		so := &rs.obs
+		if so.row.Owner == owner && so.row.Writer == o.row.Session {
+			return max(o.seenAt, so.seenAt)
+		}
+		return max(o.seenAt, so.identSince)
+	}
+	if rs != nil && rs.observed {
+		if e, ok := s.ended[owner]; ok && rs.obs.row.Session == o.row.Session && e.session == o.row.Session {
+			return max(o.seenAt, e.still) // ended by this worker (endSessionFirst)
+		}
+	}
+	t, seen := s.missing[owner]
+	if !seen {
+		if s.missing == nil {
+			s.missing = map[string]time.Duration{}
+		}
+		t = now
+		s.missing[owner] = t
+	}
+	if rs != nil && rs.observed {
+		t = max(t, rs.obs.identSince) // released: timed from when it was seen unowned
+	}
+	return max(o.seenAt, t)
+}
+
+// timesSessions reports whether this worker's table reads can time a
+// session row: strongly consistent scans (the assigner's always are).
+func (w *Worker) timesSessions() bool { return w.asg.on || w.cfg.ConsistentTakeScans }
+
+// noteSessionLive records, for the assigner, the session rows of its
+// scan: a member whose session row's version changed within a lease
+// duration is alive.
+func (a *assigner) noteSessionLive(w *Worker, rs *rowState) {
+	o := &rs.obs
+	if o.row.Owner != "" && w.now.Mono-o.seenAt < w.cfg.LeaseDuration && IsSessionRow(rs.key) {
+		a.live[o.row.Owner] = max(a.live[o.row.Owner], o.seenAt)
+	}
+}
