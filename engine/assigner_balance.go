@@ -61,16 +61,17 @@ func (w *Worker) weight(row Lease) float64 {
 //
 // A stalled member (see assigner.stalledMember) is chosen only when no
 // other is left: an assignment that would otherwise wait for nobody may
-// as well wait for it.
+// as well wait for it; so is this worker while it may take no lease (in
+// session renewal, before it acts on its session row).
 func (w *Worker) leastLoaded(loads map[string]float64, not string, members []string) string {
 	best := ""
 	for _, stalledToo := range []bool{false, true} {
 		for _, m := range members {
-			if m != not && !w.full(m) && (stalledToo || !w.stalled(m)) && (best == "" || loads[m] < loads[best]) {
+			if m != not && !w.full(m) && (stalledToo || !w.stalled(m) && (m != w.cfg.Owner || w.sessionReady())) && (best == "" || loads[m] < loads[best]) {
 				best = m
 			}
 		}
-		if best != "" || w.asg.as == nil || len(w.asg.as.stalled) == 0 {
+		if best != "" || (w.asg.as == nil || len(w.asg.as.stalled) == 0) && w.sessionReady() {
 			break
 		}
 	}

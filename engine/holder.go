@@ -519,6 +519,9 @@ func (h *holding) wakeTimes(w *Worker, min func(time.Duration)) {
 			min(w.validFromOf(h.write.sentAt) + w.cfg.LeaseDuration) // its own expiry, had it applied
 		}
 	}
+	if w.sessionRenewing(h) {
+		min(w.validFromOf(w.sess.held.write.sentAt) + w.cfg.LeaseDuration) // the session's, had its renewal applied
+	}
 	if h.c.waitingForTime() {
 		min(h.c.nextAt)
 	}

@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -59,9 +60,6 @@ type sessionState struct {
 	// owned)
 	keys    map[string]string
 	missing map[string]time.Duration
-	// ended: owner -> the session this worker, as assigner, ended
-	// (endSession) and since when that session had stood still
-	ended map[string]endedSession
 	// orphans: the keys of rows that may be bound to this worker's
 	// session while it does not hold them (see noteOrphan), re-read every
 	// two poll intervals (orphanNext) until they are not
@@ -71,12 +69,6 @@ type sessionState struct {
 	losing      bool // in sessionLost: its drops are no orphans
 }
 
-// endedSession is a session the assigner ended: its nonce, and when the
-// assigner first saw the version its end was conditioned on.
-type endedSession struct {
-	session string
-	still   time.Duration
-}
 
 // sessionMode reports whether this worker binds the leases it takes to
 // its session: session renewal in assigned mode.
@@ -216,22 +208,26 @@ func (w *Worker) onOrphanRead(key string, r *Result) {
 	}
 }
 
-// sessionApplied notes an applied write of the session row: the bound
-// leases that had stopped acting at their margin act again (those with a
-// write in flight once it comes back: holderWriteApplied, with the row it
-// wrote).
+// sessionApplied notes an applied write of the session row: every bound
+// lease is valid longer, and is ticked now (one taken whose reply came
+// after its margin starts acting; one that had stopped acting at its
+// margin acts again, and says so: those with a write in flight once it
+// comes back, holderWriteApplied, with the row it wrote).
 func (w *Worker) sessionApplied(wr *write) {
 	if wr.kind == wRelease {
 		return
 	}
 	for _, h := range w.held {
-		if w.bound(h) && !h.gone && h.write == nil && h.stoppedTraced && w.now.Mono < w.actUntil(h) {
+		if !w.bound(h) || h.gone {
+			continue
+		}
+		if h.write == nil && h.stoppedTraced && w.now.Mono < w.actUntil(h) {
 			h.stoppedTraced = false
 			if h.actingTraced {
 				w.emit(TraceEvent{Kind: TraceActing, Key: h.key, Shard: h.ref, Counter: h.row.Counter, Checkpoint: h.row.Checkpoint, Reason: "session renewed after the margin"})
 			}
-			w.dueq.set(h, w.now.Mono) // its consumer goes on now
 		}
+		w.dueq.set(h, w.now.Mono)
 	}
 }
 
@@ -299,7 +295,7 @@ func (w *Worker) endSessionFirst(o *observation) bool {
 	}
 	if rs.write == nil && rs.held == nil {
 		row := so.row.Clone()
-		row.Owner, row.Session, row.Pending, row.HandoffTo = "", o.row.Session, "", ""
+		row.Owner, row.Session, row.Pending, row.HandoffTo = "", followed(so.row), "", ""
 		row.Counter++
 		w.sendAssign(&write{kind: wAssign, key: rs.key, expect: ExpectOf(so.row), row: row, previous: so.row.Owner,
 			reason: "session ended: stood still", stillSince: so.seenAt})
@@ -307,15 +303,12 @@ func (w *Worker) endSessionFirst(o *observation) bool {
 	return true
 }
 
-// sessionEnded records the applied end of a session (endSessionFirst)
-// and assigns its leases at once.
+// sessionEnded records the applied end of a session (endSessionFirst):
+// the row, written on the version the assigner timed, names the ended
+// session's last version as its predecessor (observation.prevSince), so
+// its leases are expired at once, and are assigned now.
 func (w *Worker) sessionEnded(wr *write) {
 	w.observeRow(wr.row)
-	s := &w.sess
-	if s.ended == nil {
-		s.ended = map[string]endedSession{}
-	}
-	s.ended[wr.previous] = endedSession{session: wr.row.Session, still: wr.stillSince}
 	if w.asg.as != nil && w.isAssigner() {
 		w.assignExpired()
 	}
@@ -336,19 +329,27 @@ func (w *Worker) stillSince(o *observation) time.Duration {
 	s := &w.sess
 	owner := o.row.Owner
 	rs := w.rows.get(w.sessionKeyOf(owner))
-	if rs != nil && rs.observed && rs.obs.row.Owner != "" {
-		if len(s.missing) > 0 {
-			delete(s.missing, owner)
-		}
-		so := &rs.obs
-		if so.row.Owner == owner && so.row.Writer == o.row.Session {
-			return max(o.seenAt, so.seenAt)
-		}
-		return max(o.seenAt, so.identSince)
-	}
 	if rs != nil && rs.observed {
-		if e, ok := s.ended[owner]; ok && rs.obs.row.Session == o.row.Session && e.session == o.row.Session {
-			return max(o.seenAt, e.still) // ended by this worker (endSessionFirst)
+		so := &rs.obs
+		switch {
+		case so.row.Writer == o.row.Session && (so.row.Owner == owner || so.row.Owner == ""):
+			// its latest version is the session's own: a renewal (or
+			// its release, after which it acts no more)
+			if len(s.missing) > 0 {
+				delete(s.missing, owner)
+			}
+			return max(o.seenAt, so.seenAt)
+		case so.prevWriter == o.row.Session && follows(so.row, o.row.Session, so.prevCounter):
+			// taken over (a restart under the same owner id, the same
+			// process under a new identity) or ended by the assigner,
+			// on the very version of the session this worker saw last:
+			// the session renewed nothing after it
+			return max(o.seenAt, so.prevSince)
+		case so.row.Owner != "":
+			if len(s.missing) > 0 {
+				delete(s.missing, owner)
+			}
+			return max(o.seenAt, so.identSince)
 		}
 	}
 	t, seen := s.missing[owner]
@@ -363,6 +364,24 @@ func (w *Worker) stillSince(o *observation) time.Duration {
 		t = max(t, rs.obs.identSince) // released: timed from when it was seen unowned
 	}
 	return max(o.seenAt, t)
+}
+
+// followed returns what a session row written on version row by another
+// process (a takeover, or the assigner's end) names in its Session: the
+// session of row and its version, "writer@counter".
+func followed(row Lease) string {
+	return row.Writer + "@" + strconv.FormatInt(row.Counter, 10)
+}
+
+// follows reports whether the session row row names, as the session it
+// follows (followed), session at version counter.
+func follows(row Lease, session string, counter int64) bool {
+	n, c, ok := strings.Cut(row.Session, "@")
+	if !ok || n != session {
+		return false
+	}
+	v, err := strconv.ParseInt(c, 10, 64)
+	return err == nil && v == counter
 }
 
 // timesSessions reports whether this worker's table reads can time a

@@ -24,8 +24,13 @@ type observation struct {
 	scan     uint64
 	// identSince is when this worker first saw the row with its current
 	// Owner and Writer: for a session row, since when another process
-	// (or none) holds it (see stillSince)
-	identSince time.Duration
+	// (or none) holds it; prevWriter, prevCounter and prevSince are the
+	// Writer and Counter of the last version it saw before that, and when
+	// it first saw it (see stillSince)
+	identSince  time.Duration
+	prevWriter  string
+	prevCounter int64
+	prevSince   time.Duration
 }
 
 func (w *Worker) refOf(key string) ShardRef {
@@ -94,6 +99,7 @@ func (w *Worker) observe(rs *rowState, row Lease) *observation {
 		// stale
 	case row.Counter != o.row.Counter || row.Owner != o.row.Owner:
 		if row.Owner != o.row.Owner || row.Writer != o.row.Writer {
+			o.prevWriter, o.prevCounter, o.prevSince = o.row.Writer, o.row.Counter, o.seenAt
 			o.identSince = w.now.Mono
 		}
 		o.row = row
@@ -349,7 +355,9 @@ func (w *Worker) takeLeases(rows []*rowState) {
 		}
 	}
 	w.rng.Shuffle(len(cands), func(i, j int) { cands[i], cands[j] = cands[j], cands[i] })
-	for _, c := range cands[:n] {
+	// (the victim's session-bound leases count towards its load but are
+	// never candidates: there may be fewer candidates than n)
+	for _, c := range cands[:min(n, len(cands))] {
 		takeOne(c)
 	}
 }
@@ -389,6 +397,12 @@ func (w *Worker) take(c candidate) {
 		}
 	} else {
 		row.Session = ""
+		if IsSessionRow(row.Key) && c.row.Writer != "" && c.row.Writer != w.writer {
+			// a session row taken over: it names the session it follows
+			// and that session's last version, the one this take is
+			// conditioned on (see stillSince)
+			row.Session = followed(c.row)
+		}
 	}
 	if ref := rs.ref; row.StreamID == "" && w.provenOurs(ref, row) {
 		// A row from before stream identities (KCL, an earlier

@@ -417,6 +417,13 @@ func drawWorld(o Options) (World, error) {
 		// they fall: L1 checks only that every shard is owned
 		w.Balance = false
 	}
+	if w.Renewal.Mode != "" && (w.Assignment.Mode == AssignmentMixed || w.switchesMode) {
+		// a scan-mode worker never steals a session-bound lease (its
+		// holder would not notice): beside session-mode workers it gets
+		// only what expires or is released, so lease counts stay as they
+		// fall (L1 checks only that every shard is owned)
+		w.Balance = false
+	}
 	if o.Seed%2 == 1 {
 		w.SkipAfter = 3
 	}

@@ -1307,6 +1307,14 @@ func (c *timingChecker) takeover(old asgTenure, r *trace.Record) {
 	if from <= 0 || from < old.from {
 		return
 	}
+	if old.prev >= 0 && c.procOwner(old.prev) != G.owner && from-old.from < tm.jit(2*tm.LeaseDuration)+tm.jit(tm.PendingPollInterval) {
+		// old took the row over from another worker: a worker that was
+		// no deputy of that one reads the row every two lease durations,
+		// and learns that it is a deputy of old only at that read (swarm
+		// seed 240 with session renewal: the deputy's read came 4.6 s
+		// after the row's last write)
+		return
+	}
 	// The deputies: the two live owners after the old assigner's in the
 	// sorted list, which is the assigner's member list when no worker but
 	// it started or stopped since long enough for that list to settle.
