@@ -57,6 +57,14 @@ var plantedBugs = map[string]string{
 	"take-ignores-handoff-from":               "a worker taking leases itself acts at once on a lease released before its thief acted (handoffFrom set), while the previous holder may still act",
 	"handoff-timeout-ignored":                 "a holder handing a lease over waits for its processor however long it takes, instead of releasing anyway after half a lease duration: the lease stays being handed over",
 	"write-while-resolving":                   "a holder sends its next write of a lease (a renewal) while the outcome of the last one is still being resolved: two writes expect one version",
+	// session renewal (Config.Renewal, session.go)
+	"session-margin-ignored":      "a lease bound to a session is acted on until the session's own-view expiry, with no safety margin",
+	"session-renew-unconditional": "a session renewal whose condition failed (the assigner ended the session, or a restart took the row over) is written again over whatever the row holds: the worker keeps its session and acts on leases the assigner reassigned",
+	"taker-times-lease-row":       "the assigner times a session-bound lease by its own row, which renewals no longer change, not by its session row: a live holder's leases are reassigned a lease duration after their last checkpoint",
+	"restart-keeps-session":       "a take of a lease already bound to a session keeps that binding instead of binding it to the taker's session: a restart under the same owner id resumes its predecessor's leases under the predecessor's session, which observers take for ended",
+	"session-end-skipped":         "the assigner reassigns the leases of a session that stood still without ending the session first: a renewal its scan did not see keeps the old holder acting",
+	"session-loss-keeps-leases":   "a worker whose session was lost keeps its bound leases and its session identity and takes the session row back: it acts on leases the assigner has reassigned",
+	"orphans-unread":              "rows bound to a worker's session that it does not hold (a take that landed after it gave it up, a lease lost while its row still names the session) are never read again: nobody acts on them while the session lives",
 	// Bugs that only a named test sees (TestTestsCatchPlantedBugs runs
 	// that test with the bug planted and requires it to fail).
 	"config-margin-unchecked":        "configuration: a safety margin too small for the drift bound is accepted",

@@ -69,14 +69,14 @@ type sessionState struct {
 	losing      bool // in sessionLost: its drops are no orphans
 }
 
-
 // sessionMode reports whether this worker binds the leases it takes to
 // its session: session renewal in assigned mode.
 func (w *Worker) sessionMode() bool { return w.cfg.Renewal == RenewalSession && w.asg.on }
 
-// bound reports whether h is a lease bound to this worker's session.
+// bound reports whether h is a lease bound to this worker's session (the
+// planted bug restart-keeps-session takes any binding for its own).
 func (w *Worker) bound(h *holding) bool {
-	return h.row.Session != "" && h.row.Session == w.writer && !h.control && !h.session
+	return h.row.Session != "" && (h.row.Session == w.writer || w.bug("restart-keeps-session")) && !h.control && !h.session
 }
 
 // sessionReady reports whether the worker may take leases: always in

@@ -422,6 +422,21 @@ func (s *simulator) assignApplied(f *inflight) {
 // renewApplied is a renewal of p that applied (call slot i): the scans
 // waiting for one reach the table just after it, and an armed boundary
 // action goes off.
+// boundLeaseOf returns a lease the table shows bound to p's session (one
+// drawn from the boundary stream), "" if none.
+func (s *simulator) boundLeaseOf(p *proc) string {
+	var keys []string
+	for _, l := range s.tbl.Snapshot().Leases {
+		if l.Owner == p.owner && l.Session != "" && !engine.IsReserved(l.Key) && !l.Checkpoint.IsShardEnd() {
+			keys = append(keys, l.Key)
+		}
+	}
+	if len(keys) == 0 {
+		return ""
+	}
+	return keys[s.bd.rng.IntN(len(keys))]
+}
+
 func (s *simulator) renewApplied(p *proc, f *inflight) {
 	if s.w.Boundary.CutVictim > 0 {
 		if p.renewSent == nil {
@@ -448,7 +463,13 @@ func (s *simulator) renewApplied(p *proc, f *inflight) {
 		return !w.poll && g.proc != f.proc && (w.after < 0 || w.after == f.proc)
 	})
 	k := p.afterRenew
-	if k == "" || engine.IsReserved(leaseKey(&f.call)) {
+	key := leaseKey(&f.call)
+	if engine.IsSessionRow(key) && k != "" {
+		// session renewal: the renewal of every lease bound to it, of
+		// which one is the lease the action is about
+		key = s.boundLeaseOf(p)
+	}
+	if k == "" || key == "" || engine.IsReserved(key) {
 		return // (the assigner row's renewals neither: a lease's)
 	}
 	if s.healed {
@@ -461,7 +482,7 @@ func (s *simulator) renewApplied(p *proc, f *inflight) {
 		p.afterRenewTries++
 		return
 	}
-	if k == ActCrashAfterRenew && s.bd.kbps[leaseKey(&f.call)] != f.call.Lease.ThroughputKBps && p.afterRenewTries < 30 {
+	if k == ActCrashAfterRenew && !engine.IsSessionRow(key) && s.bd.kbps[key] != f.call.Lease.ThroughputKBps && p.afterRenewTries < 30 {
 		// crash after a renewal that changed nothing but the row's
 		// version (an idle lease): the restarted process's resume, built
 		// on the row before it, then writes that renewal's very row
@@ -472,7 +493,7 @@ func (s *simulator) renewApplied(p *proc, f *inflight) {
 	sl := s.cl.slots[p.slot]
 	switch k {
 	case ActCutAfterRenew:
-		s.fault(fmt.Sprintf("cut w%d from the table after its renewal of %s, for %v", sl.idx, leaseKey(&f.call), p.afterRenewDur), leaseKey(&f.call))
+		s.fault(fmt.Sprintf("cut w%d from the table after its renewal of %s, for %v", sl.idx, key, p.afterRenewDur), key)
 		sl.table.cutReq = true
 		s.opFaultOnSlot(sl)
 		s.later(Action{At: s.now + p.afterRenewDur, Kind: actHealLink, Workers: []int{sl.idx}, Target: "table"})
@@ -487,25 +508,25 @@ func (s *simulator) renewApplied(p *proc, f *inflight) {
 			by := p.clk.trueAt(m+s.full.LeaseDuration-s.full.SafetyMargin) - slack - s.full.IdleTimeBetweenReads - s.full.RenewInterval
 			f.lateAt = s.bd.rng.between(s.now, max(s.now, by))
 		}
-		s.armExpiryPause(p, leaseKey(&f.call), f.sent)
+		s.armExpiryPause(p, key, f.sent)
 		if s.bd.racing == nil {
 			s.bd.racing = map[string]int32{}
 		}
-		s.bd.racing[leaseKey(&f.call)] = p.id
+		s.bd.racing[key] = p.id
 	case ActCrashAfterRenew:
-		s.fault(fmt.Sprintf("crash w%d after its renewal of %s", sl.idx, leaseKey(&f.call)), leaseKey(&f.call))
+		s.fault(fmt.Sprintf("crash w%d after its renewal of %s", sl.idx, key), key)
 		s.stopProc(p, "crash")
 		sl.throttleScans, sl.staleScans = 2, 2
-		sl.staleKey, sl.staleAt, sl.cutAfterRead = leaseKey(&f.call), s.now, true
+		sl.staleKey, sl.staleAt, sl.cutAfterRead = key, s.now, true
 		s.later(Action{At: s.now + p.afterRenewDur, Kind: ActRestart, Worker: sl.idx})
 		if s.bd.racing == nil {
 			s.bd.racing = map[string]int32{}
 		}
-		s.bd.racing[leaseKey(&f.call)] = p.id // the others take it as early as they may
+		s.bd.racing[key] = p.id // the others take it as early as they may
 		// and records come once the process is back, for both to read
 		for j := 1; j <= 6; j++ {
 			if at := s.now + p.afterRenewDur + time.Duration(j)*s.full.LeaseDuration/6; at < s.w.Chaos {
-				s.later(Action{At: at, Kind: actPutTo, Shard: leaseKey(&f.call)})
+				s.later(Action{At: at, Kind: actPutTo, Shard: key})
 			}
 		}
 	}

@@ -262,10 +262,11 @@ var Combos = []Combo{
 		},
 		schedule: assignerLapse,
 	},
-	crashJoin,    // combos_handoff.go
-	joinBalance,  // combos_handoff.go
-	deposedTake,  // combos_deposed.go
-	stealRelease, // combos_steal.go
+	crashJoin,     // combos_handoff.go
+	joinBalance,   // combos_handoff.go
+	deposedTake,   // combos_deposed.go
+	stealRelease,  // combos_steal.go
+	sessionStrike, // combos_session.go
 	// sync-race (syncrace.go)
 	{
 		Name: comboSyncRace,

@@ -32,7 +32,9 @@ const (
 func (w *World) drawRenewal(o Options, swarm bool) error {
 	switch o.Renewal {
 	case "":
-		if !swarm {
+		if !swarm || w.Renewal.Mode != "" {
+			// (a combination that renews by session says so: its world
+			// keeps it)
 			return nil
 		}
 		r := newRNG(o.Seed, streamRenewal)

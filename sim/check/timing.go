@@ -1013,6 +1013,14 @@ func (c *timingChecker) failover(a, b *Tenure, tk *tkey, gap time.Duration, B *t
 		case n != 1 || (asg.to != "" && asg.to != b.Owner):
 			return // assigned more times, or to another worker that never took it
 		}
+		for _, x := range tk.writes {
+			if !direct && x.t > second.t && x.t < to && x.proc != b.Proc {
+				// another write landed after the assignment (its assigner
+				// took the lease itself, then died: swarm seed 207): the
+				// new owner's take comes from a later decision
+				return
+			}
+		}
 		if restarted = !direct && c.assigneeRestarted(second, B); restarted && tm.FanOut {
 			return // a restart registers its consumer first (as "resumed")
 		}
