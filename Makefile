@@ -133,7 +133,7 @@ TOXIPROXY_VERSION := v2.5.0
 toxiproxy:
 	@$(GOBIN)/server -version 2>/dev/null | grep -q toxiproxy || $(GO) install github.com/Shopify/toxiproxy/v2/cmd/server@$(TOXIPROXY_VERSION)
 
-# test-chaos runs the short live chaos test (both initial positions, and LATEST with enhanced fan-out against internal/efoserver; ~1 min):
+# test-chaos runs the short live chaos test (both initial positions, LATEST with enhanced fan-out against internal/efoserver, TRIM_HORIZON in etcd and with session renewal; ~2 min):
 # worker processes built from cmd/live against dynalite/kinesalite, with kills,
 # pauses, link faults, throttling, splits and merges; then `live check`.
 # The servers are always stopped afterwards. On a failure it ends with the

@@ -7,6 +7,10 @@ package main
 //	SHARDLEASE_CHAOS=short  one chaos cycle per initial position (make test-chaos, ~1.5 min)
 //	SHARDLEASE_CHAOS=long   four cycles per initial position (make chaos)
 //
+// Each sub-test is one configuration: LATEST, TRIM_HORIZON, LATEST with
+// enhanced fan-out, TRIM_HORIZON with the table in etcd, and TRIM_HORIZON
+// with session renewal (-renewal session).
+//
 // Faults: SIGKILL and restart (same and new owner ids), SIGSTOP past the
 // lease and SIGCONT, latency and a cut on one worker's link to the table
 // (toxiproxy), throttling and lost replies through an HTTP proxy in front
@@ -87,16 +91,19 @@ func TestLiveChaos(t *testing.T) {
 	for _, tc := range []struct {
 		name, pos string
 		fanOut    bool
-		etcd      bool // the lease table on a 3-member etcd cluster
+		etcd      bool   // the lease table on a 3-member etcd cluster
+		renewal   string // the workers' -renewal ("": the default, per lease)
 	}{
-		{engine.Latest, engine.Latest, false, false},
-		{engine.TrimHorizon, engine.TrimHorizon, false, false},
-		{"FAN_OUT_" + engine.Latest, engine.Latest, true, false},
-		{"ETCD_" + engine.TrimHorizon, engine.TrimHorizon, false, true},
+		{engine.Latest, engine.Latest, false, false, ""},
+		{engine.TrimHorizon, engine.TrimHorizon, false, false, ""},
+		{"FAN_OUT_" + engine.Latest, engine.Latest, true, false, ""},
+		{"ETCD_" + engine.TrimHorizon, engine.TrimHorizon, false, true, ""},
+		{"SESSION_" + engine.TrimHorizon, engine.TrimHorizon, false, false, engine.RenewalSession},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			r := newChaosRun(t, mode, tc.pos, bin, ddb, kin, toxi, tc.fanOut)
+			r.renewal = tc.renewal
 			if tc.etcd {
 				r.setupEtcd(etcdBin)
 			}
@@ -257,6 +264,7 @@ type chaosRun struct {
 	store    engine.LeaseStore // the harness's own view of the table
 	etcd     *etcdChaos        // etcd runs: the cluster (chaos_etcd_test.go)
 	efo      *efoserver.Server // fan-out runs: the workers' Kinesis endpoint
+	renewal  string            // the workers' -renewal ("": per lease)
 	kinURL   string            // the workers' Kinesis endpoint
 	slots    []*workerProc
 	producer *exec.Cmd
@@ -377,6 +385,9 @@ func (r *chaosRun) startWorker(slot int, owner string) *workerProc {
 		"-kinesis-endpoint", r.kinURL)
 	if r.efo != nil {
 		args = append(args, "-consumer", "fan-out", "-consumer-name", "chaos-app")
+	}
+	if r.renewal != "" {
+		args = append(args, "-renewal", r.renewal)
 	}
 	cmd := exec.Command(r.bin, args...)
 	cmd.Env = r.env

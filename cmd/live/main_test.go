@@ -51,6 +51,26 @@ func TestRunRejectsAnInvalidConfigurationWithTheRule(t *testing.T) {
 	}
 }
 
+// Session renewal with scan-mode assignment is refused at start, the rule
+// named by the flags (the mode from the environment, the assignment from
+// the command line); an unknown mode is named too; -h shows the flag.
+func TestRunRejectsSessionRenewalWithoutTheAssigner(t *testing.T) {
+	t.Setenv("AWS_REGION", "us-east-1")
+	t.Setenv("LIVE_RENEWAL", "session")
+	code, out := runMain(t, "run", "-stream", "s", "-table", "t", "-metrics-addr", "", "-assignment", "scan")
+	if want := `-renewal "session" needs -assignment "assigner"`; code != exitUsage || !strings.Contains(out, want) {
+		t.Errorf("-renewal session -assignment scan: exit %d, want %d with %q:\n%s", code, exitUsage, want, out)
+	}
+	code, out = runMain(t, "run", "-stream", "s", "-table", "t", "-metrics-addr", "", "-renewal", "sessions")
+	if want := `-renewal "sessions" is not "lease" or "session"`; code != exitUsage || !strings.Contains(out, want) {
+		t.Errorf("-renewal sessions: exit %d, want %d with %q:\n%s", code, exitUsage, want, out)
+	}
+	code, out = runMain(t, "run", "-h")
+	if want := "-renewal MODE  [LIVE_RENEWAL]"; code != exitOK || !strings.Contains(out, want) || !strings.Contains(out, "(default lease)") {
+		t.Errorf("live run -h: exit %d, want %q and its default:\n%s", code, want, out)
+	}
+}
+
 func TestBadEnvironmentValueIsNamed(t *testing.T) {
 	t.Setenv("LIVE_LEASE_DURATION", "soon")
 	code, out := runMain(t, "run")

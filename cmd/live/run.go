@@ -62,6 +62,7 @@ type workerFlags struct {
 	deregister   bool
 	adopt        bool
 	assignment   string
+	renewal      string
 	asgScan      time.Duration
 	pendingPoll  time.Duration
 	balanceBy    string
@@ -87,6 +88,7 @@ func (f *workerFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.idle, "idle-time-between-reads", 0, "pause after an empty GetRecords (default 1s)")
 	fs.BoolVar(&f.consistent, "consistent-take-scans", false, "make the take scans strongly consistent")
 	fs.StringVar(&f.assignment, "assignment", engine.AssignmentAssigner, "how leases reach workers: assigner (one elected assigner hands them out; workers read only what waits for them) or scan (every worker scans the table and takes leases)")
+	fs.StringVar(&f.renewal, "renewal", engine.RenewalPerLease, "how leases are kept alive: lease (each lease's row renewed every renew interval) or session (one session row per worker renewed, every lease bound to it; needs -assignment assigner; not for a table shared with KCL workers)")
 	fs.DurationVar(&f.asgScan, "assigner-scan-interval", 0, "time between the assigner's table scans (default: lease duration / 3)")
 	fs.DurationVar(&f.pendingPoll, "pending-poll-interval", 0, "time between a worker's reads of the rows that wait for it (default: lease duration / 8)")
 	fs.StringVar(&f.balanceBy, "balance-by", engine.BalanceLeases, "what the assigner balances: leases (counts) or throughput (KB/s each holder reports)")
@@ -152,6 +154,7 @@ func (f *workerFlags) engineConfig() (engine.Config, error) {
 		ConsistentTakeScans:    f.consistent,
 		AdoptUnverifiedRows:    f.adopt,
 		Assignment:             f.assignment,
+		Renewal:                f.renewal,
 		AssignerScanInterval:   f.asgScan,
 		PendingPollInterval:    f.pendingPoll,
 		BalanceBy:              f.balanceBy,
@@ -278,7 +281,7 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	log.Info("starting worker", "stream", f.stream, "table", f.table, "store", opened.where, "region", region, "dynamodb_endpoint", dynEP, "kinesis_endpoint", kinEP,
 		"initial_position", full.Streams[0].InitialPosition, "lease_duration", full.LeaseDuration, "renew_interval", full.RenewInterval,
 		"safety_margin", full.SafetyMargin, "take_interval", full.TakeInterval, "shard_sync_interval", full.ShardSyncInterval,
-		"consumer", full.Consumer.String(), "consumer_name", full.ConsumerName)
+		"consumer", full.Consumer.String(), "consumer_name", full.ConsumerName, "assignment", full.Assignment, "renewal", full.Renewal)
 
 	var srv *http.Server
 	if f.metricsAddr != "" {

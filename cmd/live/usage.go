@@ -25,7 +25,7 @@ var placeholders = map[string]string{
 	"dynamodb-endpoint": "URL", "kinesis-endpoint": "URL", "initial-position": "POSITION",
 	"at-timestamp": "TIME", "metrics-addr": "ADDR", "record": "DIR", "log-level": "LEVEL",
 	"log-format": "FORMAT", "consumer": "MODE", "consumer-name": "NAME", "assignment": "MODE",
-	"balance-by": "WHAT", "json": "FILE",
+	"renewal": "MODE", "balance-by": "WHAT", "json": "FILE",
 }
 
 // placeholder names the value flag f takes ("" for a boolean).
@@ -138,7 +138,7 @@ var configFlags = map[string]string{
 	"MaxLeasesForWorker": "-max-leases", "MaxLeasesToStealAtOnce": "-max-steal", "GetRecordsLimit": "-get-records-limit",
 	"IdleTimeBetweenReads": "-idle-time-between-reads", "AssignerScanInterval": "-assigner-scan-interval",
 	"PendingPollInterval": "-pending-poll-interval", "BalanceBy": "-balance-by", "Assignment": "-assignment",
-	"InitialPosition": "-initial-position", "ConsumerName": "-consumer-name", "Consumer": "-consumer",
+	"Renewal": "-renewal", "InitialPosition": "-initial-position", "ConsumerName": "-consumer-name", "Consumer": "-consumer",
 	"DeregisterConsumer": "-deregister-consumer", "CallTimeout": "-call-timeout", "ShutdownTimeout": "-shutdown-timeout",
 	"StartTimeout": "-start-timeout", "Owner": "-owner", "MaxAttempts": "-skip-failed-after",
 	"AdoptUnverifiedRows": "-adopt-unverified-rows", "ConsistentTakeScans": "-consistent-take-scans",

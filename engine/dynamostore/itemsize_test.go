@@ -65,7 +65,7 @@ func TestItemSizeMatchesEncodeLease(t *testing.T) {
 			Checkpoint:    engine.Checkpoint{Sequence: pick(fmt.Sprintf("4959%052d", r.Int64())), SubSequence: num()},
 			OwnerSwitches: num(), StartingHashKey: pick("0"), EndingHashKey: pick("340282366920938463463374607431768211455"),
 			HandoffFrom: pick("w-a"), Writer: pick("9f3a"), StreamID: pick("arn:aws:kinesis:us-east-1:1:stream/s@1"),
-			Pending: pick("w-b"), HandoffTo: pick("w-c"),
+			Pending: pick("w-b"), HandoffTo: pick("w-c"), Session: pick("7k2m"),
 		}
 		if l.Checkpoint.Sequence == "" {
 			l.Checkpoint.Sequence = engine.TrimHorizon

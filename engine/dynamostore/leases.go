@@ -119,7 +119,7 @@ func (s *Store) UpdateLease(ctx context.Context, expect engine.Expect, l engine.
 // order the update expression names them.
 var rowAttributes = []string{AttrOwner, AttrCounter, AttrCheckpoint, AttrSubSequence, AttrOwnerSwitches,
 	AttrParents, AttrChildren, AttrStartingHash, AttrEndingHash, AttrHandoffFrom, AttrWriter, AttrStreamID,
-	AttrPending, AttrHandoffTo, AttrThroughput}
+	AttrPending, AttrHandoffTo, AttrThroughput, AttrSession}
 
 // updateExpression returns "SET ... REMOVE ..." that makes a row's known
 // attributes those of item (removing the ones item lacks), adding its

@@ -38,6 +38,11 @@ const (
 	AttrPending    = "pending"
 	AttrHandoffTo  = "handoffTo"
 	AttrThroughput = "throughputKBps"
+	// AttrSession is shardlease's own attribute (engine.Lease.Session): the
+	// session (its holder's writer nonce) a lease is bound to in session
+	// renewal. KCL ignores it; it is absent when the lease is renewed per
+	// lease.
+	AttrSession = "leaseSession"
 )
 
 // Item is one raw DynamoDB row.
@@ -65,6 +70,7 @@ func EncodeLease(l engine.Lease) Item {
 	putS(item, AttrStreamID, l.StreamID)
 	putS(item, AttrPending, l.Pending)
 	putS(item, AttrHandoffTo, l.HandoffTo)
+	putS(item, AttrSession, l.Session)
 	if l.ThroughputKBps != 0 {
 		item[AttrThroughput] = &types.AttributeValueMemberN{Value: strconv.FormatFloat(l.ThroughputKBps, 'g', -1, 64)}
 	}
@@ -114,6 +120,7 @@ func DecodeLease(item Item) (l engine.Lease, key string, err error) {
 	l.StreamID = d.str(AttrStreamID, false)
 	l.Pending = d.str(AttrPending, false)
 	l.HandoffTo = d.str(AttrHandoffTo, false)
+	l.Session = d.str(AttrSession, false)
 	l.ThroughputKBps = d.float(AttrThroughput)
 	if d.err != nil {
 		return engine.Lease{}, key, d.err

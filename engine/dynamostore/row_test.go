@@ -78,6 +78,29 @@ func TestDecodeRoundTrip(t *testing.T) {
 	}
 }
 
+// TestSessionRoundTrips: a lease bound to a session (engine.Lease.Session)
+// is stored with a leaseSession string attribute and read back bound; an
+// unbound lease has no leaseSession.
+func TestSessionRoundTrips(t *testing.T) {
+	l := sampleLease()
+	l.Session = "4q5r6s"
+	item := dynamostore.EncodeLease(l)
+	if v, ok := item[dynamostore.AttrSession].(*types.AttributeValueMemberS); !ok || v.Value != "4q5r6s" || dynamostore.AttrSession != "leaseSession" {
+		t.Fatalf("EncodeLease wrote %s = %#v, want leaseSession S 4q5r6s", dynamostore.AttrSession, item[dynamostore.AttrSession])
+	}
+	got, _, err := dynamostore.DecodeLease(item)
+	if err != nil {
+		t.Fatalf("DecodeLease: %v", err)
+	}
+	if got.Session != l.Session {
+		t.Fatalf("round trip: Session %q, want %q", got.Session, l.Session)
+	}
+	l.Session = ""
+	if _, ok := dynamostore.EncodeLease(l)[dynamostore.AttrSession]; ok {
+		t.Fatal("leaseSession written for an unbound lease")
+	}
+}
+
 // TestDecodeToleratesKCLRows: KCL writes attributes shardlease does not
 // use, and older rows lack the optional numbers; none of it is an error.
 func TestDecodeToleratesKCLRows(t *testing.T) {
@@ -128,6 +151,7 @@ var malformedItems = []struct {
 		i["childShardIds"] = &types.AttributeValueMemberL{Value: []types.AttributeValue{&types.AttributeValueMemberS{Value: "a"}}}
 	})},
 	{"starting_hash_not_S", "startingHashKey", row(func(i dynamostore.Item) { i["startingHashKey"] = &types.AttributeValueMemberN{Value: "0"} })},
+	{"session_not_S", "leaseSession", row(func(i dynamostore.Item) { i["leaseSession"] = &types.AttributeValueMemberN{Value: "1"} })},
 	{"ending_hash_not_S", "endingHashKey", row(func(i dynamostore.Item) { i["endingHashKey"] = &types.AttributeValueMemberN{Value: "9"} })},
 }
 

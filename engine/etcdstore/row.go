@@ -37,6 +37,7 @@ type row struct {
 	Pending         string   `json:"pending,omitempty"`
 	HandoffTo       string   `json:"handoffTo,omitempty"`
 	ThroughputKBps  float64  `json:"throughputKBps,omitempty"`
+	Session         string   `json:"leaseSession,omitempty"`
 }
 
 // EncodeLease returns the value that stores l (encoding 1): a JSON object
@@ -48,7 +49,7 @@ func EncodeLease(l engine.Lease) []byte {
 		SubSequence: l.Checkpoint.SubSequence, OwnerSwitches: l.OwnerSwitches,
 		Parents: set(l.Parents), Children: set(l.Children), StartingHashKey: l.StartingHashKey, EndingHashKey: l.EndingHashKey,
 		HandoffFrom: l.HandoffFrom, Writer: l.Writer, StreamID: l.StreamID, Pending: l.Pending, HandoffTo: l.HandoffTo,
-		ThroughputKBps: l.ThroughputKBps}
+		ThroughputKBps: l.ThroughputKBps, Session: l.Session}
 	b, err := json.Marshal(&r)
 	if err != nil {
 		// Only a NaN or infinite throughput can fail; Validate and the
@@ -110,7 +111,8 @@ func DecodeLease(key string, b []byte) (engine.Lease, error) {
 		Checkpoint:    engine.Checkpoint{Sequence: *r.Checkpoint, SubSequence: r.SubSequence},
 		OwnerSwitches: r.OwnerSwitches, Parents: set(r.Parents), Children: set(r.Children),
 		StartingHashKey: r.StartingHashKey, EndingHashKey: r.EndingHashKey, HandoffFrom: r.HandoffFrom,
-		Writer: r.Writer, StreamID: r.StreamID, Pending: r.Pending, HandoffTo: r.HandoffTo, ThroughputKBps: r.ThroughputKBps}
+		Writer: r.Writer, StreamID: r.StreamID, Pending: r.Pending, HandoffTo: r.HandoffTo, ThroughputKBps: r.ThroughputKBps,
+		Session: r.Session}
 	if err := l.Validate(); err != nil {
 		return engine.Lease{}, err
 	}

@@ -17,13 +17,13 @@ func TestEncodingGolden(t *testing.T) {
 		OwnerSwitches: 2, Parents: []string{"shardId-000000000000"}, Children: []string{"b", "a", "a"},
 		StartingHashKey: "0", EndingHashKey: "340282366920938463463374607431768211455",
 		HandoffFrom: "w0", Writer: "1x2y3z", StreamID: "arn:aws:kinesis:us-east-1:1:stream/s@1700000000000",
-		Pending: "w2", HandoffTo: "w3", ThroughputKBps: 1.5}
+		Pending: "w2", HandoffTo: "w3", ThroughputKBps: 1.5, Session: "4q5r6s"}
 	want := `{"v":1,"leaseKey":"shardId-000000000001","leaseOwner":"w1","leaseCounter":7,` +
 		`"checkpoint":"49590338271490256608559692538361571095921575989136588802","checkpointSubSequenceNumber":3,` +
 		`"ownerSwitchesSinceCheckpoint":2,"parentShardId":["shardId-000000000000"],"childShardIds":["a","b"],` +
 		`"startingHashKey":"0","endingHashKey":"340282366920938463463374607431768211455","handoffFrom":"w0",` +
 		`"leaseWriter":"1x2y3z","streamId":"arn:aws:kinesis:us-east-1:1:stream/s@1700000000000","pending":"w2",` +
-		`"handoffTo":"w3","throughputKBps":1.5}`
+		`"handoffTo":"w3","throughputKBps":1.5,"leaseSession":"4q5r6s"}`
 	if got := string(etcdstore.EncodeLease(l)); got != want {
 		t.Fatalf("encoding 1 changed:\n got  %s\n want %s", got, want)
 	}

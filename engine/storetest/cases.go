@@ -35,6 +35,7 @@ func full(key string) engine.Lease {
 		EndingHashKey:   maxHash,
 		HandoffFrom:     "worker-0",
 		Writer:          "1x2y3z",
+		Session:         "4q5r6s",
 	}
 }
 
@@ -185,6 +186,21 @@ var cases = []testCase{
 		n.Checkpoint = engine.SentinelCheckpoint(engine.ShardEnd)
 		h.mustUpdate(engine.ExpectOf(l), n)
 		h.wantRow(n)
+	}},
+	{"update/binds_and_unbinds_a_session", func(h *harness) {
+		// A take in session renewal binds the lease (Lease.Session); a
+		// later write of another mode leaves it out, and the stored row
+		// must lose it, not keep the old binding.
+		l := lease("shardId-000000000000", "", 3)
+		h.mustCreate(l)
+		bound := next(l)
+		bound.Owner, bound.Writer, bound.Session = "w1", "1x2y3z", "1x2y3z"
+		h.mustUpdate(engine.ExpectOf(l), bound)
+		h.wantRow(bound)
+		unbound := next(bound)
+		unbound.Session = ""
+		h.mustUpdate(engine.ExpectOf(bound), unbound)
+		h.wantRow(unbound)
 	}},
 	{"update/many_versions", func(h *harness) {
 		l := lease("shardId-000000000000", "w1", 0)

@@ -54,6 +54,7 @@ const (
 	attrPending       = "pending"
 	attrHandoffTo     = "handoffTo"
 	attrThroughput    = "throughputKBps"
+	attrSession       = "leaseSession"
 )
 
 // ItemSize returns the size in bytes, by DynamoDB's rules, of the row that
@@ -65,7 +66,8 @@ func ItemSize(l *engine.Lease) int {
 		num(attrSubSequence, l.Checkpoint.SubSequence) + num(attrOwnerSwitches, l.OwnerSwitches)
 	n += opt(attrOwner, l.Owner) + opt(attrStartingHash, l.StartingHashKey) + opt(attrEndingHash, l.EndingHashKey) +
 		set(attrParents, l.Parents) + set(attrChildren, l.Children) + opt(attrHandoffFrom, l.HandoffFrom) +
-		opt(attrWriter, l.Writer) + opt(attrStreamID, l.StreamID) + opt(attrPending, l.Pending) + opt(attrHandoffTo, l.HandoffTo)
+		opt(attrWriter, l.Writer) + opt(attrStreamID, l.StreamID) + opt(attrPending, l.Pending) + opt(attrHandoffTo, l.HandoffTo) +
+		opt(attrSession, l.Session)
 	if l.ThroughputKBps != 0 {
 		n += len(attrThroughput) + floatBytes(l.ThroughputKBps)
 	}
