@@ -502,6 +502,10 @@ func (w *Worker) onMonitor(r *Result) {
 // on at once. Everything else reaches it from the assigner.
 func (w *Worker) resumeOwn(rows []*rowState) {
 	w.asg.resumed = true
+	if err := w.sessionRefused(rows); err != nil {
+		w.fail(err)
+		return
+	}
 	for _, rs := range rows {
 		if !rs.observed {
 			continue

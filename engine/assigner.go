@@ -625,6 +625,7 @@ func (w *Worker) assignFrom(rows []*rowState) {
 		}
 		a.released(w, o.row)
 	}
+	w.tidySessions(rows)
 	members := a.members(w)
 	if !slices.Equal(members, a.lastMembers) {
 		a.epoch++

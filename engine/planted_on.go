@@ -64,6 +64,7 @@ var plantedBugs = map[string]string{
 	"restart-keeps-session":       "a take of a lease already bound to a session keeps that binding instead of binding it to the taker's session: a restart under the same owner id resumes its predecessor's leases under the predecessor's session, which observers take for ended",
 	"session-end-skipped":         "the assigner reassigns the leases of a session that stood still without ending the session first: a renewal its scan did not see keeps the old holder acting",
 	"session-loss-keeps-leases":   "a worker whose session was lost keeps its bound leases and its session identity and takes the session row back: it acts on leases the assigner has reassigned",
+	"session-start-unchecked":     "a worker in session renewal starts on a table that a KCL worker uses (a lease row renewed without a writer nonce): the KCL worker takes its leases for expired while it acts",
 	"orphans-unread":              "rows bound to a worker's session that it does not hold (a take that landed after it gave it up, a lease lost while its row still names the session) are never read again: nobody acts on them while the session lives",
 	// Bugs that only a named test sees (TestTestsCatchPlantedBugs runs
 	// that test with the bug planted and requires it to fail).

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -382,6 +383,65 @@ func follows(row Lease, session string, counter int64) bool {
 	}
 	v, err := strconv.ParseInt(c, 10, 64)
 	return err == nil && v == counter
+}
+
+// tidySessions deletes, for the assigner, the session rows of its scan
+// (rows) that nobody holds (released at a shutdown, or ended) and that
+// have stood still for two lease durations, unless a lease row of the
+// scan is still owned by their owner id and bound to a session: each
+// process start under a new owner id would otherwise leave one more row
+// for every scan to read. The delete is conditioned on the version seen;
+// a worker that takes its row back after it creates it anew.
+func (w *Worker) tidySessions(rows []*rowState) {
+	now := w.now.Mono
+	var gone []*rowState
+	for _, rs := range rows {
+		if rs.observed && !rs.obs.ok && IsSessionRow(rs.key) && rs.obs.row.Owner == "" && now-rs.obs.seenAt >= 2*w.cfg.LeaseDuration && rs.write == nil && rs.held == nil {
+			gone = append(gone, rs)
+		}
+	}
+	if len(gone) == 0 {
+		return
+	}
+	bound := map[string]bool{}
+	for _, rs := range rows {
+		if rs.observed && rs.obs.ok && rs.obs.row.Owner != "" && rs.obs.row.Session != "" {
+			bound[rs.obs.row.Owner] = true
+		}
+	}
+	for _, rs := range gone {
+		if !bound[strings.TrimPrefix(rs.key, SessionPrefix)] {
+			w.setWrite(rs, &write{kind: wDelete, key: rs.key, expect: ExpectOf(rs.obs.row)})
+			w.sendWrite(rs.write)
+		}
+	}
+}
+
+// ErrSessionRefused is the error of a worker in session renewal that
+// stops at start because a worker that does not know sessions uses the
+// table.
+var ErrSessionRefused = errors.New("renewal session refused")
+
+// sessionRefused returns, for a worker in session renewal, the error that
+// stops it at start when its start-up scan (rows) shows a lease held by a
+// worker that renews per lease and does not know sessions: a row owned by
+// a writer without a nonce (a KCL worker, or a shardlease that predates
+// writer nonces). Such a worker times a lease by its own row, which a
+// session-bound lease's holder no longer renews, and would take it for
+// expired while its holder acts. (Workers of this version in per-lease
+// renewal time session-bound leases by their session rows.)
+func (w *Worker) sessionRefused(rows []*rowState) error {
+	if !w.sessionMode() || w.bug("session-start-unchecked") {
+		return nil
+	}
+	for _, rs := range rows {
+		o := &rs.obs
+		if rs.observed && o.ok && o.row.Owner != "" && o.row.Writer == "" && !o.row.Checkpoint.IsShardEnd() && !w.foreign(o) {
+			return fmt.Errorf("%w: owner %s holds %s and renews per lease without a writer nonce (a KCL worker, or a shardlease older than session renewal): "+
+				"it would take session-bound leases for expired; keep Renewal %q until no such worker uses the table", ErrSessionRefused, o.row.Owner, o.row.Key, RenewalPerLease)
+		}
+	}
+	return nil
 }
 
 // timesSessions reports whether this worker's table reads can time a

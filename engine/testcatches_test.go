@@ -28,6 +28,7 @@ var testCatches = []struct{ test, bug string }{
 	{"TestIdleWorkerShutdownLeavesTheMembers", "goodbye-unsaid"},
 	{"TestLeavingAssignerLeavesTheMemberList", "leaving-assigner-listed"},
 	{"TestLateRenewalKeepsTheLease", "expiry-drops-renewal-in-flight"},
+	{"TestSessionRefusedBesideKCL", "session-start-unchecked"},
 }
 
 // TestTestsCatchPlantedBugs runs each test of testCatches in a child run

@@ -165,6 +165,18 @@ func catalog() []Scenario {
 				}},
 		},
 		{
+			Name: "short-lease",
+			Story: "shipped-defaults with a 3 s lease renewed every second (the rest as shipped) on 10 workers and 100 " +
+				"shards; three workers crash in turn and come back under new owner ids. With -renewal session it is the " +
+				"short lease that session renewal makes affordable; docs/figures.md sets it beside shipped-defaults.",
+			Options: sim.Options{Workers: 10, Shards: 100, Faults: "none", Chaos: 10 * time.Minute, Engine: shortLease,
+				Actions: []sim.Action{
+					{At: 2 * time.Minute, Kind: sim.ActCrash, Worker: 1, Dur: 2 * time.Minute, NewOwner: true},
+					{At: 5 * time.Minute, Kind: sim.ActCrash, Worker: 4, Dur: 2 * time.Minute, NewOwner: true},
+					{At: 8 * time.Minute, Kind: sim.ActCrash, Worker: 7, Dur: time.Minute, NewOwner: true},
+				}},
+		},
+		{
 			Name: "slow-clock-holder-cut-off",
 			Story: "Worker 0's clock runs as slow as the configured drift bound allows and worker 1's as fast, and worker 0 " +
 				"loses the lease table for 30 s while it keeps reading its busy shards: it acts until its own view of expiry, " +
@@ -308,6 +320,12 @@ func shippedDefaults(c *engine.Config) {
 	c.TakeInterval, c.ShardSyncInterval = 0, 0
 	c.MaxLeasesForWorker, c.MaxLeasesToStealAtOnce = 0, 0
 	c.GetRecordsLimit, c.IdleTimeBetweenReads, c.ConsistentTakeScans = 0, 0, false
+}
+
+// shortLease is shippedDefaults with a 3 s lease renewed every second.
+func shortLease(c *engine.Config) {
+	shippedDefaults(c)
+	c.LeaseDuration, c.RenewInterval = 3*time.Second, time.Second
 }
 
 // slowClockHolder pins the timing that leaves the least slack between a

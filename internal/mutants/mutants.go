@@ -226,6 +226,14 @@ var Classes = map[string]string{
 	"engine:take-ignores-handoff-from":               "lease timing",
 	"engine:handoff-timeout-ignored":                 "7 latency: planned move",
 	"engine:write-while-resolving":                   "5 bounds: unknown outcomes",
+	// issue 19: session renewal (engine/session.go)
+	"engine:session-margin-ignored":      "session renewal",
+	"engine:session-renew-unconditional": "session renewal",
+	"engine:taker-times-lease-row":       "session renewal",
+	"engine:restart-keeps-session":       "session renewal",
+	"engine:session-end-skipped":         "session renewal",
+	"engine:session-loss-keeps-leases":   "session renewal",
+	"engine:orphans-unread":              "session renewal",
 	// caught by a named test, not by a run (TestTestsCatchPlantedBugs)
 	"engine:config-margin-unchecked":        "test: configuration",
 	"engine:malformed-reported-every-scan":  "test: malformed rows",
@@ -234,6 +242,7 @@ var Classes = map[string]string{
 	"engine:goodbye-unsaid":                 "test: membership",
 	"engine:leaving-assigner-listed":        "test: membership",
 	"engine:expiry-drops-renewal-in-flight": "test: lease timing",
+	"engine:session-start-unchecked":        "test: session renewal",
 	// issue 20: the etcd store (sim/etcd.go)
 	"etcd-owner-only-compare":      "etcd store",
 	"etcd-watch-resume-at-current": "etcd store",
