@@ -192,7 +192,7 @@ func (w *Worker) advanceAssigned() {
 	now := w.now.Mono
 	a := &w.asg
 	w.advanceSession()
-	if !a.resumed && !w.scanInFlight && now >= w.nextScan && w.sessionReady() {
+	if !a.resumed && !w.scanInFlight && now >= w.nextScan && w.sessionHeld() {
 		// Once, at start: a process restarted under its owner id resumes
 		// the leases its predecessor held.
 		w.startScan()
@@ -502,10 +502,6 @@ func (w *Worker) onMonitor(r *Result) {
 // on at once. Everything else reaches it from the assigner.
 func (w *Worker) resumeOwn(rows []*rowState) {
 	w.asg.resumed = true
-	if err := w.sessionRefused(rows); err != nil {
-		w.fail(err)
-		return
-	}
 	for _, rs := range rows {
 		if !rs.observed {
 			continue

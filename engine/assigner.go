@@ -625,7 +625,6 @@ func (w *Worker) assignFrom(rows []*rowState) {
 		}
 		a.released(w, o.row)
 	}
-	w.tidySessions(rows)
 	members := a.members(w)
 	if !slices.Equal(members, a.lastMembers) {
 		a.epoch++

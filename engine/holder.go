@@ -180,9 +180,12 @@ func (w *Worker) tickHolding(h *holding) {
 		w.loseLease(h, "expired: no renewal applied within the lease duration")
 		return
 	}
-	if h.handing && now >= h.handOverBy && h.write == nil && h.release == 0 && !w.bug("handoff-timeout-ignored") {
-		// The processor did not let the handoff finish in time: release
-		// anyway (its later checkpoints are refused).
+	if h.handing && now >= h.handOverBy && h.write == nil && (h.release == 0 || h.release == wRelease && len(h.cps) > 0 && !w.isActing(h)) && !w.bug("handoff-timeout-ignored") {
+		// The processor did not let the handoff finish in time, or its
+		// final checkpoints cannot be written (the worker may not act:
+		// an assigner whose row's renewal is late, swarm seed 449 with
+		// session renewal): release anyway (its later checkpoints are
+		// refused).
 		w.refuseCheckpoints(h, "the lease is being handed over")
 		h.c.phase, h.release = cFinished, wRelease
 	}
@@ -503,7 +506,7 @@ func (h *holding) wakeTimes(w *Worker, min func(time.Duration)) {
 		min(w.actUntil(h))
 	}
 	min(h.actFrom)
-	if h.handing && h.release == 0 {
+	if h.handing && (h.release == 0 || h.release == wRelease && len(h.cps) > 0 && !w.isActing(h)) {
 		min(h.handOverBy) // the handoff's deadline: release anyway
 	}
 	if h.write == nil {

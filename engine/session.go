@@ -61,6 +61,12 @@ type sessionState struct {
 	// owned)
 	keys    map[string]string
 	missing map[string]time.Duration
+	// checked: the start-up check of who else renews is done
+	// (sessionChecked); nonceless: the rows held by writers without a
+	// nonce that its first scan showed, by key, with their versions
+	checked     bool
+	nonceless   map[string]int64
+	noncelessAt time.Duration
 	// orphans: the keys of rows that may be bound to this worker's
 	// session while it does not hold them (see noteOrphan), re-read every
 	// two poll intervals (orphanNext) until they are not
@@ -83,6 +89,12 @@ func (w *Worker) bound(h *holding) bool {
 // sessionReady reports whether the worker may take leases: always in
 // per-lease renewal, and in session mode once it acts on its session row.
 func (w *Worker) sessionReady() bool {
+	return w.sessionHeld() && (!w.sessionMode() || w.sess.checked)
+}
+
+// sessionHeld reports whether the worker acts on its session row (always
+// true in per-lease renewal): it may scan.
+func (w *Worker) sessionHeld() bool {
 	if !w.sessionMode() {
 		return true
 	}
@@ -385,63 +397,54 @@ func follows(row Lease, session string, counter int64) bool {
 	return err == nil && v == counter
 }
 
-// tidySessions deletes, for the assigner, the session rows of its scan
-// (rows) that nobody holds (released at a shutdown, or ended) and that
-// have stood still for two lease durations, unless a lease row of the
-// scan is still owned by their owner id and bound to a session: each
-// process start under a new owner id would otherwise leave one more row
-// for every scan to read. The delete is conditioned on the version seen;
-// a worker that takes its row back after it creates it anew.
-func (w *Worker) tidySessions(rows []*rowState) {
-	now := w.now.Mono
-	var gone []*rowState
-	for _, rs := range rows {
-		if rs.observed && !rs.obs.ok && IsSessionRow(rs.key) && rs.obs.row.Owner == "" && now-rs.obs.seenAt >= 2*w.cfg.LeaseDuration && rs.write == nil && rs.held == nil {
-			gone = append(gone, rs)
-		}
-	}
-	if len(gone) == 0 {
-		return
-	}
-	bound := map[string]bool{}
-	for _, rs := range rows {
-		if rs.observed && rs.obs.ok && rs.obs.row.Owner != "" && rs.obs.row.Session != "" {
-			bound[rs.obs.row.Owner] = true
-		}
-	}
-	for _, rs := range gone {
-		if !bound[strings.TrimPrefix(rs.key, SessionPrefix)] {
-			w.setWrite(rs, &write{kind: wDelete, key: rs.key, expect: ExpectOf(rs.obs.row)})
-			w.sendWrite(rs.write)
-		}
-	}
-}
-
 // ErrSessionRefused is the error of a worker in session renewal that
 // stops at start because a worker that does not know sessions uses the
 // table.
 var ErrSessionRefused = errors.New("renewal session refused")
 
-// sessionRefused returns, for a worker in session renewal, the error that
-// stops it at start when its start-up scan (rows) shows a lease held by a
-// worker that renews per lease and does not know sessions: a row owned by
-// a writer without a nonce (a KCL worker, or a shardlease that predates
-// writer nonces). Such a worker times a lease by its own row, which a
-// session-bound lease's holder no longer renews, and would take it for
-// expired while its holder acts. (Workers of this version in per-lease
+// sessionChecked reports whether a worker in session renewal may act on
+// its scans: once it has found that no live worker that does not know
+// sessions uses the table. A row held by a writer without a nonce (a KCL
+// worker, or a shardlease that predates writer nonces) times a lease by
+// its own row, which a session-bound lease's holder no longer renews, and
+// would take it for expired while its holder acts. Such rows may be a
+// dead worker's, left behind: the worker takes no lease (sessionReady)
+// and scans again a lease duration later; a row of them whose version
+// moved in between is a live worker's, and the worker stops with
+// ErrSessionRefused naming it. (Workers of this version in per-lease
 // renewal time session-bound leases by their session rows.)
-func (w *Worker) sessionRefused(rows []*rowState) error {
-	if !w.sessionMode() || w.bug("session-start-unchecked") {
-		return nil
+func (w *Worker) sessionChecked(rows []*rowState) bool {
+	s := &w.sess
+	if w.cfg.Renewal != RenewalSession || s.checked || w.bug("session-start-unchecked") {
+		return true
 	}
+	var found map[string]int64
 	for _, rs := range rows {
 		o := &rs.obs
-		if rs.observed && o.ok && o.row.Owner != "" && o.row.Writer == "" && !o.row.Checkpoint.IsShardEnd() && !w.foreign(o) {
-			return fmt.Errorf("%w: owner %s holds %s and renews per lease without a writer nonce (a KCL worker, or a shardlease older than session renewal): "+
-				"it would take session-bound leases for expired; keep Renewal %q until no such worker uses the table", ErrSessionRefused, o.row.Owner, o.row.Key, RenewalPerLease)
+		if !rs.observed || !o.ok || o.row.Owner == "" || o.row.Writer != "" || o.row.Checkpoint.IsShardEnd() || w.foreign(o) {
+			continue
 		}
+		if c, ok := s.nonceless[o.row.Key]; ok && c != o.row.Counter {
+			w.fail(fmt.Errorf("%w: owner %s renews %s per lease without a writer nonce (a KCL worker, or a shardlease older than session renewal): "+
+				"it would take session-bound leases for expired; keep Renewal %q until no such worker uses the table", ErrSessionRefused, o.row.Owner, o.row.Key, RenewalPerLease))
+			return false
+		}
+		if found == nil {
+			found = map[string]int64{}
+		}
+		found[o.row.Key] = o.row.Counter
 	}
-	return nil
+	switch {
+	case found == nil || s.nonceless != nil && w.now.Mono-s.noncelessAt >= w.cfg.LeaseDuration:
+		// none, or none of those seen a lease duration ago moved
+		s.checked, s.nonceless = true, nil
+		return true
+	case s.nonceless == nil:
+		s.nonceless, s.noncelessAt = found, w.now.Mono
+	}
+	w.asg.resumed = false
+	w.nextScan = max(w.now.Mono, s.noncelessAt+w.cfg.LeaseDuration)
+	return false
 }
 
 // timesSessions reports whether this worker's table reads can time a

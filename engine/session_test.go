@@ -225,11 +225,8 @@ func TestSessionOrphanTakenBack(t *testing.T) {
 }
 
 // A worker that shuts down releases its leases, then its session row,
-// last; the assigner deletes the released row once it has stood still
-// for two lease durations and no lease is bound to a session of its
-// owner, so that each process start under a new owner id does not leave
-// one more row behind.
-func TestSessionRowOfAStoppedWorkerIsDeleted(t *testing.T) {
+// last (owner cleared, conditioned on its version).
+func TestSessionRowReleasedLast(t *testing.T) {
 	c := startSessions(t)
 	d := c.cfg.withDefaults().LeaseDuration
 	b := c.worker("B")
@@ -240,22 +237,13 @@ func TestSessionRowOfAStoppedWorkerIsDeleted(t *testing.T) {
 	}
 	var lastRelease time.Duration
 	for _, e := range c.traceOf(TraceLeaseReleased, "B", "") {
-		if IsReserved(e.Key) {
-			continue
-		}
-		lastRelease = max(lastRelease, e.Mono)
-	}
-	for _, e := range c.traceOf(TraceLeaseReleased, "B", SessionKey("B")) {
-		if e.Mono < lastRelease {
-			t.Errorf("B released its session row at %v, before its last lease at %v", e.Mono, lastRelease)
+		if !IsReserved(e.Key) {
+			lastRelease = max(lastRelease, e.Mono)
 		}
 	}
-	c.runUntil(4*d, "B's session row deleted", func() bool {
-		_, err := c.store.GetLease(context.Background(), SessionKey("B"))
-		return errors.Is(err, ErrNotFound)
-	})
-	if _, err := c.store.GetLease(context.Background(), SessionKey("A")); err != nil {
-		t.Errorf("A's session row: %v, want it kept", err)
+	rel := c.traceOf(TraceLeaseReleased, "B", SessionKey("B"))
+	if len(rel) != 1 || rel[0].Mono < lastRelease {
+		t.Errorf("B's session row released %v, want once, after its last lease at %v", rel, lastRelease)
 	}
 }
 
@@ -271,12 +259,46 @@ func TestSessionRefusedBesideKCL(t *testing.T) {
 		t.Fatal(err)
 	}
 	w := c.start("A")
-	c.runUntil(time.Minute, "A stopped", func() bool { return w.w.stopped })
+	// the KCL worker renews its lease every 3 s (a live one)
+	var renewAt time.Duration
+	c.runUntil(time.Minute, "A stopped", func() bool {
+		if c.now-renewAt >= 3*time.Second {
+			renewAt = c.now
+			old := c.row(kcl.Key)
+			if old.Owner == "kcl-worker" {
+				row := old.Clone()
+				row.Counter++
+				if err := c.store.UpdateLease(context.Background(), ExpectOf(old), row); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		return w.w.stopped
+	})
 	err := w.w.err
-	if !errors.Is(err, ErrSessionRefused) || !strings.Contains(err.Error(), "owner kcl-worker holds "+shardKey(0)) {
+	if !errors.Is(err, ErrSessionRefused) || !strings.Contains(err.Error(), "owner kcl-worker renews "+shardKey(0)) {
 		t.Errorf("A's error: %v, want %v naming the KCL owner and its lease", err, ErrSessionRefused)
 	}
 	if len(c.held("A")) != 0 {
 		t.Errorf("A holds %v", c.held("A"))
+	}
+}
+
+// A row a dead KCL worker left (its version stands still) does not stop a
+// worker in session renewal: it waits a lease duration, sees the row
+// stand still, starts, and the lease is handed out like any expired one.
+func TestSessionStartsBesideADeadKCLWorker(t *testing.T) {
+	c := sessions(t, 2)
+	kcl := Lease{Key: shardKey(0), Owner: "kcl-worker", Counter: 7, Checkpoint: Checkpoint{Sequence: TrimHorizon}}
+	if err := c.store.CreateLease(context.Background(), kcl); err != nil {
+		t.Fatal(err)
+	}
+	w := c.start("A")
+	c.runUntil(time.Minute, "A holding both leases", func() bool { return len(c.held("A")) == 2 })
+	if w.w.stopped {
+		t.Fatalf("A stopped: %v", w.w.err)
+	}
+	if l := c.row(kcl.Key); l.Owner != "A" || l.Session == "" {
+		t.Errorf("%s: owner %q session %q, want A's, bound", kcl.Key, l.Owner, l.Session)
 	}
 }

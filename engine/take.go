@@ -136,6 +136,9 @@ func (w *Worker) onScan(r *Result) {
 // assigned mode the assigner assigns and every worker resumes its own
 // rows at start; otherwise the worker takes leases itself.
 func (w *Worker) onTable(rows []*rowState) {
+	if w.asg.on && !w.sessionChecked(rows) {
+		return // a worker in session renewal checks who else renews first
+	}
 	switch {
 	case !w.asg.on:
 		w.takeLeases(rows)
