@@ -157,6 +157,11 @@ func (w *Worker) acquired(wr *write) {
 	if h.key == AssignerKey {
 		w.becomeAssigner(h, wr)
 	}
+	if h.session {
+		// what waits for this worker may have been read before it could
+		// take anything (sessionReady): read it again now
+		w.asg.nextPoll = w.now.Mono
+	}
 
 	if w.shutdown {
 		h.c.shutdown = true

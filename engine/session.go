@@ -438,6 +438,7 @@ func (w *Worker) sessionChecked(rows []*rowState) bool {
 	case found == nil || s.nonceless != nil && w.now.Mono-s.noncelessAt >= w.cfg.LeaseDuration:
 		// none, or none of those seen a lease duration ago moved
 		s.checked, s.nonceless = true, nil
+		w.asg.nextPoll = w.now.Mono // what waits for it: read again now
 		return true
 	case s.nonceless == nil:
 		s.nonceless, s.noncelessAt = found, w.now.Mono

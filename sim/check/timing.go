@@ -1170,8 +1170,12 @@ func (c *timingChecker) failover(a, b *Tenure, tk *tkey, gap time.Duration, B *t
 		// the assignee's process stopped before it could take the lease,
 		// which waited for its restart under the same owner id: from the
 		// restart, as a resume
-		bound = max(bound, (B.start-from)+8*B.maxRTT(B.start, to))
-		how += " (or, as the assignee's process stopped before it could take the lease, the time until its restart and the round trips of its start-up checks, poll, read and take)"
+		restart := 8 * B.maxRTT(B.start, to)
+		if len(B.session) > 0 {
+			restart += 3 * B.maxRTT(B.start, to) // its read and take of its session row first
+		}
+		bound = max(bound, (B.start-from)+restart)
+		how += " (or, as the assignee's process stopped before it could take the lease, the time until its restart and the round trips of its start-up checks, session row, poll, read and take)"
 	}
 	bound += timingSlack
 	c.bounded[0]++

@@ -7,6 +7,11 @@ import (
 	"github.com/shardlease/shardlease/sim/trace"
 )
 
+// sessionPrefix starts the keys of the workers' session rows
+// (engine.SessionPrefix, written out: this package reimplements the
+// checkers from the trace alone).
+const sessionPrefix = "__shardlease_session:"
+
 func tenureWho(t Tenure) string { return t.Owner + "#" + itoa(int(t.Proc)) }
 
 type pk struct {
@@ -44,6 +49,14 @@ func Tenures(recs []trace.Record) []Tenure {
 			open[k] = len(out)
 			out = append(out, Tenure{Key: r.Key, Proc: r.Proc, Owner: r.Owner, Start: r.T, End: r.T, FirstSeq: r.Seq, LastSeq: r.Seq, Open: true})
 			procKeys[r.Proc] = append(procKeys[r.Proc], r.Key)
+		case r.Kind == trace.KindApply && r.Outcome == trace.OutcomeOK && r.Reason == trace.WriteRenew && strings.HasPrefix(r.Key, sessionPrefix):
+			// a renewal of the process's session row renews every lease
+			// it holds
+			for _, key := range procKeys[r.Proc] {
+				if j, ok := open[pk{r.Proc, key}]; ok {
+					out[j].Renewed = r.T
+				}
+			}
 		case r.Kind == trace.KindApply && r.Outcome == trace.OutcomeOK && (r.Reason == trace.WriteRenew || r.Reason == trace.WriteCheckpoint):
 			if j, ok := open[pk{r.Proc, r.Key}]; ok {
 				out[j].Renewed = r.T
