@@ -14,7 +14,7 @@ func (w *Worker) loads() map[string]float64 {
 			continue
 		}
 		o := &rs.obs
-		if !o.ok || o.row.Checkpoint.IsShardEnd() || (now-w.stillSince(o) >= w.cfg.LeaseDuration && rs.held == nil) {
+		if !o.ok || o.row.Checkpoint.IsShardEnd() || (now-w.stillSince(o) >= w.cfg.LeaseDuration && rs.held == nil && !w.sessionNamed(o)) {
 			continue
 		}
 		who := o.row.Owner

@@ -448,6 +448,19 @@ func (w *Worker) sessionChecked(rows []*rowState) bool {
 	return false
 }
 
+// sessionNamed reports whether o is a lease bound to a session whose row
+// this worker last saw naming it: its holder's leases are counted for it
+// (loads) until the assigner has ended the session, not dropped from its
+// load the moment the session looks still (the next round would move
+// leases back to it: swarm seed 749, B1).
+func (w *Worker) sessionNamed(o *observation) bool {
+	if o.row.Session == "" || o.row.Owner == "" {
+		return false
+	}
+	rs := w.rows.get(w.sessionKeyOf(o.row.Owner))
+	return rs != nil && rs.observed && rs.obs.row.Owner == o.row.Owner && rs.obs.row.Writer == o.row.Session
+}
+
 // timesSessions reports whether this worker's table reads can time a
 // session row: strongly consistent scans (the assigner's always are).
 func (w *Worker) timesSessions() bool { return w.asg.on || w.cfg.ConsistentTakeScans }

@@ -22,7 +22,12 @@ import (
 // writeClasses are the kinds of table writes the figures report, in
 // their order (trace.Write*).
 var writeClasses = [...]string{trace.WriteRenew, trace.WriteCheckpoint, trace.WriteTake, trace.WriteAssign, trace.WriteHello,
-	trace.WriteRelease, trace.WriteShardEnd, trace.WriteCreate, trace.WriteDelete, "other"}
+	trace.WriteRelease, trace.WriteShardEnd, trace.WriteCreate, trace.WriteDelete, SessionWrites, "other"}
+
+// SessionWrites is the class of every write of a worker's session row
+// (session renewal: its renewals, its take at start, its release, the
+// assigner's end of it), whatever the write.
+const SessionWrites = "session"
 
 // tableCost counts what the table's calls cost.
 type tableCost struct {
@@ -94,6 +99,9 @@ func (s *simulator) costRead(c *engine.Call, res *engine.Result) {
 func (s *simulator) costWrite(reason, key string, before int, pendingBefore string) {
 	after, _, pendingAfter := s.rowBytes(key)
 	i := classIndex(reason)
+	if engine.IsSessionRow(key) {
+		i = classIndex(SessionWrites)
+	}
 	s.cost.writes[i]++
 	s.cost.writeUnits[i] += ddbcost.WriteUnits(before, after)
 	if pendingBefore != pendingAfter {
@@ -150,7 +158,8 @@ func (tc *tableCost) figures(shardHours float64, p ddbcost.Prices) TableCost {
 	out.Reads = float64(tc.reads) / shardHours
 	month := ddbcost.HoursPerMonth / shardHours
 	out.PerShardMonth = p.Cost(units, tc.readHalves) * month
-	out.RenewPerShardMonth = p.Cost(tc.writeUnits[classIndex(trace.WriteRenew)], 0) * month
+	// renewals: of leases' rows, and of session rows (session renewal)
+	out.RenewPerShardMonth = p.Cost(tc.writeUnits[classIndex(trace.WriteRenew)]+tc.writeUnits[classIndex(SessionWrites)], 0) * month
 	return out
 }
 

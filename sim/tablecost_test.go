@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shardlease/shardlease/engine"
 	"github.com/shardlease/shardlease/sim/trace"
 )
 
@@ -30,14 +31,25 @@ func costRun(t *testing.T, o Options) *Result {
 // refused by its condition) over the shard-hours the trace shows, and
 // prices them.
 func TestTableCostCountsTheTablesWrites(t *testing.T) {
-	for _, mode := range []string{"scan", "assigner"} {
-		res := costRun(t, Options{Assignment: mode})
+	for _, mode := range []string{"scan", "assigner", "session"} {
+		o := Options{Assignment: mode}
+		if mode == "session" {
+			o = Options{Assignment: engine.AssignmentAssigner, Renewal: engine.RenewalSession}
+		}
+		res := costRun(t, o)
 		want := map[string]int{}
 		for i := range res.Trace {
 			r := &res.Trace[i]
 			if r.Kind == trace.KindApply && (r.Outcome == trace.OutcomeOK || r.Outcome == trace.OutcomeCondition) {
-				want[r.Reason]++
+				if engine.IsSessionRow(r.Key) {
+					want[SessionWrites]++
+				} else {
+					want[r.Reason]++
+				}
 			}
+		}
+		if mode == "session" && want[SessionWrites] == 0 {
+			t.Fatalf("session: no writes of session rows")
 		}
 		c := res.Figures.Cost
 		// the shard-hours are the figures' own: take them from renewals
