@@ -157,9 +157,10 @@ func (w *Worker) acquired(wr *write) {
 	if h.key == AssignerKey {
 		w.becomeAssigner(h, wr)
 	}
-	if h.session {
-		// what waits for this worker may have been read before it could
-		// take anything (sessionReady): read it again now
+	if h.session && w.sess.repoll {
+		// an assignment read before it could take anything
+		// (sessionReady) waits: read what waits for it again now
+		w.sess.repoll = false
 		w.asg.nextPoll = w.now.Mono
 	}
 

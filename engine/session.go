@@ -64,6 +64,9 @@ type sessionState struct {
 	// checked: the start-up check of who else renews is done
 	// (sessionChecked); nonceless: the rows held by writers without a
 	// nonce that its first scan showed, by key, with their versions
+	// repoll: a take was refused before the worker could take leases
+	// (sessionReady): it reads what waits for it again once it can
+	repoll      bool
 	checked     bool
 	nonceless   map[string]int64
 	noncelessAt time.Duration
@@ -438,7 +441,10 @@ func (w *Worker) sessionChecked(rows []*rowState) bool {
 	case found == nil || s.nonceless != nil && w.now.Mono-s.noncelessAt >= w.cfg.LeaseDuration:
 		// none, or none of those seen a lease duration ago moved
 		s.checked, s.nonceless = true, nil
-		w.asg.nextPoll = w.now.Mono // what waits for it: read again now
+		if s.repoll {
+			s.repoll = false
+			w.asg.nextPoll = w.now.Mono // an assignment it could not take waits
+		}
 		return true
 	case s.nonceless == nil:
 		s.nonceless, s.noncelessAt = found, w.now.Mono

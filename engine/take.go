@@ -376,6 +376,7 @@ func (w *Worker) take(c candidate) {
 		return
 	}
 	if !IsReserved(c.row.Key) && !w.sessionReady() {
+		w.sess.repoll = true
 		return // no lease before the session row is held (session.go)
 	}
 	if w.bug("steal-acts-at-once") {
