@@ -14,23 +14,8 @@ func sessions(t *testing.T, shards int) *cluster {
 	return assigned(t, shards, Config{Renewal: RenewalSession})
 }
 
-// startSessions starts X (the assigner), A and B on 6 shards and runs
-// until they hold 2 each.
-func startSessions(t *testing.T) *cluster {
-	c := sessions(t, 6)
-	for i := 0; i < 6; i++ {
-		c.stream.put(shardKey(i), 3)
-	}
-	c.start("X")
-	c.run(time.Second)
-	c.start("A")
-	c.start("B")
-	c.runUntil(2*time.Minute, "balanced 2-2-2", func() bool {
-		return len(c.held("X")) == 2 && len(c.held("A")) == 2 && len(c.held("B")) == 2
-	})
-	c.run(5 * time.Second)
-	return c
-}
+// startSessions is startXAB renewing by session.
+func startSessions(t *testing.T) *cluster { return startXABWith(t, Config{Renewal: RenewalSession}) }
 
 func TestRenewalConfigRules(t *testing.T) {
 	base := Config{Owner: "w", Streams: []StreamConfig{{Name: "s"}}}

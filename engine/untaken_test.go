@@ -10,8 +10,11 @@ import (
 
 // startXAB starts X (the assigner, started first), then A and B, on 6
 // shards, and runs until they hold 2 each.
-func startXAB(t *testing.T) *cluster {
-	c := assigned(t, 6, Config{})
+func startXAB(t *testing.T) *cluster { return startXABWith(t, Config{}) }
+
+// startXABWith is startXAB with cfg (in assigned mode).
+func startXABWith(t *testing.T, cfg Config) *cluster {
+	c := assigned(t, 6, cfg)
 	for i := 0; i < 6; i++ {
 		c.stream.put(shardKey(i), 3)
 	}

@@ -158,11 +158,7 @@ func catalog() []Scenario {
 				"duration, one steal at a time) on 10 workers and 100 shards; three workers crash in turn and come back " +
 				"under new owner ids. Its figures are the ones docs/figures.md sets beside KCL's defaults.",
 			Options: sim.Options{Workers: 10, Shards: 100, Faults: "none", Chaos: 10 * time.Minute, Engine: shippedDefaults,
-				Actions: []sim.Action{
-					{At: 2 * time.Minute, Kind: sim.ActCrash, Worker: 1, Dur: 2 * time.Minute, NewOwner: true},
-					{At: 5 * time.Minute, Kind: sim.ActCrash, Worker: 4, Dur: 2 * time.Minute, NewOwner: true},
-					{At: 8 * time.Minute, Kind: sim.ActCrash, Worker: 7, Dur: time.Minute, NewOwner: true},
-				}},
+				Actions: threeCrashes()},
 		},
 		{
 			Name: "short-lease",
@@ -170,11 +166,7 @@ func catalog() []Scenario {
 				"shards; three workers crash in turn and come back under new owner ids. With -renewal session it is the " +
 				"short lease that session renewal makes affordable; docs/figures.md sets it beside shipped-defaults.",
 			Options: sim.Options{Workers: 10, Shards: 100, Faults: "none", Chaos: 10 * time.Minute, Engine: shortLease,
-				Actions: []sim.Action{
-					{At: 2 * time.Minute, Kind: sim.ActCrash, Worker: 1, Dur: 2 * time.Minute, NewOwner: true},
-					{At: 5 * time.Minute, Kind: sim.ActCrash, Worker: 4, Dur: 2 * time.Minute, NewOwner: true},
-					{At: 8 * time.Minute, Kind: sim.ActCrash, Worker: 7, Dur: time.Minute, NewOwner: true},
-				}},
+				Actions: threeCrashes()},
 		},
 		{
 			Name: "slow-clock-holder-cut-off",
@@ -320,6 +312,16 @@ func shippedDefaults(c *engine.Config) {
 	c.TakeInterval, c.ShardSyncInterval = 0, 0
 	c.MaxLeasesForWorker, c.MaxLeasesToStealAtOnce = 0, 0
 	c.GetRecordsLimit, c.IdleTimeBetweenReads, c.ConsistentTakeScans = 0, 0, false
+}
+
+// threeCrashes are the crashes of shipped-defaults and short-lease: three
+// workers in turn, back under new owner ids.
+func threeCrashes() []sim.Action {
+	return []sim.Action{
+		{At: 2 * time.Minute, Kind: sim.ActCrash, Worker: 1, Dur: 2 * time.Minute, NewOwner: true},
+		{At: 5 * time.Minute, Kind: sim.ActCrash, Worker: 4, Dur: 2 * time.Minute, NewOwner: true},
+		{At: 8 * time.Minute, Kind: sim.ActCrash, Worker: 7, Dur: time.Minute, NewOwner: true},
+	}
 }
 
 // shortLease is shippedDefaults with a 3 s lease renewed every second.
