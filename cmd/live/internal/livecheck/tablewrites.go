@@ -6,20 +6,25 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/shardlease/shardlease/engine"
 	"github.com/shardlease/shardlease/sim/trace"
 )
 
 // tableWrites counts the lease-table writes the history shows sent, by
 // class (trace.Write*: renew, checkpoint, take, assign, hello, release,
-// shard-end, create, delete), and per shard-hour of the shards the history
-// shows open (check.Figures.ShardHours). Every write sent is an attempt the
-// table bills unless it throttles it.
+// shard-end, create, delete; every write of a session row, whatever it is,
+// as session: session renewal), and per shard-hour of the shards the
+// history shows open (check.Figures.ShardHours). Every write sent is an
+// attempt the table bills unless it throttles it.
 func tableWrites(recs []trace.Record, rep *Report) {
 	rep.WritesByClass = map[string]int{}
 	for i := range recs {
 		if r := &recs[i]; r.Kind == trace.KindSend && r.Op.IsWrite() {
 			c := r.Reason
-			if c == "" {
+			switch {
+			case engine.IsSessionRow(r.Key):
+				c = "session"
+			case c == "":
 				c = "other"
 			}
 			rep.WritesByClass[c]++

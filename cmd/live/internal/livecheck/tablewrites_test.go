@@ -18,12 +18,14 @@ func TestTableWritesByClass(t *testing.T) {
 		send(engine.OpUpdateLease, trace.WriteRenew), send(engine.OpUpdateLease, trace.WriteRenew), send(engine.OpUpdateLease, trace.WriteRenew),
 		send(engine.OpUpdateLease, trace.WriteCheckpoint), send(engine.OpCreateLease, trace.WriteCreate),
 		send(engine.OpListLeases, ""), // not a write
-		{Kind: trace.KindApply, Op: engine.OpUpdateLease, Reason: trace.WriteRenew}, // an apply, not a send
+		{Kind: trace.KindSend, Op: engine.OpUpdateLease, Reason: trace.WriteRenew, Key: engine.SessionKey("w1")}, // a session renewal
+		{Kind: trace.KindSend, Op: engine.OpUpdateLease, Reason: trace.WriteTake, Key: engine.SessionKey("w2")},  // a session take
+		{Kind: trace.KindApply, Op: engine.OpUpdateLease, Reason: trace.WriteRenew},                              // an apply, not a send
 	}
 	rep := &Report{}
 	rep.Measure.ShardHours = 0.5
 	tableWrites(recs, rep)
-	want := map[string]int{trace.WriteRenew: 3, trace.WriteCheckpoint: 1, trace.WriteCreate: 1}
+	want := map[string]int{trace.WriteRenew: 3, trace.WriteCheckpoint: 1, trace.WriteCreate: 1, "session": 2}
 	if len(rep.WritesByClass) != len(want) {
 		t.Fatalf("writes by class %v, want %v", rep.WritesByClass, want)
 	}
