@@ -73,10 +73,21 @@ type sessionState struct {
 	// orphans: the keys of rows that may be bound to this worker's
 	// session while it does not hold them (see noteOrphan), re-read every
 	// two poll intervals (orphanNext) until they are not
+	// ended: owner -> the latest of its sessions this worker saw ended or
+	// taken over on a version it had seen, and since when that session
+	// had stood still (stillSince)
+	ended       map[string]endedSession
 	orphans     []string
 	orphanNext  time.Duration
 	orphanReads int
 	losing      bool // in sessionLost: its drops are no orphans
+}
+
+// endedSession is a session seen ended: its nonce, and since when it had
+// stood still.
+type endedSession struct {
+	session string
+	since   time.Duration
 }
 
 // sessionMode reports whether this worker binds the leases it takes to
@@ -359,8 +370,17 @@ func (w *Worker) stillSince(o *observation) time.Duration {
 			// taken over (a restart under the same owner id, the same
 			// process under a new identity) or ended by the assigner,
 			// on the very version of the session this worker saw last:
-			// the session renewed nothing after it
+			// the session renewed nothing after it. Remembered: a later
+			// change of the row (the ended session's owner taking it
+			// back under a new identity) hides the link.
+			if s.ended == nil {
+				s.ended = map[string]endedSession{}
+			}
+			s.ended[owner] = endedSession{session: o.row.Session, since: so.prevSince}
 			return max(o.seenAt, so.prevSince)
+		case s.ended[owner].session == o.row.Session:
+			// an ended (or taken over) session this worker saw end
+			return max(o.seenAt, s.ended[owner].since)
 		case so.row.Owner != "":
 			if len(s.missing) > 0 {
 				delete(s.missing, owner)

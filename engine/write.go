@@ -255,6 +255,11 @@ type ghost struct {
 
 // addGhost remembers wr as a write that may yet land (or may have).
 func (w *Worker) addGhost(wr *write) {
+	if wr.kind == wTake {
+		// a take that may land: its row may end up bound to this
+		// worker's session while it holds nothing (session.go)
+		w.noteOrphan(wr.key)
+	}
 	rs := w.rows.intern(wr.key)
 	gs := rs.ghosts
 	for i, g := range gs {
@@ -267,9 +272,6 @@ func (w *Worker) addGhost(wr *write) {
 		gs = gs[1:] // keep the few most recent
 	}
 	rs.ghosts = append(gs, ghost{expect: wr.expect, row: wr.row, sentAt: wr.sentAt})
-	if wr.kind == wTake {
-		w.noteOrphan(wr.key)
-	}
 }
 
 func (w *Worker) emitResolved(wr *write, how string) {
