@@ -968,10 +968,11 @@ func (c *timingChecker) failover(a, b *Tenure, tk *tkey, gap time.Duration, B *t
 	// the time between them (0: none)
 	var firstAt, secondAt, untakenBound time.Duration
 	var firstTo string
+	direct := false
 	switch tk.acqReason {
 	case "assigned":
 		asg, n := tk.assignment(from, tk.acqT)
-		direct := n == 0 // the assigner took it itself
+		direct = n == 0 // the assigner took it itself
 		// untaken: the lease was assigned twice by one holding of the
 		// assigner row, first (as expired, or its old assigner's) to a
 		// worker that never took it, then to the new owner. The assigner
@@ -1176,6 +1177,16 @@ func (c *timingChecker) failover(a, b *Tenure, tk *tkey, gap time.Duration, B *t
 		}
 		bound = max(bound, (B.start-from)+restart)
 		how += " (or, as the assignee's process stopped before it could take the lease, the time until its restart and the round trips of its start-up checks, session row, poll, read and take)"
+	}
+	if direct {
+		// the assigner's own leases are bound to its assigner row: one
+		// it took while that row's renewal was late (past its margin)
+		// waits for the row's next renewal to act (session-strike seed
+		// 88, soak seed 2985)
+		if G := c.proc(b.Proc); G.renewed > tk.acqT && G.renewed <= to {
+			bound = max(bound, G.renewed-from+G.maxRTT(from, to))
+			how += " (or, as the assigner took it while its own row's renewal was late, the time until that renewal applied)"
+		}
 	}
 	bound += timingSlack
 	c.bounded[0]++
