@@ -309,17 +309,14 @@ func (w *Worker) sessionKeyOf(owner string) string {
 // the session that the assigner's scan did not see then keeps the old
 // holder acting.
 func (w *Worker) endSessionFirst(o *observation) bool {
-	if o.row.Session == "" || o.row.Owner == "" || w.bug("session-end-skipped") || w.bug("taker-times-lease-row") {
+	if w.bug("session-end-skipped") || w.bug("taker-times-lease-row") {
 		return false
 	}
-	rs := w.rows.get(w.sessionKeyOf(o.row.Owner))
-	if rs == nil || !rs.observed {
-		return false
-	}
-	so := &rs.obs
-	if so.row.Owner != o.row.Owner || so.row.Writer != o.row.Session {
+	rs := w.namingSession(o)
+	if rs == nil {
 		return false // taken over by a restart, or released: nothing to fence
 	}
+	so := &rs.obs
 	if rs.write == nil && rs.held == nil {
 		row := so.row.Clone()
 		row.Owner, row.Session, row.Pending, row.HandoffTo = "", followed(so.row), "", ""
@@ -479,12 +476,20 @@ func (w *Worker) sessionChecked(rows []*rowState) bool {
 // (loads) until the assigner has ended the session, not dropped from its
 // load the moment the session looks still (the next round would move
 // leases back to it: swarm seed 749, B1).
-func (w *Worker) sessionNamed(o *observation) bool {
+func (w *Worker) sessionNamed(o *observation) bool { return w.namingSession(o) != nil }
+
+// namingSession returns the session row of o's lease if this worker last
+// saw it naming the lease's session (held by its owner, written by that
+// session), nil otherwise or if the lease is bound to none.
+func (w *Worker) namingSession(o *observation) *rowState {
 	if o.row.Session == "" || o.row.Owner == "" {
-		return false
+		return nil
 	}
 	rs := w.rows.get(w.sessionKeyOf(o.row.Owner))
-	return rs != nil && rs.observed && rs.obs.row.Owner == o.row.Owner && rs.obs.row.Writer == o.row.Session
+	if rs == nil || !rs.observed || rs.obs.row.Owner != o.row.Owner || rs.obs.row.Writer != o.row.Session {
+		return nil
+	}
+	return rs
 }
 
 // timesSessions reports whether this worker's table reads can time a
