@@ -68,6 +68,8 @@ type assigner struct {
 	// (readUntaken), by key, until their replies come
 	untakenAt    time.Duration
 	untakenReads map[string]bool
+	// sessions: the reads of session rows between scans (session_poll.go)
+	sessions sessionPolls
 }
 
 // expiredFor returns how long a lease must have stood still in the
@@ -291,6 +293,7 @@ func (w *Worker) advanceAssigner() {
 		w.call(Call{Op: OpListPending, Key: AssignerPending}, pendingCall{purpose: forAssignerPoll})
 	}
 	w.readAssignerNotified()
+	w.readSessions()
 	if a.untakenAt > 0 && now >= a.untakenAt {
 		a.untakenAt = 0
 		w.readUntaken()
@@ -507,6 +510,9 @@ func (w *Worker) wakeAssigner(min func(time.Duration)) {
 	}
 	if w.asg.as.untakenAt > 0 {
 		min(w.asg.as.untakenAt)
+	}
+	if s := &w.asg.as.sessions; s.next > 0 && s.reads == 0 {
+		min(s.next)
 	}
 }
 

@@ -97,7 +97,10 @@ type Config struct {
 	// see docs/design/sessions.md.
 	Renewal string
 	// AssignerScanInterval is the time between the assigner's scans of
-	// the table (AssignmentAssigner). Default: LeaseDuration/3.
+	// the table (AssignmentAssigner). Default: LeaseDuration/3, and
+	// LeaseDuration/2 in RenewalSession, where the assigner times leases
+	// by the session rows it reads every PendingPollInterval between its
+	// scans.
 	AssignerScanInterval time.Duration
 	// PendingPollInterval is the time between a worker's reads of what
 	// waits for it (AssignmentAssigner). Default: LeaseDuration/8.
@@ -214,6 +217,11 @@ func (c Config) withDefaults() Config {
 	}
 	if c.AssignerScanInterval == 0 {
 		c.AssignerScanInterval = c.LeaseDuration / 3
+		if c.Renewal == RenewalSession {
+			// liveness comes from the session polls (session_poll.go):
+			// the scans only refresh the lease rows
+			c.AssignerScanInterval = c.LeaseDuration / 2
+		}
 	}
 	if c.PendingPollInterval == 0 {
 		c.PendingPollInterval = c.LeaseDuration / 8

@@ -70,11 +70,13 @@ type cpRequest struct {
 // validUntil is the end of h's validity in this worker's view: a lease
 // duration after the send of the last write of its row known to have
 // applied, or, for a lease bound to the session (session.go), of the
-// session row's, if later.
+// session row's alone: the writes of the lease's own row (its take, its
+// checkpoints) do not extend it, so an observer times it by the session
+// row alone.
 func (w *Worker) validUntil(h *holding) time.Duration {
 	from := h.validFrom
 	if s := w.sess.held; s != nil && !s.gone && w.bound(h) {
-		from = max(from, s.validFrom)
+		from = s.validFrom
 	}
 	return from + w.cfg.LeaseDuration
 }
@@ -399,31 +401,39 @@ func (w *Worker) loseLease(h *holding, reason string) {
 		w.sessionLost(h, reason)
 	}
 	if h.control {
-		// The assigner's leases are bound to its row (see assign.go): a
-		// worker that took the row over may reassign them at once. It
-		// tells them by their writer, the one of the assigner row it took
-		// over: from now on this worker writes under a new one, so that
-		// leases it takes as an ordinary worker before the takeover are
-		// not taken for bound ones (swarm seed 57 with boundary seeking:
-		// S1, a deposed assigner's later lease reassigned at once).
-		old := w.writer
-		w.writerEpoch++
-		w.writer = writerOf(w.cfg.Seed + w.writerEpoch*0x632be59bd9b4e019)
-		// Takes in flight under the old writer are bound too: one whose
-		// reply comes later must not be acted on (soak seed 16892: S1, a
-		// deposed assigner acted on a take sent before it lost its row,
-		// which its successor had reassigned at once).
-		for _, rs := range w.writing {
-			if wr := rs.write; wr.kind == wTake && wr.row.Writer == old && !IsReserved(wr.key) && !w.bug("deposed-take-acted") {
-				wr.deposed = true
-			}
+		w.assignerRowLost(h, reason)
+	}
+}
+
+// assignerRowLost drops every lease this worker holds but h: they are
+// bound to the assigner row, which it has lost (h), or which a take of
+// unknown outcome may have written before another worker took it over (h
+// nil: see onResolveResult).
+func (w *Worker) assignerRowLost(h *holding, reason string) {
+	// The assigner's leases are bound to its row (see assign.go): a
+	// worker that took the row over may reassign them at once. It
+	// tells them by their writer, the one of the assigner row it took
+	// over: from now on this worker writes under a new one, so that
+	// leases it takes as an ordinary worker before the takeover are
+	// not taken for bound ones (swarm seed 57 with boundary seeking:
+	// S1, a deposed assigner's later lease reassigned at once).
+	old := w.writer
+	w.writerEpoch++
+	w.writer = writerOf(w.cfg.Seed + w.writerEpoch*0x632be59bd9b4e019)
+	// Takes in flight under the old writer are bound too: one whose
+	// reply comes later must not be acted on (soak seed 16892: S1, a
+	// deposed assigner acted on a take sent before it lost its row,
+	// which its successor had reassigned at once).
+	for _, rs := range w.writing {
+		if wr := rs.write; wr.kind == wTake && wr.row.Writer == old && !IsReserved(wr.key) && !w.bug("deposed-take-acted") {
+			wr.deposed = true
 		}
-		w.asg.as = nil
-		for _, o := range slices.Clone(w.held) {
-			if o != h && !o.gone {
-				w.loseLease(o, "the assigner row was lost: "+reason)
-				w.dueq.set(o, w.now.Mono)
-			}
+	}
+	w.asg.as = nil
+	for _, o := range slices.Clone(w.held) {
+		if o != h && !o.gone {
+			w.loseLease(o, "the assigner row was lost: "+reason)
+			w.dueq.set(o, w.now.Mono)
 		}
 	}
 }

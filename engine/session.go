@@ -19,17 +19,18 @@ import (
 // worker's Writer nonce, which a restart under the same owner id changes.
 // A bound lease's own row is written only when its ownership, checkpoint or
 // handoff changes, never to renew it; the holder's view of it is valid
-// until a lease duration after the later of its own last applied write's
-// send and the session's (validUntil), and the worker acts on it until a
-// safety margin before that, as on any lease. A session that is lost (its
-// renewal refused, or expired in the worker's own view) drops every bound
-// lease at once.
+// until a lease duration after the send of its session's last applied
+// renewal (validUntil; the lease's own writes do not extend it), and the
+// worker acts on it until a safety margin before that, as on any lease. A
+// session that is lost (its renewal refused, or expired in the worker's
+// own view) drops every bound lease at once.
 //
 // An observer (the assigner; a scan-mode taker of this version whose scans
-// are strongly consistent) times a bound lease by the later of two
-// sightings (stillSince): the lease row's version, and its holder's session
-// row naming the lease's session. When the session row has moved to another
-// process (a restart under the same owner id took it over) or is gone, the
+// are strongly consistent) times a bound lease by its holder's session row
+// naming the lease's session (stillSince), which the assigner reads
+// between its scans too (session_poll.go). When the session row has moved
+// to another process (a restart under the same owner id took it over) or
+// is gone, the
 // session is timed from when the observer first saw that. Either way the
 // holder's own view has expired when the observer has seen that time stand
 // for a lease duration: the holder's validity started at a send before each
@@ -339,9 +340,13 @@ func (w *Worker) sessionEnded(wr *write) {
 }
 
 // stillSince returns since when o's lease has stood still in this
-// worker's view: when it first saw the row's version, and for a lease
-// bound to a session, no earlier than when it first saw the session's
-// latest sign of life (see the top of this file).
+// worker's view: when it first saw the row's version; for a lease bound
+// to a session whose row it saw naming that session, since when it first
+// saw the session's latest sign of life, whatever the lease row did (the
+// holder's validity runs from its session alone, validUntil); for one
+// whose session row it cannot link to the session (gone, or held by
+// another process it did not see take it over), no earlier than either
+// sighting (see the top of this file).
 func (w *Worker) stillSince(o *observation) time.Duration {
 	if o.row.Session == "" || o.row.Owner == "" || w.bug("taker-times-lease-row") {
 		return o.seenAt
@@ -362,7 +367,7 @@ func (w *Worker) stillSince(o *observation) time.Duration {
 			if len(s.missing) > 0 {
 				delete(s.missing, owner)
 			}
-			return max(o.seenAt, so.seenAt)
+			return so.seenAt
 		case so.prevWriter == o.row.Session && follows(so.row, o.row.Session, so.prevCounter):
 			// taken over (a restart under the same owner id, the same
 			// process under a new identity) or ended by the assigner,
@@ -374,10 +379,10 @@ func (w *Worker) stillSince(o *observation) time.Duration {
 				s.ended = map[string]endedSession{}
 			}
 			s.ended[owner] = endedSession{session: o.row.Session, since: so.prevSince}
-			return max(o.seenAt, so.prevSince)
+			return so.prevSince
 		case s.ended[owner].session == o.row.Session:
 			// an ended (or taken over) session this worker saw end
-			return max(o.seenAt, s.ended[owner].since)
+			return s.ended[owner].since
 		case so.row.Owner != "":
 			if len(s.missing) > 0 {
 				delete(s.missing, owner)

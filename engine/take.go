@@ -145,6 +145,7 @@ func (w *Worker) onTable(rows []*rowState) {
 	case w.asg.as != nil:
 		w.asg.resumed = true
 		w.assignFrom(rows)
+		w.armSessionPolls()
 	case !w.asg.resumed:
 		w.resumeOwn(rows)
 	}

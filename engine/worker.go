@@ -123,6 +123,7 @@ const (
 	forUntakenRead
 	forSession
 	forOrphanRead
+	forSessionPoll
 )
 
 // NewWorker returns a worker for cfg, or an error naming every broken
@@ -353,6 +354,8 @@ func (w *Worker) onResult(r *Result) {
 		w.onSessionRead(r)
 	case forOrphanRead:
 		w.onOrphanRead(pc.key, r)
+	case forSessionPoll:
+		w.onSessionPoll(pc.key, r)
 	default:
 		w.onFanOutResult(pc, r)
 	}

@@ -211,6 +211,16 @@ func (w *Worker) onResolveResult(rs *rowState, r *Result) {
 			w.emitResolved(wr, "superseded")
 			w.observe(rs, r.Lease)
 			w.writeSuperseded(wr)
+			if wr.kind == wTake && wr.key == AssignerKey && r.Lease.Counter > wr.row.Counter && !w.bug("superseded-assigner-take-keeps-leases") {
+				// The take may have applied, and the row been taken over
+				// since: its taker reassigns at once every lease written
+				// under this worker's writer as the previous assigner's
+				// (assignFrom), so they are dropped as if the row had
+				// been held and lost (swarm seed 929 with session
+				// renewal: S1, an SDK retry's condition failure of an
+				// applied take).
+				w.assignerRowLost(nil, "a take of it of unknown outcome was superseded")
+			}
 		}
 	case errors.Is(r.Err, ErrNotFound):
 		if wr.kind == wDelete {

@@ -70,7 +70,7 @@ var configRows = []configRow{
 	{"Renewal", "empty (the default: per lease) in every worker", func(w *World, c *engine.Config) bool { return w.Renewal.Mode == "" }},
 	{"Renewal", "session in every assigner-mode worker", func(w *World, c *engine.Config) bool { return w.Renewal.Mode == engine.RenewalSession }},
 	{"Renewal", "both, worker by worker (a rolling deploy between them)", func(w *World, c *engine.Config) bool { return w.Renewal.Mode == RenewalMixed }},
-	{"AssignerScanInterval", "the default (LeaseDuration/3)", func(w *World, c *engine.Config) bool { return c.AssignerScanInterval == 0 }},
+	{"AssignerScanInterval", "the default (LeaseDuration/3; /2 in session renewal)", func(w *World, c *engine.Config) bool { return c.AssignerScanInterval == 0 }},
 	{"AssignerScanInterval", "LeaseDuration/10 to LeaseDuration/2", func(w *World, c *engine.Config) bool { return c.AssignerScanInterval > 0 }},
 	{"PendingPollInterval", "the default (LeaseDuration/8)", func(w *World, c *engine.Config) bool { return c.PendingPollInterval == 0 }},
 	{"PendingPollInterval", "LeaseDuration/20 to LeaseDuration/2", func(w *World, c *engine.Config) bool { return c.PendingPollInterval > 0 }},

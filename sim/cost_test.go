@@ -54,7 +54,7 @@ func TestReadsFlatCatchesEveryWorkerScans(t *testing.T) {
 	}
 	if *flagTestsJSON != "" {
 		row := mutants.Row{Name: bug, Class: mutants.Classes[bug], Caught: caught, Invariant: "TestReadsPerShardHourFlatInWorkers", Runner: "test"}
-		if err := mutants.Write(*flagTestsJSON, []mutants.Row{row}); err != nil {
+		if err := mutants.WriteKeeping(*flagTestsJSON, []mutants.Row{row}); err != nil {
 			t.Fatal(err)
 		}
 	}

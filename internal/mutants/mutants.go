@@ -10,6 +10,7 @@ package mutants
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -227,13 +228,15 @@ var Classes = map[string]string{
 	"engine:handoff-timeout-ignored":                 "7 latency: planned move",
 	"engine:write-while-resolving":                   "5 bounds: unknown outcomes",
 	// issue 19: session renewal (engine/session.go)
-	"engine:session-margin-ignored":      "session renewal",
-	"engine:session-renew-unconditional": "session renewal",
-	"engine:taker-times-lease-row":       "session renewal",
-	"engine:restart-keeps-session":       "session renewal",
-	"engine:session-end-skipped":         "session renewal",
-	"engine:session-loss-keeps-leases":   "session renewal",
-	"engine:orphans-unread":              "session renewal",
+	"engine:session-margin-ignored":                "session renewal",
+	"engine:session-renew-unconditional":           "session renewal",
+	"engine:taker-times-lease-row":                 "session renewal",
+	"engine:restart-keeps-session":                 "session renewal",
+	"engine:session-end-skipped":                   "session renewal",
+	"engine:session-loss-keeps-leases":             "session renewal",
+	"engine:orphans-unread":                        "session renewal",
+	"engine:session-poll-resets-sighting":          "session renewal",
+	"engine:superseded-assigner-take-keeps-leases": "test: unknown outcomes",
 	// caught by a named test, not by a run (TestTestsCatchPlantedBugs)
 	"engine:config-margin-unchecked":        "test: configuration",
 	"engine:malformed-reported-every-scan":  "test: malformed rows",
@@ -421,4 +424,21 @@ func UpdateDoc(path, table string) error {
 		return fmt.Errorf("mutants: %w", err)
 	}
 	return nil
+}
+
+// WriteKeeping writes rows to path as Write does, keeping the rows already there
+// whose names rows does not hold: tests that each measure one planted bug
+// share one file.
+func WriteKeeping(path string, rows []Row) error {
+	old, err := Read(path)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	var out []Row
+	for _, o := range old {
+		if !slices.ContainsFunc(rows, func(r Row) bool { return r.Name == o.Name }) {
+			out = append(out, o)
+		}
+	}
+	return Write(path, append(out, rows...))
 }

@@ -1,6 +1,7 @@
 package reference
 
 import (
+	"strings"
 	"time"
 
 	"github.com/shardlease/shardlease/engine"
@@ -176,8 +177,10 @@ func CheckS3(h History, o Options) []Violation {
 			// the engine's own start: it read the row it took, and no one
 			// else may write it until it stops (the processor may be told
 			// later, so its start is not compared here)
+			// (a holder acting again after its margin goes on within its
+			// tenure: not a start)
 			w := rows[r.Key]
-			if w == nil || !w.exists || !w.hasHigh || r.Checkpoint.Sequence == "" {
+			if w == nil || !w.exists || !w.hasHigh || r.Checkpoint.Sequence == "" || strings.HasSuffix(r.Reason, "after the margin") {
 				continue
 			}
 			if cmpCP(r.Checkpoint, w.checkpoint) < 0 {

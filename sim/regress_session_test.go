@@ -1,0 +1,52 @@
+package sim
+
+import (
+	"testing"
+
+	"github.com/shardlease/shardlease/internal/mutants"
+	"github.com/shardlease/shardlease/internal/planted"
+)
+
+// supersededTakeWorld is swarm seed 929 in session renewal: a worker's
+// take of the assigner row applies, its SDK's retry gets a condition
+// failure, and before the worker's re-read another worker takes the row
+// over and reassigns at once the leases written under the first one's
+// writer (the previous assigner's): the first must have dropped them.
+func supersededTakeWorld(t *testing.T, mutation string) *Result {
+	t.Helper()
+	res, err := Run(Options{Seed: 929, Renewal: "session", Mutation: mutation, NoExcerpts: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// TestSupersededAssignerTakeDropsLeases: a worker whose take of the
+// assigner row of unknown outcome is found superseded drops its leases
+// (engine/write.go, onResolveResult): no two acting owners.
+func TestSupersededAssignerTakeDropsLeases(t *testing.T) {
+	if res := supersededTakeWorld(t, ""); !res.OK() {
+		t.Errorf("swarm seed 929 in session renewal: %v", res.Violations)
+	}
+}
+
+// TestSupersededAssignerTakeCaught: with the planted bug
+// superseded-assigner-take-keeps-leases the same world breaks S1.
+func TestSupersededAssignerTakeCaught(t *testing.T) {
+	planted.SkipUnlessEnabled(t)
+	const bug = EngineMutationPrefix + "superseded-assigner-take-keeps-leases"
+	res := supersededTakeWorld(t, bug)
+	caught := false
+	for _, v := range res.Violations {
+		caught = caught || v.Invariant == "S1"
+	}
+	if !caught {
+		t.Errorf("with %s swarm seed 929 in session renewal shows no S1: %v", bug, res.Violations)
+	}
+	if *flagTestsJSON != "" {
+		row := mutants.Row{Name: bug, Class: mutants.Classes[bug], Caught: caught, Invariant: "TestSupersededAssignerTakeDropsLeases", Runner: "test"}
+		if err := mutants.WriteKeeping(*flagTestsJSON, []mutants.Row{row}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
