@@ -63,6 +63,12 @@ func (w World) timing() *check.Timing {
 		AssignerScanInterval: full.AssignerScanInterval, PendingPollInterval: full.PendingPollInterval, TakeInterval: full.TakeInterval,
 		IndexLag: w.Assignment.IndexLag, Drift: w.DriftBound, Capped: full.MaxLeasesForWorker > 0, FanOut: w.FanOut.On,
 		BalanceByCount: full.BalanceBy == engine.BalanceLeases}
+	if w.Config.AssignerScanInterval == 0 && w.Renewal.Mode != "" {
+		// a session-renewal assigner scans every LeaseDuration/2 by
+		// default (engine.Config.AssignerScanInterval): the slowest of
+		// the fleet's assigners bounds the failovers
+		t.AssignerScanInterval = max(t.AssignerScanInterval, full.LeaseDuration/2)
+	}
 	if w.Etcd.On {
 		t.WatchResume = max(w.Etcd.Reconnect, watchRetry)
 	}
