@@ -71,32 +71,42 @@ func (w *Worker) readSessions() {
 // lease of another worker is in view.
 func (w *Worker) armSessionPolls() {
 	a := w.asg.as
-	if a == nil || a.sessions.next != 0 || len(w.polledSessions()) == 0 {
+	if a == nil || a.sessions.next != 0 {
 		return
 	}
-	a.sessions.next = w.now.Mono + w.cfg.PendingPollInterval
+	for _, rs := range w.rows.all {
+		if _, ok := w.polledOwner(rs); ok {
+			a.sessions.next = w.now.Mono + w.cfg.PendingPollInterval
+			return
+		}
+	}
 }
 
 // polledSessions returns the keys of the session rows a poll round reads,
-// sorted: those of the other workers that hold a session-bound lease in
-// this worker's view.
+// sorted and each once: those of the other workers that hold a
+// session-bound lease in this worker's view.
 func (w *Worker) polledSessions() []string {
 	var keys []string
 	for _, rs := range w.rows.all {
-		if rs == nil || !rs.observed {
-			continue
-		}
-		o := &rs.obs
-		if !o.ok || o.row.Session == "" || o.row.Owner == "" || o.row.Owner == w.cfg.Owner || o.row.Checkpoint.IsShardEnd() || IsReserved(o.row.Key) {
-			continue
-		}
-		key := w.sessionKeyOf(o.row.Owner)
-		if !slices.Contains(keys, key) {
-			keys = append(keys, key)
+		if owner, ok := w.polledOwner(rs); ok {
+			keys = append(keys, w.sessionKeyOf(owner))
 		}
 	}
 	slices.Sort(keys)
-	return keys
+	return slices.Compact(keys)
+}
+
+// polledOwner returns the owner of the lease row rs if it is a
+// session-bound lease of another worker in this worker's view.
+func (w *Worker) polledOwner(rs *rowState) (string, bool) {
+	if rs == nil || !rs.observed {
+		return "", false
+	}
+	o := &rs.obs
+	if !o.ok || o.row.Session == "" || o.row.Owner == "" || o.row.Owner == w.cfg.Owner || o.row.Checkpoint.IsShardEnd() || IsReserved(o.row.Key) {
+		return "", false
+	}
+	return o.row.Owner, true
 }
 
 // onSessionPoll records a poll read of a session row; once the round's
@@ -115,14 +125,15 @@ func (w *Worker) onSessionPoll(key string, r *Result) {
 		if rs != nil && rs.observed {
 			wasOwner, wasWriter = rs.obs.row.Owner, rs.obs.row.Writer
 		}
-		o := w.observeRow(r.Lease)
+		rs = w.rows.intern(key)
+		o := w.observe(rs, r.Lease)
 		if w.bug("session-poll-resets-sighting") {
 			o.seenAt = w.now.Mono
 		}
 		if o.row.Owner != wasOwner || o.row.Writer != wasWriter {
 			a.sessions.changed = true
 		}
-		a.noteSessionLive(w, w.rows.get(key))
+		a.noteSessionLive(w, rs)
 	case errors.Is(r.Err, ErrNotFound):
 		if rs != nil && rs.observed && rs.write == nil && rs.held == nil {
 			w.forgetRow(rs)

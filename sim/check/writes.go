@@ -132,9 +132,9 @@ func q(s string) string {
 // writes on; the simulator tolerates it there, like S1.
 const S3StartPrefix = "new owner starts"
 
-// ReactsAfterMargin reports whether an acting record's reason is a
+// reactsAfterMargin reports whether an acting record's reason is a
 // holder's acting again after its safety margin, within one tenure.
-func ReactsAfterMargin(reason string) bool { return strings.HasSuffix(reason, "after the margin") }
+func reactsAfterMargin(reason string) bool { return strings.HasSuffix(reason, "after the margin") }
 
 // s3Checker reports lost checkpoints (see CheckS3).
 type s3Checker struct {
@@ -187,7 +187,7 @@ func (c *s3Checker) acked(r *trace.Record, ks *keyState, cp Pos) {
 // outcome it does not know yet (swarm seed 2334 in session renewal).
 func (c *s3Checker) acting(r *trace.Record, ks *keyState, cp Pos) {
 	w := ks.row
-	if w == nil || !w.exists || !w.hasHigh || r.Checkpoint.Sequence == "" || ReactsAfterMargin(r.Reason) {
+	if w == nil || !w.exists || !w.hasHigh || r.Checkpoint.Sequence == "" || reactsAfterMargin(r.Reason) {
 		return
 	}
 	if cp.Compare(w.cp) < 0 {
