@@ -59,7 +59,7 @@ func (w *Worker) weight(row Lease) float64 {
 // smallest owner id), other than not (the lease's previous owner) unless
 // not is this worker and no other member is left.
 //
-// A stalled member (see assigner.stalledMember) is chosen only when no
+// A stalled member (see stalled) is chosen only when no
 // other is left: an assignment that would otherwise wait for nobody may
 // as well wait for it; so is this worker while it may take no lease (in
 // session renewal, before it acts on its session row).
@@ -71,7 +71,7 @@ func (w *Worker) leastLoaded(loads map[string]float64, not string, members []str
 				best = m
 			}
 		}
-		if best != "" || (w.asg.as == nil || len(w.asg.as.stalled) == 0) && w.sessionReady() {
+		if best != "" {
 			break
 		}
 	}
@@ -82,10 +82,11 @@ func (w *Worker) leastLoaded(loads map[string]float64, not string, members []str
 }
 
 // stalled reports whether member m let an assignment stand untaken and
-// has not shown itself alive since (see assigner.stalledMember).
+// has not shown itself alive since (see assigner.stalledMember), or its
+// session row stands still in fresh reads (see assigner.sessionStill).
 func (w *Worker) stalled(m string) bool {
 	a := w.asg.as
-	return a != nil && len(a.stalled) > 0 && a.stalledMember(m)
+	return a != nil && (len(a.stalled) > 0 && a.stalledMember(m) || a.sessionStill(w, m))
 }
 
 // full reports whether member m holds MaxLeasesForWorker leases (the

@@ -162,8 +162,7 @@ func (w *Worker) acquired(wr *write) {
 	if h.session && w.sess.repoll {
 		// an assignment read before it could take anything
 		// (sessionReady) waits: read what waits for it again now
-		w.sess.repoll = false
-		w.asg.nextPoll = w.now.Mono
+		w.repollNow()
 	}
 
 	if w.shutdown {

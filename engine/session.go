@@ -334,6 +334,11 @@ func (w *Worker) endSessionFirst(o *observation) bool {
 // its leases are expired at once, and are assigned now.
 func (w *Worker) sessionEnded(wr *write) {
 	w.observeRow(wr.row)
+	if a := w.asg.as; a != nil {
+		if rs := w.rows.get(wr.key); rs != nil {
+			a.noteSessionSight(w, rs) // its worker is given nothing more (sessionStill)
+		}
+	}
 	if w.asg.as != nil && w.isAssigner() {
 		w.assignExpired()
 	}
@@ -464,8 +469,7 @@ func (w *Worker) sessionChecked(rows []*rowState) bool {
 		// none, or none of those seen a lease duration ago moved
 		s.checked, s.nonceless = true, nil
 		if s.repoll {
-			s.repoll = false
-			w.asg.nextPoll = w.now.Mono // an assignment it could not take waits
+			w.repollNow() // an assignment it could not take waits
 		}
 		return true
 	case s.nonceless == nil:
@@ -474,6 +478,17 @@ func (w *Worker) sessionChecked(rows []*rowState) bool {
 	w.asg.resumed = false
 	w.nextScan = max(w.now.Mono, s.noncelessAt+w.cfg.LeaseDuration)
 	return false
+}
+
+// repollNow reads what waits for this worker again now, once it may take
+// leases after an assignment was refused because it could not yet
+// (sessionReady): by a poll of the index, even while its watch is up (the
+// watch reported that assignment already and reports nothing more until
+// the row changes again: swarm seed 1836 with -renewal session, T2).
+func (w *Worker) repollNow() {
+	w.sess.repoll = false
+	w.asg.nextPoll = w.now.Mono
+	w.asg.watch.owed = w.asg.watch.up
 }
 
 // sessionNamed reports whether o is a lease bound to a session whose row
@@ -505,6 +520,7 @@ func (w *Worker) timesSessions() bool { return w.asg.on || w.cfg.ConsistentTakeS
 // scan: a member whose session row's version changed within a lease
 // duration is alive.
 func (a *assigner) noteSessionLive(w *Worker, rs *rowState) {
+	a.noteSessionSight(w, rs)
 	o := &rs.obs
 	if o.row.Owner != "" && w.now.Mono-o.seenAt < w.cfg.LeaseDuration && IsSessionRow(rs.key) {
 		a.live[o.row.Owner] = max(a.live[o.row.Owner], o.seenAt)

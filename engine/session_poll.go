@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -40,6 +41,46 @@ type sessionPolls struct {
 	// changed: a read of the round showed a session taken over, ended or
 	// gone, which may expire leases earlier than noted (noteExpiry)
 	changed bool
+	// sights: member -> what the latest read of its session row (a scan's
+	// or a poll's) showed (see sessionStill)
+	sights map[string]sessionSight
+}
+
+// sessionSight is what a read of a member's session row showed: when it
+// was read, since when its version had stood still in the assigner's
+// view, and whether the session was ended (the row names no owner).
+type sessionSight struct {
+	read, since time.Duration
+	ended       bool
+}
+
+// noteSessionSight records what a read of the session row rs showed.
+func (a *assigner) noteSessionSight(w *Worker, rs *rowState) {
+	if !rs.observed || !IsSessionRow(rs.key) {
+		return
+	}
+	if a.sessions.sights == nil {
+		a.sessions.sights = map[string]sessionSight{}
+	}
+	o := &rs.obs
+	m := strings.TrimPrefix(rs.key, SessionPrefix)
+	a.sessions.sights[m] = sessionSight{read: w.now.Mono, since: o.seenAt, ended: o.row.Owner == ""}
+}
+
+// sessionStill reports whether member m's session, as the latest read of
+// its row showed it, was ended, or had stood still since this assigner
+// first saw its version for longer than two renew intervals and a poll
+// interval: its worker missed two renewals in a row, as a fresh read
+// shows, so it is dead, paused or cut off, or its renewals are failing.
+// Such a member is given no lease (leastLoaded) while others are left,
+// and its untaken assignments go to others at once (untakenGone), as a
+// stalled member's: its own leases expire a lease duration after that
+// sighting, and a lease assigned to it meanwhile would wait that long
+// again for its receiver. A member whose session renews again (or starts
+// afresh) is counted as before from the read that shows it.
+func (a *assigner) sessionStill(w *Worker, m string) bool {
+	s, ok := a.sessions.sights[m]
+	return ok && (s.ended || s.read-s.since > 2*w.cfg.RenewInterval+w.cfg.PendingPollInterval)
 }
 
 // readSessions starts a poll round when one is due: a read of the session
@@ -133,7 +174,13 @@ func (w *Worker) onSessionPoll(key string, r *Result) {
 		if o.row.Owner != wasOwner || o.row.Writer != wasWriter {
 			a.sessions.changed = true
 		}
+		if wasOwner != "" && o.row.Owner == "" {
+			w.readReleased(wasOwner)
+		}
 		a.noteSessionLive(w, rs)
+		if m := o.row.Owner; m != "" && a.sessionStill(w, m) {
+			a.noteUntaken(w.now.Mono) // its untaken assignments go to others (readUntaken)
+		}
 	case errors.Is(r.Err, ErrNotFound):
 		if rs != nil && rs.observed && rs.write == nil && rs.held == nil {
 			w.forgetRow(rs)
@@ -145,5 +192,30 @@ func (w *Worker) onSessionPoll(key string, r *Result) {
 		if w.isAssigner() {
 			w.noteExpiry()
 		}
+	}
+}
+
+// readReleased reads, strongly consistently, every lease row this
+// assigner last saw held by owner, once a poll shows owner's session row
+// released or ended: a worker that shuts down releases its leases to the
+// assigner before its session, so they wait for the assigner now, and
+// the pending index would show them only after its lag and a poll. The
+// replies go where the index's would (onAssignerConfirm): a released
+// lease is assigned, any other row is left as it is.
+func (w *Worker) readReleased(owner string) {
+	a := w.asg.as
+	if !w.isAssigner() || w.shutdown {
+		return
+	}
+	for _, rs := range w.rows.all {
+		if rs == nil || !rs.observed || rs.write != nil || rs.held != nil {
+			continue
+		}
+		o := &rs.obs
+		if !o.ok || o.row.Owner != owner || IsReserved(o.row.Key) || o.row.Checkpoint.IsShardEnd() || a.confirming[rs.key] {
+			continue
+		}
+		a.confirming[rs.key] = true
+		w.call(Call{Op: OpGetLease, Key: rs.key}, pendingCall{purpose: forAssignerConfirm, key: rs.key})
 	}
 }

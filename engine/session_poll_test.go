@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"slices"
 	"testing"
 	"time"
 )
@@ -73,5 +74,106 @@ func TestSessionPollsTimeTheLastRenewal(t *testing.T) {
 	ended := c.firstTraceAt(TraceCallSent, SessionKey("B"), crash)
 	if limit := lastRenewed + d + poll + poll/10 + 10*time.Millisecond; ended > limit {
 		t.Errorf("B's session (last renewed at %v) ended at %v, after %v: a lease duration and a poll interval", lastRenewed, ended, limit)
+	}
+}
+
+// A member whose session stands still in the assigner's session polls
+// for two renew intervals and a poll is given none of a dead worker's
+// leases: it is likely dead too, and a lease assigned to it would wait a
+// lease duration more for its receiver (assigner.sessionStill).
+func TestSessionStillMemberGetsNoLease(t *testing.T) {
+	c := startXABWith(t, Config{Renewal: RenewalSession})
+	d := c.cfg.withDefaults().LeaseDuration
+	keysA := c.held("A")
+	c.worker("A").down = true
+	c.run(time.Second)
+	c.worker("B").down = true
+	downB := c.now
+	c.runUntil(3*d, "A's leases taken by X", func() bool {
+		held := c.held("X")
+		for _, k := range keysA {
+			if !slices.Contains(held, k) {
+				return false
+			}
+		}
+		return true
+	})
+	if e, ok := c.assignedTo("B", downB); ok {
+		t.Errorf("%s assigned to B (%s), whose session had stood still since it died at %v", e.Key, e.Reason, downB)
+	}
+}
+
+// A worker that shuts down releases its leases to the assigner, then its
+// session row: the assigner's next session poll shows the session
+// released and it reads the worker's leases at once, so it assigns them
+// without waiting for the pending index or a scan to show them (here
+// neither does: the index lags, the scans are throttled).
+func TestReleasedSessionLeasesAssignedAtOnce(t *testing.T) {
+	c := startXABWith(t, Config{Renewal: RenewalSession})
+	cfg := c.cfg.withDefaults()
+	keysA := c.held("A")
+	tw := c.worker("A")
+	c.intercept = func(tw *tWorker, call Call) (Result, bool) {
+		switch {
+		case tw.id == "X" && call.Op == OpListPending && call.Key == AssignerPending:
+			return Result{Listing: Listing{}}, true
+		case tw.id == "X" && call.Op == OpListLeases:
+			return Result{Err: ErrThrottled}, true
+		}
+		return Result{}, false
+	}
+	c.step(tw, Input{Kind: InputShutdown})
+	c.runUntil(cfg.LeaseDuration, "A stopped", func() bool { return tw.stopped })
+	tw.down = true
+	stop := c.now
+	c.runUntil(cfg.LeaseDuration, "A's leases taken", func() bool {
+		for _, k := range keysA {
+			if !slices.Contains(c.held("X"), k) && !slices.Contains(c.held("B"), k) {
+				return false
+			}
+		}
+		return true
+	})
+	if limit := stop + 2*cfg.PendingPollInterval + cfg.PendingPollInterval/5; c.now > limit {
+		t.Errorf("A's leases %v taken at %v, A stopped at %v: want within two polls (%v)", keysA, c.now, stop, limit)
+	}
+}
+
+// A worker whose watch reports an assignment before it may take leases
+// (its start-up scan has not yet shown that no KCL worker renews on the
+// table) reads what waits for it again once it may, by a poll of the
+// index although its watch is up: the watch reported the assignment once
+// and says nothing more until the row changes (swarm seed 1836 with
+// -renewal session, T2).
+func TestSessionRefusedAssignmentTakenOnceChecked(t *testing.T) {
+	c := assigned(t, 4, Config{WatchPending: true, Renewal: RenewalSession})
+	c.push = newPushHub()
+	for i := 0; i < 4; i++ {
+		c.stream.put(shardKey(i), 3)
+	}
+	c.start("A")
+	c.start("X")
+	c.runUntil(time.Minute, "A and X hold 2 each", func() bool { return len(c.held("A")) == 2 && len(c.held("X")) == 2 })
+	c.hold = func(tw *tWorker, call Call) bool { return tw.id == "B" && call.Op == OpListLeases }
+	c.start("B")
+	waiting := func() bool {
+		for i := 0; i < 4; i++ {
+			if c.row(shardKey(i)).Pending == "B" {
+				return true
+			}
+		}
+		return false
+	}
+	c.runUntil(time.Minute, "a lease waits for B", waiting)
+	c.run(2 * time.Second)
+	if len(c.held("B")) != 0 || !waiting() {
+		t.Fatalf("B holds %v before its start-up scan came back; want nothing, and a lease waiting for it", c.held("B"))
+	}
+	c.hold = nil
+	c.releaseHeld(func(call Call) bool { return call.Op == OpListLeases })
+	checked := c.now
+	c.runUntil(time.Minute, "B takes a lease", func() bool { return len(c.held("B")) > 0 })
+	if limit := checked + c.cfg.withDefaults().PendingPollInterval/2; c.now > limit {
+		t.Errorf("B took its first lease at %v, its start-up scan came back at %v: want it within half a poll interval (%v)", c.now, checked, limit)
 	}
 }
