@@ -61,7 +61,7 @@ func (w World) timing() *check.Timing {
 	}
 	t := &check.Timing{LeaseDuration: full.LeaseDuration, RenewInterval: full.RenewInterval,
 		AssignerScanInterval: full.AssignerScanInterval, PendingPollInterval: full.PendingPollInterval, TakeInterval: full.TakeInterval,
-		IndexLag: w.Assignment.IndexLag, Drift: w.DriftBound, Capped: full.MaxLeasesForWorker > 0, FanOut: w.FanOut.On,
+		IndexLag: w.Assignment.IndexLag, SafetyMargin: full.SafetyMargin, Drift: w.DriftBound, Capped: full.MaxLeasesForWorker > 0, FanOut: w.FanOut.On,
 		BalanceByCount: full.BalanceBy == engine.BalanceLeases}
 	if w.Config.AssignerScanInterval == 0 && w.Renewal.Mode != "" {
 		// a session-renewal assigner scans every LeaseDuration/2 by

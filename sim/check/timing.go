@@ -42,6 +42,13 @@ type Timing struct {
 	// cut link, an election); 0: unknown (a cut lasts until the watch
 	// reports again). See timing_watch.go.
 	WatchResume time.Duration
+	// SafetyMargin is the holders' safety margin (engine.Config): a
+	// renewal of the assigner row, or of a session row, whose reply comes
+	// later than the lease duration less the margin and a renew interval
+	// after it was sent leaves its process not acting on that row for a
+	// while, which disturbs the paths of its process (see lapsed); 0:
+	// unknown (not checked so).
+	SafetyMargin time.Duration
 	// Drift bounds the rate drift of every clock (|drift| ≤ Drift): a
 	// wait of d on a worker's monotonic clock lasts at most d/(1-Drift)
 	// of true time.
@@ -420,6 +427,26 @@ func pathOp(op engine.Op) bool {
 	return op.IsStore() || op == engine.OpListShards || op == engine.OpDescribeStream
 }
 
+// lapsed reports whether r is the reply to a renewal of the assigner row
+// or of a session row that came too late to keep its process acting on
+// the row: more than the lease duration less the safety margin and a
+// renew interval (a tenth more for its jitter) after it was sent. The
+// process's previous renewal, sent a renew interval before, kept it
+// acting until a lease duration less the margin after its own send, so
+// in between the process was past its margin: an assigner that hands
+// out nothing, a worker that takes nothing, for a while, on a path that
+// looks undisturbed otherwise (swarm seed 899 with -renewal session: the
+// assigner's renewals answered 4.1 s late in a world of an 8.1 s lease,
+// a 2.47 s margin and 2.02 s renewals, the assigner lapsing for 20 s).
+func (c *timingChecker) lapsed(r *trace.Record) bool {
+	tm := c.tm
+	if tm == nil || tm.SafetyMargin <= 0 || r.Op != engine.OpUpdateLease || r.Reason != trace.WriteRenew ||
+		(r.Key != engine.AssignerKey && !engine.IsSessionRow(r.Key)) {
+		return false
+	}
+	return r.T-r.Sent > tm.LeaseDuration-tm.SafetyMargin-tm.RenewInterval*11/10
+}
+
 // failedOutcome reports whether a call's outcome delayed its caller (the
 // call must be made again, or was answered only at its timeout).
 func failedOutcome(o string) bool {
@@ -470,7 +497,7 @@ func (c *timingChecker) observe(r *trace.Record) {
 		}
 		p := c.proc(r.Proc)
 		p.noteRTT(r.T, r.T-r.Sent)
-		failed := r.Fault != "" || failedOutcome(r.Outcome)
+		failed := r.Fault != "" || failedOutcome(r.Outcome) || c.lapsed(r)
 		switch {
 		case !failed:
 		case r.Key == "" || engine.IsReserved(r.Key):

@@ -745,3 +745,28 @@ func TestT1ResumeOfAMarkedRow(t *testing.T) {
 	b.add(5.05, trace.KindApply, 0, "k", func(r *trace.Record) { applied(trace.WriteRenew)(r); r.Sent = 5 * time.Second })
 	expect(t, CheckTiming(sortedByTime(b.recs), o), T1, 0)
 }
+
+// TestT1LapsedRenewal: a renewal of the assigner row (or of a session
+// row) answered later than the lease duration less the safety margin and
+// a renew interval after its send left its process past its margin for a
+// while: the paths of that process are disturbed. A late reply within
+// that, or on a lease's own row, or with the margin unknown, is not.
+func TestT1LapsedRenewal(t *testing.T) {
+	tm := shippedTiming()
+	tm.SafetyMargin = 4 * time.Second // the limit: 10 - 4 - 1.1 x 3 = 2.7 s
+	o := Options{End: time.Minute, Timing: tm}
+	late := func(proc int32, key string, rtt float64) []trace.Record {
+		b := crashFailover(35)
+		b.add(15, trace.KindReply, proc, key, func(r *trace.Record) {
+			r.Op, r.Reason, r.Outcome, r.Sent = engine.OpUpdateLease, trace.WriteRenew, trace.OutcomeOK, time.Duration((15-rtt)*float64(time.Second))
+		})
+		return sortedT(b.recs)
+	}
+	expect(t, CheckTiming(late(2, engine.AssignerKey, 2.8), o), T1, 0)
+	expect(t, CheckTiming(late(2, engine.SessionKey("w2"), 2.8), o), T1, 0)
+	expect(t, CheckTiming(late(1, engine.SessionKey("w1"), 2.8), o), T1, 0) // the new owner's own session
+	expect(t, CheckTiming(late(2, engine.AssignerKey, 2.6), o), T1, 1)
+	expect(t, CheckTiming(late(2, "j", 2.8), o), T1, 1)
+	expect(t, CheckTiming(late(0, engine.SessionKey("w0"), 2.8), o), T1, 1) // the old owner's: it crashed anyway
+	expect(t, CheckTiming(late(2, engine.AssignerKey, 2.8), Options{End: time.Minute, Timing: shippedTiming()}), T1, 1)
+}
