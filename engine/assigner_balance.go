@@ -67,7 +67,7 @@ func (w *Worker) leastLoaded(loads map[string]float64, not string, members []str
 	best := ""
 	for _, stalledToo := range []bool{false, true} {
 		for _, m := range members {
-			if m != not && !w.full(m) && (stalledToo || !w.stalled(m) && (m != w.cfg.Owner || w.sessionReady())) && (best == "" || loads[m] < loads[best]) {
+			if m != not && !w.full(m) && (stalledToo || !w.stalled(m) && !w.sessionStill(m) && (m != w.cfg.Owner || w.sessionReady())) && (best == "" || loads[m] < loads[best]) {
 				best = m
 			}
 		}
@@ -82,11 +82,17 @@ func (w *Worker) leastLoaded(loads map[string]float64, not string, members []str
 }
 
 // stalled reports whether member m let an assignment stand untaken and
-// has not shown itself alive since (see assigner.stalledMember), or its
-// session row stands still in fresh reads (see assigner.sessionStill).
+// has not shown itself alive since (see assigner.stalledMember).
 func (w *Worker) stalled(m string) bool {
 	a := w.asg.as
-	return a != nil && (len(a.stalled) > 0 && a.stalledMember(m) || a.sessionStill(w, m))
+	return a != nil && len(a.stalled) > 0 && a.stalledMember(m)
+}
+
+// sessionStill reports whether member m's session row stands still in
+// this assigner's fresh reads (see assigner.sessionStill).
+func (w *Worker) sessionStill(m string) bool {
+	a := w.asg.as
+	return a != nil && a.sessionStill(w, m)
 }
 
 // full reports whether member m holds MaxLeasesForWorker leases (the

@@ -339,8 +339,12 @@ func (w *Worker) sessionEnded(wr *write) {
 			a.noteSessionSight(w, rs) // its worker is given nothing more (sessionStill)
 		}
 	}
-	if w.asg.as != nil && w.isAssigner() {
+	switch {
+	case w.asg.as != nil && w.isAssigner():
 		w.assignExpired()
+	case !w.asg.on:
+		// a worker that takes leases itself: its next scan takes them
+		w.nextScan = min(w.nextScan, w.now.Mono)
 	}
 }
 
@@ -357,9 +361,7 @@ func (w *Worker) stillSince(o *observation) time.Duration {
 		return o.seenAt
 	}
 	now := w.now.Mono
-	if !w.timesSessions() {
-		return now // never expired in a view that cannot time sessions
-	}
+
 	s := &w.sess
 	owner := o.row.Owner
 	rs := w.rows.get(w.sessionKeyOf(owner))
@@ -488,7 +490,9 @@ func (w *Worker) sessionChecked(rows []*rowState) bool {
 func (w *Worker) repollNow() {
 	w.sess.repoll = false
 	w.asg.nextPoll = w.now.Mono
-	w.asg.watch.owed = w.asg.watch.up
+	if !w.bug("refused-waits-watch") {
+		w.asg.watch.owed = w.asg.watch.up
+	}
 }
 
 // sessionNamed reports whether o is a lease bound to a session whose row
@@ -511,10 +515,6 @@ func (w *Worker) namingSession(o *observation) *rowState {
 	}
 	return rs
 }
-
-// timesSessions reports whether this worker's table reads can time a
-// session row: strongly consistent scans (the assigner's always are).
-func (w *Worker) timesSessions() bool { return w.asg.on || w.cfg.ConsistentTakeScans }
 
 // noteSessionLive records, for the assigner, the session rows of its
 // scan: a member whose session row's version changed within a lease

@@ -80,7 +80,7 @@ func (a *assigner) noteSessionSight(w *Worker, rs *rowState) {
 // afresh) is counted as before from the read that shows it.
 func (a *assigner) sessionStill(w *Worker, m string) bool {
 	s, ok := a.sessions.sights[m]
-	return ok && (s.ended || s.read-s.since > 2*w.cfg.RenewInterval+w.cfg.PendingPollInterval)
+	return ok && !w.bug("session-still-ignored") && (s.ended || s.read-s.since > 2*w.cfg.RenewInterval+w.cfg.PendingPollInterval)
 }
 
 // readSessions starts a poll round when one is due: a read of the session
@@ -178,9 +178,6 @@ func (w *Worker) onSessionPoll(key string, r *Result) {
 			w.readReleased(wasOwner)
 		}
 		a.noteSessionLive(w, rs)
-		if m := o.row.Owner; m != "" && a.sessionStill(w, m) {
-			a.noteUntaken(w.now.Mono) // its untaken assignments go to others (readUntaken)
-		}
 	case errors.Is(r.Err, ErrNotFound):
 		if rs != nil && rs.observed && rs.write == nil && rs.held == nil {
 			w.forgetRow(rs)
@@ -204,7 +201,7 @@ func (w *Worker) onSessionPoll(key string, r *Result) {
 // lease is assigned, any other row is left as it is.
 func (w *Worker) readReleased(owner string) {
 	a := w.asg.as
-	if !w.isAssigner() || w.shutdown {
+	if !w.isAssigner() || w.shutdown || w.bug("released-waits-index") {
 		return
 	}
 	for _, rs := range w.rows.all {

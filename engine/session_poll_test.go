@@ -177,3 +177,41 @@ func TestSessionRefusedAssignmentTakenOnceChecked(t *testing.T) {
 		t.Errorf("B took its first lease at %v, its start-up scan came back at %v: want it within half a poll interval (%v)", c.now, checked, limit)
 	}
 }
+
+// A worker that takes leases itself (a fleet migrating back to scan mode,
+// its scans eventually consistent) is left alone with the leases of a
+// dead session-renewal worker: it ends that session (a write of the
+// session row conditioned on the version it timed) before it takes them,
+// as the assigner does, and takes them once the end applied; while the
+// session is renewed it takes none of them (swarm seed 4639 with
+// -renewal session: such leases stood unowned for good).
+func TestScanWorkerEndsADeadSession(t *testing.T) {
+	c := sessions(t, 4)
+	for i := 0; i < 4; i++ {
+		c.stream.put(shardKey(i), 3)
+	}
+	c.start("A")
+	c.runUntil(time.Minute, "A holds every lease", func() bool { return len(c.held("A")) == 4 })
+	c.cfg.Renewal, c.cfg.Assignment = RenewalPerLease, AssignmentScan
+	c.start("S")
+	d := c.cfg.withDefaults()
+	c.run(3 * d.LeaseDuration)
+	if held := c.held("S"); len(held) != 0 {
+		t.Fatalf("S took %v from A, whose session it renews", held)
+	}
+	keys := c.held("A")
+	c.worker("A").down = true
+	crash := c.now
+	c.runUntil(3*d.LeaseDuration+2*d.TakeInterval, "S holds A's leases", func() bool { return len(c.held("S")) == len(keys) })
+	ended := c.firstTraceAt(TraceCallSent, SessionKey("A"), crash)
+	if end := c.row(SessionKey("A")); end.Owner != "" || ended > c.now {
+		t.Fatalf("A's session row after S took its leases: owner %q (end sent at %v); want it ended first", end.Owner, ended)
+	}
+	for _, k := range keys {
+		for _, e := range c.traceOf(TraceLeaseAcquired, "S", k) {
+			if e.Mono < ended {
+				t.Errorf("S took %s at %v, before A's session was ended (%v)", k, e.Mono, ended)
+			}
+		}
+	}
+}

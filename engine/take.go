@@ -289,6 +289,9 @@ func (w *Worker) takeLeases(rows []*rowState) {
 			// stored wall times), and acted on at once
 			free = append(free, cand{o: o, actFrom: now, reason: "expired"})
 		case now-still >= w.expiryWait() && !w.bug("expiry-by-wall-clock"):
+			if row.Session != "" && !w.bug("scan-taker-skips-session-end") && w.endSessionFirst(o) {
+				continue // taken once the end of its session applied (sessionEnded)
+			}
 			free = append(free, cand{o: o, actFrom: still + w.expiryWait(), reason: "expired"})
 		case row.Session != "":
 			// bound to a live session: its holder renews nothing on it and

@@ -29,6 +29,10 @@ var testCatches = []struct{ test, bug string }{
 	{"TestLeavingAssignerLeavesTheMemberList", "leaving-assigner-listed"},
 	{"TestLateRenewalKeepsTheLease", "expiry-drops-renewal-in-flight"},
 	{"TestSessionRefusedBesideKCL", "session-start-unchecked"},
+	{"TestSessionStillMemberGetsNoLease", "session-still-ignored"},
+	{"TestReleasedSessionLeasesAssignedAtOnce", "released-waits-index"},
+	{"TestSessionRefusedAssignmentTakenOnceChecked", "refused-waits-watch"},
+	{"TestScanWorkerEndsADeadSession", "scan-taker-skips-session-end"},
 }
 
 // TestTestsCatchPlantedBugs runs each test of testCatches in a child run

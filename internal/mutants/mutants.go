@@ -144,8 +144,10 @@ func Sweep(name, runner string, seeds uint64, parallel int, run func(seed uint64
 	return row
 }
 
-// Merge merges rows by name: a row of the property suite (Runner
-// "property") adds its verdict to the simulator's row of the same bug.
+// Merge merges rows by name: a later row of a bug from the same runner
+// replaces the earlier one (a file merged with the runs that redid some
+// of its bugs), and a row of the property suite (Runner "property") adds
+// its verdict to the simulator's row of the same bug.
 func Merge(rows []Row) []Row {
 	var out []Row
 	at := map[string]int{}
@@ -153,6 +155,10 @@ func Merge(rows []Row) []Row {
 	for _, r := range rows {
 		if r.Runner == "property" {
 			props = append(props, r)
+			continue
+		}
+		if i, ok := at[r.Name]; ok && out[i].Runner == r.Runner {
+			out[i] = r // a later run of the same bug replaces the earlier
 			continue
 		}
 		at[r.Name] = len(out)
@@ -246,6 +252,10 @@ var Classes = map[string]string{
 	"engine:leaving-assigner-listed":        "test: membership",
 	"engine:expiry-drops-renewal-in-flight": "test: lease timing",
 	"engine:session-start-unchecked":        "test: session renewal",
+	"engine:session-still-ignored":          "test: session renewal",
+	"engine:released-waits-index":           "test: session renewal",
+	"engine:refused-waits-watch":            "test: session renewal",
+	"engine:scan-taker-skips-session-end":   "test: session renewal",
 	// issue 20: the etcd store (sim/etcd.go)
 	"etcd-owner-only-compare":      "etcd store",
 	"etcd-watch-resume-at-current": "etcd store",

@@ -70,6 +70,11 @@ func TestMerge(t *testing.T) {
 	if len(got) != 1 || got[0].Catches != 3 || got[0].Property != "caught" || got[0].PropertyCheck != 2 || got[0].Runner != "sim" {
 		t.Fatalf("Merge = %+v", got)
 	}
+	// a later run of a bug replaces the earlier row, once
+	got = Merge([]Row{{Name: "t", Runner: "test", Caught: false}, {Name: "b", Runner: "sim"}, {Name: "t", Runner: "test", Caught: true}})
+	if len(got) != 2 || got[0].Name != "t" || !got[0].Caught || got[1].Name != "b" {
+		t.Fatalf("Merge of a re-run = %+v", got)
+	}
 }
 
 func TestWriteReadUpdate(t *testing.T) {

@@ -149,6 +149,7 @@ type tproc struct {
 	// answered; scanned: it has sent its first scan or poll
 	registered time.Duration
 	scanned    bool
+	scannedAt  time.Duration // when it sent its first scan or poll
 	// down: when its graceful shutdown began (0: never); see lastChance
 	down time.Duration
 	// gaveUp: its latest assignments, as the assigner, of leases whose
@@ -475,8 +476,8 @@ func (c *timingChecker) observe(r *trace.Record) {
 		c.memberEvent(r.Proc, r.T)
 		c.asgEnd(r.Proc, r.T)
 	case trace.KindSend:
-		if r.Proc >= 0 && (r.Op == engine.OpListLeases || r.Op == engine.OpListPending) {
-			c.proc(r.Proc).scanned = true
+		if p := c.proc(r.Proc); r.Proc >= 0 && (r.Op == engine.OpListLeases || r.Op == engine.OpListPending) && !p.scanned {
+			p.scanned, p.scannedAt = true, r.T
 		}
 		// A live worker that writes its hello again, later than right
 		// after its start, is one the assigner's member list no longer
@@ -939,6 +940,16 @@ func (tk *tkey) assignment(from, to time.Duration) (assignRec, int) {
 	return last, n
 }
 
+// ownerStopped reports whether a process of owner stopped in [from, to].
+func (c *timingChecker) ownerStopped(owner string, from, to time.Duration) bool {
+	for _, p := range c.procs {
+		if p != nil && p.owner == owner && !p.alive && p.stop >= from && p.stop <= to {
+			return true
+		}
+	}
+	return false
+}
+
 // assignedElsewhere reports whether an assignment of the key that
 // applied in (from, to] named a worker other than owner (or none yet).
 func (tk *tkey) assignedElsewhere(from, to time.Duration, owner string) bool {
@@ -964,6 +975,14 @@ func (tk *tkey) firstAssignment(from, to time.Duration) assignRec {
 func (c *timingChecker) failover(a, b *Tenure, tk *tkey, gap time.Duration, B *tproc) {
 	tm := c.tm
 	from, to := a.Idle(), b.Start
+	if a.HandedTo != "" && a.HandedTo != b.Owner && c.ownerStopped(a.HandedTo, a.Start, to) {
+		// handed over to a receiver whose process stopped (before or
+		// after the release) before it took the lease: the lease waits
+		// for that receiver until the assigner counts it out of its
+		// members (a crash of a process on the path; swarm seeds 125 and
+		// 3243 with -renewal session)
+		return
+	}
 	// The lease duration runs from the row's last change, which the old
 	// owner's last write makes when it applies: a write in flight at its
 	// last act that lands late (a clogged or slow link) starts it then.
@@ -1383,7 +1402,11 @@ func (c *timingChecker) takeover(old asgTenure, r *trace.Record) {
 	able := 0
 	deps := c.deputies(G.owner)
 	for _, d := range deps {
-		if p := c.proc(d); p.alive && p.start < win && !p.asgDisturbed(win, to) {
+		// (a deputy reads the assigner row only once its start-up is
+		// over: from its first poll of the index on; one still starting,
+		// its stream calls throttled, takes nothing over: swarm seed 2131
+		// with -renewal session)
+		if p := c.proc(d); p.alive && p.start < win && p.scanned && p.scannedAt < from && !p.asgDisturbed(win, to) {
 			able++
 			rtt = max(rtt, p.maxRTT(from, to))
 		}
