@@ -479,7 +479,7 @@ func (w *Worker) onMonitor(r *Result) {
 	a.depKnown = false
 	_, a.isMember = slices.BinarySearch(a.members, w.cfg.Owner)
 	dep := w.deputy(row.Owner) && !w.bug("deputies-read-slowly")
-	if dep {
+	if _, ghost := w.assignerGhost(); dep || ghost {
 		next = now + w.jitter(w.cfg.PendingPollInterval)
 	}
 	switch {

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"errors"
 	"slices"
 	"time"
@@ -102,7 +103,42 @@ func (w *Worker) actUntil(h *holding) time.Duration {
 	if wr := w.writeOf(AssignerKey); wr != nil && wr.kind == wTake {
 		until = min(until, wr.sentAt+w.cfg.LeaseDuration-w.cfg.SafetyMargin)
 	}
+	if t, ok := w.assignerGhost(); ok && w.heldAssignerRow() == nil {
+		until = min(until, t)
+	}
 	return until
+}
+
+// assignerGhost reports whether a take of the assigner row by this worker
+// that a re-read found not applied may still land (a ghost, see ghost):
+// the row as last seen is still at the version the take is conditioned
+// on, or is the take's own row. If it lands, a worker that takes the row
+// over once it expires reassigns at once every lease written under this
+// worker's writer as the previous assigner's (assignFrom), and this worker
+// never knew it held the row: so its leases are bound as by a take of
+// unknown outcome, and it acts on none of them past the ghost's send and a
+// lease duration less the margin (t), unless it holds the assigner row by
+// then. It reads the row at the pace of a deputy meanwhile (onMonitor),
+// and takes back a ghost that landed (swarm seed 8060 with -renewal
+// session: S1, the ghost's successor reassigned a lease its holder went on
+// acting on).
+func (w *Worker) assignerGhost() (t time.Duration, ok bool) {
+	rs := w.rows.get(AssignerKey)
+	if rs == nil || len(rs.ghosts) == 0 || w.bug("assigner-ghost-ignored") {
+		return 0, false
+	}
+	for _, g := range rs.ghosts {
+		if g.row.Owner != w.cfg.Owner {
+			continue
+		}
+		if rs.observed && rs.obs.row.Counter > g.expect.Counter && !rs.obs.row.Equal(g.row) {
+			continue // the row moved on: the ghost's condition can hold no more
+		}
+		if u := g.sentAt + w.cfg.LeaseDuration - w.cfg.SafetyMargin; !ok || u < t {
+			t, ok = u, true
+		}
+	}
+	return t, ok
 }
 
 // validFromOf returns when the validity of an applied write starts: its
@@ -169,7 +205,7 @@ func (w *Worker) acquired(wr *write) {
 		h.c.shutdown = true
 	}
 	if wr.deposed {
-		w.loseLease(h, "the assigner row was lost before this take came back")
+		w.loseLease(h, "the "+cmp.Or(wr.deposedBy, "assigner row")+" was lost before this take came back")
 		w.dueq.set(h, w.now.Mono)
 	}
 }
@@ -425,7 +461,7 @@ func (w *Worker) assignerRowLost(h *holding, reason string) {
 	// which its successor had reassigned at once).
 	for _, rs := range w.writing {
 		if wr := rs.write; wr.kind == wTake && wr.row.Writer == old && !IsReserved(wr.key) && !w.bug("deposed-take-acted") {
-			wr.deposed = true
+			wr.deposed, wr.deposedBy = true, "assigner row"
 		}
 	}
 	w.asg.as = nil

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -285,5 +286,89 @@ func TestSessionStartsBesideADeadKCLWorker(t *testing.T) {
 	}
 	if l := c.row(kcl.Key); l.Owner != "A" || l.Session == "" {
 		t.Errorf("%s: owner %q session %q, want A's, bound", kcl.Key, l.Owner, l.Session)
+	}
+}
+
+// While a worker in session renewal waits to see a table's rows without
+// a writer nonce stand still (sessionChecked), the assigner scans on,
+// strongly consistently and at its pace, assigning nothing: its
+// sightings stay fresh, so a lease of a worker that dies meanwhile
+// expires a lease duration after its last renewal, not after the first
+// scan once the wait is over (swarm seeds 1604 and 2648 with -renewal
+// session).
+func TestSessionCheckWaitKeepsScanning(t *testing.T) {
+	c := sessions(t, 2)
+	kcl := Lease{Key: shardKey(0), Owner: "kcl-worker", Counter: 7, Checkpoint: Checkpoint{Sequence: TrimHorizon}}
+	if err := c.store.CreateLease(context.Background(), kcl); err != nil {
+		t.Fatal(err)
+	}
+	cfg := c.cfg.withDefaults()
+	scans := map[string]int{}
+	c.intercept = func(tw *tWorker, call Call) (Result, bool) {
+		if call.Op == OpListLeases && call.Consistent {
+			scans[tw.id]++
+		}
+		return Result{}, false
+	}
+	c.start("A")
+	c.run(cfg.LeaseDuration - cfg.AssignerScanInterval/4)
+	if len(c.held("A")) != 0 {
+		t.Fatalf("A holds %v within a lease duration of its start beside a KCL row", c.held("A"))
+	}
+	// strongly consistent scans, the first sync's and the assigner's
+	// every scan interval: five in the harness; one when its start-up
+	// scans, made again while it waits, stay eventual and a take interval
+	// apart; three when it stops scanning as it waits
+	if want := 5; scans["A"] < want {
+		t.Errorf("A scanned the table consistently %d times in its first lease duration beside a KCL row, want at least %d: it scanned too little while it waited", scans["A"], want)
+	}
+}
+
+// A take bound to a session that is lost while the take is in flight is
+// lost with it: when its reply comes (applied, after the worker took its
+// session row back under a new identity) the worker does not act on the
+// lease, which the assigner times by the lost session and hands out
+// (swarm seed 6526 with -renewal session: S1).
+func TestTakeInFlightLostWithItsSession(t *testing.T) {
+	c := startSessions(t)
+	d := c.cfg.withDefaults().LeaseDuration
+	keysA := c.held("A")
+	taking, version := "", int64(0)
+	c.hold = func(tw *tWorker, call Call) bool {
+		if tw.id == "B" && call.Op == OpUpdateLease && !IsReserved(call.Key) && call.Expect.Owner == "" && call.Lease.Owner == "B" && taking == "" {
+			taking, version = call.Key, call.Lease.Counter
+			return true
+		}
+		return false
+	}
+	c.worker("A").down = true
+	c.runUntil(3*d, "B takes one of A's leases, its reply held", func() bool { return taking != "" })
+	c.hold = nil
+	if !slices.Contains(keysA, taking) {
+		t.Fatalf("B took %s, not one of A's %v", taking, keysA)
+	}
+	// B's session renewals are refused until its session is lost
+	cut := true
+	c.intercept = func(tw *tWorker, call Call) (Result, bool) {
+		if cut && tw.id == "B" && call.Key == SessionKey("B") && call.Op == OpUpdateLease {
+			return Result{Err: ErrThrottled}, true
+		}
+		return Result{}, false
+	}
+	c.runUntil(2*d, "B's session lost", func() bool { return len(c.traceOf(TraceLeaseLost, "B", SessionKey("B"))) > 0 })
+	cut = false
+	c.runUntil(d, "B holds its session again", func() bool { return c.worker("B").w.sessionHeld() })
+	lost := c.now
+	c.releaseHeld(func(call Call) bool { return call.Key == taking })
+	c.run(d)
+	// (the assigner may give the lease to B again, taken anew under its
+	// new session: a later version)
+	for _, e := range c.traceOf(TraceActing, "B", taking) {
+		if e.Counter == version {
+			t.Errorf("B acted on %s at %v on the version its held take wrote (%d), under the session it lost by %v", taking, e.Mono, version, lost)
+		}
+	}
+	if row := c.row(taking); row.Owner == "B" && row.Session != c.worker("B").w.writer {
+		t.Errorf("%s: B's, bound to %q, not to its session %q", taking, row.Session, c.worker("B").w.writer)
 	}
 }

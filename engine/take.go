@@ -3,6 +3,7 @@ package engine
 import (
 	"cmp"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -117,10 +118,19 @@ func (w *Worker) observe(rs *rowState, row Lease) *observation {
 }
 
 func (w *Worker) startScan() {
+	interval, consistent := w.cfg.TakeInterval, w.cfg.ConsistentTakeScans
+	if w.asg.as != nil && w.sessionMode() {
+		// the start-up scans of an assigner in session renewal (again and
+		// again while its session check waits, sessionChecked) are the
+		// assigner's scans: strongly consistent, at its pace, so that its
+		// sightings of the fleet's session rows stay fresh (swarm seed
+		// 2648 with -renewal session: eventual scans every TakeInterval)
+		interval, consistent = w.cfg.AssignerScanInterval, true
+	}
 	w.scanInFlight = true
 	w.scanSentAt = w.now.Mono
-	w.nextScan = w.now.Mono + w.jitter(w.cfg.TakeInterval)
-	w.call(Call{Op: OpListLeases, Consistent: w.cfg.ConsistentTakeScans}, pendingCall{purpose: forScan})
+	w.nextScan = w.now.Mono + w.jitter(interval)
+	w.call(Call{Op: OpListLeases, Consistent: consistent}, pendingCall{purpose: forScan})
 }
 
 func (w *Worker) onScan(r *Result) {
@@ -288,7 +298,7 @@ func (w *Worker) takeLeases(rows []*rowState) {
 			// wall clock (a Go port's time.Now().Sub(lastSeen) of
 			// stored wall times), and acted on at once
 			free = append(free, cand{o: o, actFrom: now, reason: "expired"})
-		case now-still >= w.expiryWait() && !w.bug("expiry-by-wall-clock"):
+		case now-still >= w.expiryWait() && !w.bug("expiry-by-wall-clock") && w.fencedTake(o):
 			if row.Session != "" && !w.bug("scan-taker-skips-session-end") && w.endSessionFirst(o) {
 				continue // taken once the end of its session applied (sessionEnded)
 			}
@@ -367,6 +377,31 @@ func (w *Worker) takeLeases(rows []*rowState) {
 	for _, c := range cands[:min(n, len(cands))] {
 		takeOne(c)
 	}
+}
+
+// fencedTake reports whether a worker that takes leases itself may take
+// the expired lease o: any lease renewed per lease (its take is
+// conditioned on the version it timed), and a session-bound one whose
+// session row it can link to the lease: naming the session (it then ends
+// the session first, endSessionFirst), or showing the session's end, its
+// takeover or its release (that session renews no more, whatever the
+// view's age). With strongly consistent scans, one whose session row has
+// moved on otherwise too. An eventually consistent view that cannot link
+// a lease to its session row may just be stale (a session row shown from
+// before a restart took it over, the lease bound to the new session):
+// taken unfenced, its holder would go on acting (swarm seed 7721 with
+// -renewal session: S1).
+func (w *Worker) fencedTake(o *observation) bool {
+	if o.row.Session == "" || w.cfg.ConsistentTakeScans || w.namingSession(o) != nil || w.bug("stale-session-view-taken") {
+		return true
+	}
+	rs := w.rows.get(w.sessionKeyOf(o.row.Owner))
+	if rs == nil || !rs.observed {
+		return false
+	}
+	so := &rs.obs.row
+	n, _, ok := strings.Cut(so.Session, "@")
+	return ok && n == o.row.Session || so.Owner == "" && so.Writer == o.row.Session
 }
 
 // take sends a conditional take of c.row, unless a write of the row is in

@@ -33,6 +33,8 @@ var testCatches = []struct{ test, bug string }{
 	{"TestReleasedSessionLeasesAssignedAtOnce", "released-waits-index"},
 	{"TestSessionRefusedAssignmentTakenOnceChecked", "refused-waits-watch"},
 	{"TestScanWorkerEndsADeadSession", "scan-taker-skips-session-end"},
+	{"TestTakeInFlightLostWithItsSession", "lost-session-take-acted"},
+	{"TestAssignerGhostBindsTheLeases", "assigner-ghost-ignored"},
 }
 
 // TestTestsCatchPlantedBugs runs each test of testCatches in a child run

@@ -193,3 +193,50 @@ func TestUntakenWaitBacksOff(t *testing.T) {
 		t.Error("A, seen renewing since, is still stalled")
 	}
 }
+
+// A take of the assigner row that a re-read found not applied may still
+// land (a ghost): its worker never knows it holds the row, and a worker
+// that takes the row over once it expires reassigns at once every lease
+// written under the first one's writer, as the previous assigner's. So
+// until the row has moved on (or the worker takes it back), the worker's
+// leases are bound as by a take of unknown outcome: it acts on none past
+// the ghost's send and a lease duration less the margin (swarm seed 8060
+// with -renewal session: S1).
+func TestAssignerGhostBindsTheLeases(t *testing.T) {
+	c := startXAB(t)
+	cfg := c.cfg.withDefaults()
+	var ghost Call
+	var sentAt time.Duration
+	c.intercept = func(tw *tWorker, call Call) (Result, bool) {
+		switch {
+		case tw.id == "A" && call.Key == AssignerKey:
+			return Result{Err: ErrThrottled}, true // A does not take it
+		case tw.id == "B" && call.Key == AssignerKey && call.Op == OpUpdateLease && ghost.Key == "":
+			ghost, sentAt = call, c.now
+			return Result{Err: errTimeout}, true // not applied yet
+		case tw.id == "B" && call.Key == AssignerKey && call.Op == OpUpdateLease:
+			return Result{Err: ErrThrottled}, true // its later takes are refused
+		case tw.id == "B" && call.Key == AssignerKey && call.Op == OpGetLease && ghost.Key != "" && c.now > sentAt+time.Second:
+			return Result{Err: ErrThrottled}, true // B reads the row no more (a worker that is no deputy)
+		}
+		return Result{}, false
+	}
+	c.worker("X").down = true
+	c.runUntil(3*cfg.LeaseDuration, "B's take of the assigner row sent", func() bool { return ghost.Key != "" })
+	c.run(time.Second) // B re-reads the row: not applied
+	if err := c.store.UpdateLease(context.Background(), ghost.Expect, ghost.Lease); err != nil {
+		t.Fatalf("the ghost's write: %v", err)
+	}
+	c.run(cfg.PendingPollInterval)
+	b := c.worker("B").w
+	limit := sentAt + cfg.LeaseDuration - cfg.SafetyMargin
+	keys := b.Held()
+	if len(keys) == 0 {
+		t.Fatal("B holds no lease")
+	}
+	for _, k := range keys {
+		if u := b.ActingUntil(k); u > limit {
+			t.Errorf("B acts on %s until %v, past its ghost take of the assigner row (sent at %v) and a lease duration less the margin (%v)", k, u, sentAt, limit)
+		}
+	}
+}

@@ -62,8 +62,10 @@ type write struct {
 	// (see giveUpOn), if any
 	giveUp string
 	// take: sent under the writer of an assigner row this worker has
-	// lost since (bound to that row: see loseLease)
-	deposed bool
+	// lost since (bound to that row: see loseLease), or bound to a session
+	// it has lost since (sessionLost); deposedBy says which
+	deposed   bool
+	deposedBy string
 	// checkpoint
 	target Checkpoint
 }
@@ -197,6 +199,9 @@ func (w *Worker) onResolveResult(rs *rowState, r *Result) {
 			w.emitResolved(wr, "not applied")
 			w.addGhost(wr)
 			w.writeNotApplied(wr, false)
+			if wr.kind == wTake && wr.key == AssignerKey {
+				w.asg.nextMonitor = w.now.Mono // read it again soon: the take may yet land (assignerGhost)
+			}
 		default:
 			if h := rs.held; h != nil && h.write == wr && w.adoptable(h, r.Lease) {
 				// The assigner changed the row (a handoff request, or its

@@ -50,3 +50,45 @@ func TestSupersededAssignerTakeCaught(t *testing.T) {
 		}
 	}
 }
+
+// staleViewWorld is swarm seed 7721 in session renewal: a worker that
+// takes leases itself, its scans eventually consistent, saw a session row
+// from before a restart took it over, while the lease was bound to the new
+// session: it could not link the two, timed the lease by its own row, and
+// took it unfenced from its acting holder (engine/take.go, fencedTake).
+func staleViewWorld(t *testing.T, mutation string) *Result {
+	t.Helper()
+	res, err := Run(Options{Seed: 7721, Renewal: "session", Mutation: mutation, NoExcerpts: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// TestStaleSessionViewNotTakenUnfenced: that world keeps one acting owner.
+func TestStaleSessionViewNotTakenUnfenced(t *testing.T) {
+	if res := staleViewWorld(t, ""); !res.OK() {
+		t.Errorf("swarm seed 7721 in session renewal: %v", res.Violations)
+	}
+}
+
+// TestStaleSessionViewCaught: with the planted bug
+// stale-session-view-taken the same world breaks S1.
+func TestStaleSessionViewCaught(t *testing.T) {
+	planted.SkipUnlessEnabled(t)
+	const bug = EngineMutationPrefix + "stale-session-view-taken"
+	res := staleViewWorld(t, bug)
+	caught := false
+	for _, v := range res.Violations {
+		caught = caught || v.Invariant == "S1"
+	}
+	if !caught {
+		t.Errorf("with %s swarm seed 7721 in session renewal shows no S1: %v", bug, res.Violations)
+	}
+	if *flagTestsJSON != "" {
+		row := mutants.Row{Name: bug, Class: mutants.Classes[bug], Caught: caught, Invariant: "TestStaleSessionViewNotTakenUnfenced", Runner: "test"}
+		if err := mutants.WriteKeeping(*flagTestsJSON, []mutants.Row{row}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
