@@ -70,17 +70,28 @@ func (a *assigner) noteSessionSight(w *Worker, rs *rowState) {
 // sessionStill reports whether member m's session, as the latest read of
 // its row showed it, was ended, or had stood still since this assigner
 // first saw its version for longer than two renew intervals and a poll
-// interval: its worker missed two renewals in a row, as a fresh read
-// shows, so it is dead, paused or cut off, or its renewals are failing.
-// Such a member is given no lease (leastLoaded) while others are left,
-// and its untaken assignments go to others at once (untakenGone), as a
-// stalled member's: its own leases expire a lease duration after that
-// sighting, and a lease assigned to it meanwhile would wait that long
-// again for its receiver. A member whose session renews again (or starts
-// afresh) is counted as before from the read that shows it.
+// interval (its worker missed two renewals in a row, as a fresh read
+// shows: it is dead, paused or cut off, or its renewals are failing),
+// and m has shown no other sign of life since. Such a member is given no
+// lease (leastLoaded) while others are left: its own leases expire a
+// lease duration after that sighting, and a lease assigned to it
+// meanwhile would wait that long again for its receiver. A member whose
+// session renews again (or starts afresh) is counted as before from the
+// read that shows it.
 func (a *assigner) sessionStill(w *Worker, m string) bool {
 	s, ok := a.sessions.sights[m]
-	return ok && !w.bug("session-still-ignored") && (s.ended || s.read-s.since > 2*w.cfg.RenewInterval+w.cfg.PendingPollInterval)
+	if !ok || w.bug("session-still-ignored") || !s.ended && s.read-s.since <= 2*w.cfg.RenewInterval+w.cfg.PendingPollInterval {
+		return false
+	}
+	// ... and m shows no other sign of life since: a member whose lease
+	// rows renew (per lease: a worker of a mixed fleet, beside a session
+	// row an earlier process of its owner id left ended or standing) is
+	// alive whatever that row shows, and so is one that says hello (one
+	// that holds nothing yet) (swarm seed 9552: L1, a per-lease
+	// member left out of the balance for good). A lease row's version
+	// first seen up to a scan after its write (the last checkpoint of a
+	// worker that died) is no such sign.
+	return w.bug("session-still-ignores-renewals") || max(a.live[m], a.hellos[m]) <= s.since+w.cfg.AssignerScanInterval+w.cfg.PendingPollInterval
 }
 
 // readSessions starts a poll round when one is due: a read of the session

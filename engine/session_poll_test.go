@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"slices"
 	"testing"
 	"time"
@@ -214,4 +215,27 @@ func TestScanWorkerEndsADeadSession(t *testing.T) {
 			}
 		}
 	}
+}
+
+// A member whose own lease rows renew (per lease, in a fleet migrating
+// between modes) is alive whatever a session row of its owner id shows:
+// one an earlier process left ended (or standing) keeps it from no lease
+// (swarm seed 9552: L1, a per-lease member left out of the balance).
+func TestPerLeaseMemberBesideAnOldSessionRowGetsLeases(t *testing.T) {
+	c := assigned(t, 6, Config{Renewal: RenewalSession})
+	for i := 0; i < 6; i++ {
+		c.stream.put(shardKey(i), 3)
+	}
+	old := Lease{Key: SessionKey("B"), Counter: 4, Writer: "gone", Session: "gone@3", Checkpoint: SentinelCheckpoint(ShardEnd)}
+	if err := c.store.CreateLease(context.Background(), old); err != nil {
+		t.Fatal(err)
+	}
+	c.start("X")
+	c.run(time.Second)
+	c.start("A")
+	c.cfg.Renewal = RenewalPerLease
+	c.start("B")
+	c.runUntil(2*time.Minute, "balanced 2-2-2", func() bool {
+		return len(c.held("X")) == 2 && len(c.held("A")) == 2 && len(c.held("B")) == 2
+	})
 }

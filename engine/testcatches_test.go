@@ -35,6 +35,7 @@ var testCatches = []struct{ test, bug string }{
 	{"TestScanWorkerEndsADeadSession", "scan-taker-skips-session-end"},
 	{"TestTakeInFlightLostWithItsSession", "lost-session-take-acted"},
 	{"TestAssignerGhostBindsTheLeases", "assigner-ghost-ignored"},
+	{"TestPerLeaseMemberBesideAnOldSessionRowGetsLeases", "session-still-ignores-renewals"},
 }
 
 // TestTestsCatchPlantedBugs runs each test of testCatches in a child run

@@ -255,6 +255,7 @@ var Classes = map[string]string{
 	"engine:session-still-ignored":          "test: session renewal",
 	"engine:lost-session-take-acted":        "test: session renewal",
 	"engine:assigner-ghost-ignored":         "test: unknown outcomes",
+	"engine:session-still-ignores-renewals": "test: session renewal",
 	"engine:stale-session-view-taken":       "test: session renewal",
 	"engine:released-waits-index":           "test: session renewal",
 	"engine:refused-waits-watch":            "test: session renewal",
