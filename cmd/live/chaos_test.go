@@ -242,6 +242,8 @@ type workerProc struct {
 	done  chan struct{}
 	err   error
 	log   string
+	// exited is when cmd.Wait returned (set before done is closed)
+	exited time.Time
 }
 
 type chaosRun struct {
@@ -403,6 +405,7 @@ func (r *chaosRun) startWorker(slot int, owner string) *workerProc {
 	p := &workerProc{slot: slot, owner: owner, cmd: cmd, pid: cmd.Process.Pid, done: make(chan struct{}), log: logPath}
 	go func() {
 		p.err = cmd.Wait()
+		p.exited = time.Now()
 		lf.Close()
 		close(p.done)
 	}()
@@ -812,6 +815,7 @@ func (r *chaosRun) run() {
 	for slot, owner := range []string{"w0", "w1", "w2", "w3"} {
 		r.startWorker(slot, owner)
 	}
+	lastStart := time.Now()
 	r.scrapeMetrics(r.slots[0])
 	// Balancing gives every worker a shard (4 and 4): from then on no
 	// lease moves until the faults begin.
@@ -824,6 +828,8 @@ func (r *chaosRun) run() {
 		}
 		return len(idle) == 0, fmt.Sprintf("not acting on any shard yet: %v", idle)
 	})
+	// a figure, not a bound: the fresh fleet's start, to every worker acting
+	r.logf("%s: fleet balanced (every worker acting on a shard) %v after its last worker started", t.Name(), time.Since(lastStart).Round(10*time.Millisecond))
 	// A lease at LATEST holds no position until its first checkpoint, and
 	// records put before its first iterator are not promised: produce once
 	// each initial shard's current holder reads it; fault once each has a
@@ -895,6 +901,7 @@ func (r *chaosRun) run() {
 	// has caught up with its shard, so the shutdown checkpoints cover all.
 	waitFor(t, "every lease held by a worker that has read its shard to the end", 60*time.Second, r.settled)
 	r.phase("stop")
+	termAt := time.Now()
 	for _, p := range r.slots {
 		_ = syscall.Kill(p.pid, syscall.SIGCONT)
 		_ = syscall.Kill(p.pid, syscall.SIGTERM)
@@ -910,7 +917,13 @@ func (r *chaosRun) run() {
 			t.Fatalf("worker %s (pid %d) did not exit 0 after SIGTERM: %v\n%s", p.owner, p.pid, p.err, tail(string(b), 20))
 		}
 	}
-	r.logf("every worker stopped gracefully (exit 0)")
+	// figures, not bounds: from SIGTERM to each worker's exit (every
+	// lease released, the assigner row included)
+	var exits []string
+	for _, p := range r.slots {
+		exits = append(exits, fmt.Sprintf("%s %v", p.owner, p.exited.Sub(termAt).Round(time.Millisecond)))
+	}
+	r.logf("%s: every worker stopped gracefully (exit 0); SIGTERM to exit: %s", t.Name(), strings.Join(exits, ", "))
 	stopPoll()
 	<-pollDone
 	r.verify()
