@@ -36,6 +36,7 @@ var testCatches = []struct{ test, bug string }{
 	{"TestTakeInFlightLostWithItsSession", "lost-session-take-acted"},
 	{"TestAssignerGhostBindsTheLeases", "assigner-ghost-ignored"},
 	{"TestPerLeaseMemberBesideAnOldSessionRowGetsLeases", "session-still-ignores-renewals"},
+	{"TestSessionOrphanTakenBack", "orphans-unread"},
 }
 
 // TestTestsCatchPlantedBugs runs each test of testCatches in a child run
