@@ -7,14 +7,16 @@ import (
 	"github.com/shardlease/shardlease/internal/planted"
 )
 
-// supersededTakeWorld is swarm seed 929 in session renewal: a worker's
-// take of the assigner row applies, its SDK's retry gets a condition
-// failure, and before the worker's re-read another worker takes the row
-// over and reassigns at once the leases written under the first one's
-// writer (the previous assigner's): the first must have dropped them.
+// supersededTakeWorld is swarm seed 387 in session renewal with boundary
+// seeking (it was seed 929 without, until the engine's later changes
+// moved that world): a worker's take of the assigner row applies, its
+// SDK's retry gets a condition failure, and before the worker's re-read
+// another worker takes the row over and reassigns at once the leases
+// written under the first one's writer (the previous assigner's): the
+// first must have dropped them.
 func supersededTakeWorld(t *testing.T, mutation string) *Result {
 	t.Helper()
-	res, err := Run(Options{Seed: 929, Renewal: "session", Mutation: mutation, NoExcerpts: true})
+	res, err := Run(Options{Seed: 387, Renewal: "session", Boundary: "on", Mutation: mutation, NoExcerpts: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -26,7 +28,7 @@ func supersededTakeWorld(t *testing.T, mutation string) *Result {
 // (engine/write.go, onResolveResult): no two acting owners.
 func TestSupersededAssignerTakeDropsLeases(t *testing.T) {
 	if res := supersededTakeWorld(t, ""); !res.OK() {
-		t.Errorf("swarm seed 929 in session renewal: %v", res.Violations)
+		t.Errorf("swarm seed 387 in session renewal with boundary seeking: %v", res.Violations)
 	}
 }
 
@@ -41,7 +43,7 @@ func TestSupersededAssignerTakeCaught(t *testing.T) {
 		caught = caught || v.Invariant == "S1"
 	}
 	if !caught {
-		t.Errorf("with %s swarm seed 929 in session renewal shows no S1: %v", bug, res.Violations)
+		t.Errorf("with %s swarm seed 387 in session renewal with boundary seeking shows no S1: %v", bug, res.Violations)
 	}
 	if *flagTestsJSON != "" {
 		row := mutants.Row{Name: bug, Class: mutants.Classes[bug], Caught: caught, Invariant: "TestSupersededAssignerTakeDropsLeases", Runner: "test"}

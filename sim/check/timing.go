@@ -149,7 +149,7 @@ type tproc struct {
 	// answered; scanned: it has sent its first scan or poll
 	registered time.Duration
 	scanned    bool
-	scannedAt  time.Duration // when it sent its first scan or poll
+	scannedAt  time.Duration // when it sent its first scan, poll or read of the assigner row
 	// down: when its graceful shutdown began (0: never); see lastChance
 	down time.Duration
 	// gaveUp: its latest assignments, as the assigner, of leases whose
@@ -497,6 +497,9 @@ func (c *timingChecker) observe(r *trace.Record) {
 			return
 		}
 		p := c.proc(r.Proc)
+		if r.Op == engine.OpGetLease && r.Key == engine.AssignerKey && !p.scanned {
+			p.scanned, p.scannedAt = true, r.Sent // it reads the assigner row: its start-up is over
+		}
 		p.noteRTT(r.T, r.T-r.Sent)
 		failed := r.Fault != "" || failedOutcome(r.Outcome) || c.lapsed(r)
 		switch {
@@ -1403,7 +1406,8 @@ func (c *timingChecker) takeover(old asgTenure, r *trace.Record) {
 	deps := c.deputies(G.owner)
 	for _, d := range deps {
 		// (a deputy reads the assigner row only once its start-up is
-		// over: from its first poll of the index on; one still starting,
+		// over: from its first poll of the index or read of the row on;
+		// one still starting,
 		// its stream calls throttled, takes nothing over: swarm seed 2131
 		// with -renewal session)
 		if p := c.proc(d); p.alive && p.start < win && p.scanned && p.scannedAt < from && !p.asgDisturbed(win, to) {
