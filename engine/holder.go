@@ -103,8 +103,10 @@ func (w *Worker) actUntil(h *holding) time.Duration {
 	if wr := w.writeOf(AssignerKey); wr != nil && wr.kind == wTake {
 		until = min(until, wr.sentAt+w.cfg.LeaseDuration-w.cfg.SafetyMargin)
 	}
-	if t, ok := w.assignerGhost(); ok && w.heldAssignerRow() == nil {
-		until = min(until, t)
+	if w.heldAssignerRow() == nil {
+		if t, ok := w.assignerGhost(); ok {
+			until = min(until, t)
+		}
 	}
 	return until
 }
@@ -452,18 +454,15 @@ func (w *Worker) assignerRowLost(h *holding, reason string) {
 	// leases it takes as an ordinary worker before the takeover are
 	// not taken for bound ones (swarm seed 57 with boundary seeking:
 	// S1, a deposed assigner's later lease reassigned at once).
-	old := w.writer
-	w.writerEpoch++
-	w.writer = writerOf(w.cfg.Seed + w.writerEpoch*0x632be59bd9b4e019)
 	// Takes in flight under the old writer are bound too: one whose
 	// reply comes later must not be acted on (soak seed 16892: S1, a
 	// deposed assigner acted on a take sent before it lost its row,
 	// which its successor had reassigned at once).
-	for _, rs := range w.writing {
-		if wr := rs.write; wr.kind == wTake && wr.row.Writer == old && !IsReserved(wr.key) && !w.bug("deposed-take-acted") {
-			wr.deposed, wr.deposedBy = true, "assigner row"
-		}
+	old := w.writer
+	if !w.bug("deposed-take-acted") {
+		w.deposeTakes("assigner row", func(wr *write) bool { return wr.row.Writer == old })
 	}
+	w.newWriter()
 	w.asg.as = nil
 	for _, o := range slices.Clone(w.held) {
 		if o != h && !o.gone {
@@ -471,6 +470,25 @@ func (w *Worker) assignerRowLost(h *holding, reason string) {
 			w.dueq.set(o, w.now.Mono)
 		}
 	}
+}
+
+// deposeTakes marks every take of a lease in flight for which bound
+// holds as deposed: when its reply (or resolving read) comes, the lease
+// is not acted on, since the row or session it was bound to (by, for the
+// trace) was lost meanwhile.
+func (w *Worker) deposeTakes(by string, bound func(wr *write) bool) {
+	for _, rs := range w.writing {
+		if wr := rs.write; wr.kind == wTake && !IsReserved(wr.key) && bound(wr) {
+			wr.deposed, wr.deposedBy = true, by
+		}
+	}
+}
+
+// newWriter takes a new writer nonce (Lease.Writer of every write from
+// now on): a new session identity in session renewal.
+func (w *Worker) newWriter() {
+	w.writerEpoch++
+	w.writer = writerOf(w.cfg.Seed + w.writerEpoch*0x632be59bd9b4e019)
 }
 
 // refuseCheckpoints answers every checkpoint request of h waiting for the

@@ -286,13 +286,10 @@ func (w *Worker) sessionLost(h *holding, reason string) {
 	// reassigns it (swarm seed 6526 with -renewal session: S1, a take of
 	// unknown outcome found applied after the session it named was lost,
 	// acted on and renewed per lease while the assigner took it over).
-	for _, rs := range w.writing {
-		if wr := rs.write; wr.kind == wTake && wr.row.Session == w.writer && !IsReserved(wr.key) && !w.bug("lost-session-take-acted") {
-			wr.deposed, wr.deposedBy = true, "session"
-		}
+	if old := w.writer; !w.bug("lost-session-take-acted") {
+		w.deposeTakes("session", func(wr *write) bool { return wr.row.Session == old })
 	}
-	w.writerEpoch++
-	w.writer = writerOf(w.cfg.Seed + w.writerEpoch*0x632be59bd9b4e019)
+	w.newWriter()
 	w.sess.nextTry = w.now.Mono
 }
 

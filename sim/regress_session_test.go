@@ -7,90 +7,91 @@ import (
 	"github.com/shardlease/shardlease/internal/planted"
 )
 
-// supersededTakeWorld is swarm seed 387 in session renewal with boundary
+// A regressWorld is a swarm world that once broke S1 and is kept as a
+// regression test: it passes as the engine is, and breaks S1 with the
+// planted bug that undoes its fix.
+type regressWorld struct {
+	opts Options
+	bug  string // without EngineMutationPrefix
+	test string // the test that keeps the world passing
+}
+
+// supersededTake is swarm seed 387 in session renewal with boundary
 // seeking (it was seed 929 without, until the engine's later changes
 // moved that world): a worker's take of the assigner row applies, its
 // SDK's retry gets a condition failure, and before the worker's re-read
 // another worker takes the row over and reassigns at once the leases
 // written under the first one's writer (the previous assigner's): the
-// first must have dropped them.
-func supersededTakeWorld(t *testing.T, mutation string) *Result {
+// first must have dropped them (engine/write.go, onResolveResult).
+var supersededTake = regressWorld{
+	opts: Options{Seed: 387, Renewal: "session", Boundary: "on"},
+	bug:  "superseded-assigner-take-keeps-leases", test: "TestSupersededAssignerTakeDropsLeases",
+}
+
+// staleView is swarm seed 7721 in session renewal: a worker that takes
+// leases itself, its scans eventually consistent, saw a session row from
+// before a restart took it over, while the lease was bound to the new
+// session: it could not link the two, timed the lease by its own row, and
+// took it unfenced from its acting holder (engine/take.go, fencedTake).
+var staleView = regressWorld{
+	opts: Options{Seed: 7721, Renewal: "session"},
+	bug:  "stale-session-view-taken", test: "TestStaleSessionViewNotTakenUnfenced",
+}
+
+// run runs the world, with mutation planted if not empty.
+func (rw regressWorld) run(t *testing.T, mutation string) *Result {
 	t.Helper()
-	res, err := Run(Options{Seed: 387, Renewal: "session", Boundary: "on", Mutation: mutation, NoExcerpts: true})
+	o := rw.opts
+	o.Mutation, o.NoExcerpts = mutation, true
+	res, err := Run(o)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return res
+}
+
+// passes fails t unless the world passes as the engine is.
+func (rw regressWorld) passes(t *testing.T) {
+	t.Helper()
+	if res := rw.run(t, ""); !res.OK() {
+		t.Errorf("swarm seed %d (renewal %s, boundary %q): %v", rw.opts.Seed, rw.opts.Renewal, rw.opts.Boundary, res.Violations)
+	}
+}
+
+// caught fails t unless the world breaks S1 with its planted bug, and
+// records the verdict for make mutants (-sim.tests.json).
+func (rw regressWorld) caught(t *testing.T) {
+	t.Helper()
+	planted.SkipUnlessEnabled(t)
+	bug := EngineMutationPrefix + rw.bug
+	res := rw.run(t, bug)
+	caught := false
+	for _, v := range res.Violations {
+		caught = caught || v.Invariant == "S1"
+	}
+	if !caught {
+		t.Errorf("with %s swarm seed %d (renewal %s, boundary %q) shows no S1: %v", bug, rw.opts.Seed, rw.opts.Renewal, rw.opts.Boundary, res.Violations)
+	}
+	if *flagTestsJSON != "" {
+		row := mutants.Row{Name: bug, Class: mutants.Classes[bug], Caught: caught, Invariant: rw.test, Runner: "test"}
+		if err := mutants.WriteKeeping(*flagTestsJSON, []mutants.Row{row}); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 // TestSupersededAssignerTakeDropsLeases: a worker whose take of the
-// assigner row of unknown outcome is found superseded drops its leases
-// (engine/write.go, onResolveResult): no two acting owners.
-func TestSupersededAssignerTakeDropsLeases(t *testing.T) {
-	if res := supersededTakeWorld(t, ""); !res.OK() {
-		t.Errorf("swarm seed 387 in session renewal with boundary seeking: %v", res.Violations)
-	}
-}
+// assigner row of unknown outcome is found superseded drops its leases:
+// no two acting owners.
+func TestSupersededAssignerTakeDropsLeases(t *testing.T) { supersededTake.passes(t) }
 
 // TestSupersededAssignerTakeCaught: with the planted bug
 // superseded-assigner-take-keeps-leases the same world breaks S1.
-func TestSupersededAssignerTakeCaught(t *testing.T) {
-	planted.SkipUnlessEnabled(t)
-	const bug = EngineMutationPrefix + "superseded-assigner-take-keeps-leases"
-	res := supersededTakeWorld(t, bug)
-	caught := false
-	for _, v := range res.Violations {
-		caught = caught || v.Invariant == "S1"
-	}
-	if !caught {
-		t.Errorf("with %s swarm seed 387 in session renewal with boundary seeking shows no S1: %v", bug, res.Violations)
-	}
-	if *flagTestsJSON != "" {
-		row := mutants.Row{Name: bug, Class: mutants.Classes[bug], Caught: caught, Invariant: "TestSupersededAssignerTakeDropsLeases", Runner: "test"}
-		if err := mutants.WriteKeeping(*flagTestsJSON, []mutants.Row{row}); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
-// staleViewWorld is swarm seed 7721 in session renewal: a worker that
-// takes leases itself, its scans eventually consistent, saw a session row
-// from before a restart took it over, while the lease was bound to the new
-// session: it could not link the two, timed the lease by its own row, and
-// took it unfenced from its acting holder (engine/take.go, fencedTake).
-func staleViewWorld(t *testing.T, mutation string) *Result {
-	t.Helper()
-	res, err := Run(Options{Seed: 7721, Renewal: "session", Mutation: mutation, NoExcerpts: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return res
-}
+func TestSupersededAssignerTakeCaught(t *testing.T) { supersededTake.caught(t) }
 
 // TestStaleSessionViewNotTakenUnfenced: that world keeps one acting owner.
-func TestStaleSessionViewNotTakenUnfenced(t *testing.T) {
-	if res := staleViewWorld(t, ""); !res.OK() {
-		t.Errorf("swarm seed 7721 in session renewal: %v", res.Violations)
-	}
-}
+func TestStaleSessionViewNotTakenUnfenced(t *testing.T) { staleView.passes(t) }
 
 // TestStaleSessionViewCaught: with the planted bug
 // stale-session-view-taken the same world breaks S1.
-func TestStaleSessionViewCaught(t *testing.T) {
-	planted.SkipUnlessEnabled(t)
-	const bug = EngineMutationPrefix + "stale-session-view-taken"
-	res := staleViewWorld(t, bug)
-	caught := false
-	for _, v := range res.Violations {
-		caught = caught || v.Invariant == "S1"
-	}
-	if !caught {
-		t.Errorf("with %s swarm seed 7721 in session renewal shows no S1: %v", bug, res.Violations)
-	}
-	if *flagTestsJSON != "" {
-		row := mutants.Row{Name: bug, Class: mutants.Classes[bug], Caught: caught, Invariant: "TestStaleSessionViewNotTakenUnfenced", Runner: "test"}
-		if err := mutants.WriteKeeping(*flagTestsJSON, []mutants.Row{row}); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
+func TestStaleSessionViewCaught(t *testing.T) { staleView.caught(t) }
