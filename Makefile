@@ -228,7 +228,7 @@ mutants:
 	$(GO) test $(MUTATIONS) -count=1 -v -timeout 120m ./scenarios -run '^TestPropertyMutants$$' -rapid.shrinktime=1s -rapid.nofailfile \
 		-scenarios.mutants.json=$(CURDIR)/reports/out/mutants-property.json | grep -E 'caught|^(---|    ---|ok|FAIL)' || st=1; \
 	$(GO) test $(MUTATIONS) -count=1 ./engine -run '^TestTestsCatchPlantedBugs$$' -engine.mutants.json=$(CURDIR)/reports/out/mutants-tests.json || st=1; \
-	$(GO) test $(MUTATIONS) -count=1 ./sim -run '^(TestReadsFlatCatchesEveryWorkerScans|TestSupersededAssignerTakeCaught|TestStaleSessionViewCaught)$$' -sim.tests.json=$(CURDIR)/reports/out/mutants-tests-sim.json || st=1; \
+	$(GO) test $(MUTATIONS) -count=1 ./sim -run '^(TestReadsFlatCatchesEveryWorkerScans|TestStaleSessionViewCaught|TestLatencyWorldsCaught)$$' -sim.tests.json=$(CURDIR)/reports/out/mutants-tests-sim.json || st=1; \
 	$(GO) run ./internal/mutants/report -out reports/mutants.json \
 		reports/out/mutants-sim.json reports/out/mutants-driver.json reports/out/mutants-property.json \
 		reports/out/mutants-tests.json reports/out/mutants-tests-sim.json || st=1; \

@@ -27,8 +27,13 @@ func (w *Worker) loads() map[string]float64 {
 		if h := rs.held; h != nil && h.handing {
 			who = h.handoffTo // this worker hands it over
 		}
-		if wr := rs.write; wr != nil && wr.kind == wAssign {
-			// what the assigner's write in flight makes of it
+		if wr := rs.write; wr != nil && wr.kind == wAssign && w.mayLand(wr, o) {
+			// what the assigner's write in flight makes of it (unless a
+			// later read shows the row moved past the version it expects:
+			// it fails, and the row stays its owner's. Swarm seed 5925
+			// with -renewal session, B1: an assignment sent from a scan
+			// whose reply came late was counted for its receiver at the
+			// next scan, and a balance move went the wrong way)
 			who = wr.row.Owner
 			if wr.row.HandoffTo != "" {
 				who = wr.row.HandoffTo
@@ -41,6 +46,12 @@ func (w *Worker) loads() map[string]float64 {
 		}
 	}
 	return loads
+}
+
+// mayLand reports whether the assigner's write wr of o's row may still
+// apply: o shows the version it expects, or the row it writes.
+func (w *Worker) mayLand(wr *write, o *observation) bool {
+	return o.row.Counter == wr.expect.Counter || w.sameWrite(o.row, wr.row) || w.bug("doomed-assign-counted")
 }
 
 // weight is what one lease adds to its holder's load: 1, or with
@@ -107,13 +118,25 @@ func (w *Worker) full(m string) bool {
 		if rs == nil || !rs.observed {
 			continue
 		}
-		if o := &rs.obs; o.ok && !o.row.Checkpoint.IsShardEnd() && (o.row.Owner == m || o.row.Owner == "" && o.row.Pending == m) && rs.write == nil {
+		o := &rs.obs
+		if !o.ok || o.row.Checkpoint.IsShardEnd() || rs.write != nil {
+			continue
+		}
+		// A lease on its way to m counts for m as an assignment does: a
+		// handoff asked of its holder, or one of this worker's own leases
+		// it hands over (the row still names it). m takes such a lease
+		// before its own handoffs away are done, and a receiver at its cap
+		// declines it: the lease would wait for m's other leases to go
+		// (swarm seed 3795 with -renewal session, T2).
+		toM := o.row.HandoffTo == m || rs.held != nil && rs.held.handing && rs.held.handoffTo == m && o.row.Owner == w.cfg.Owner
+		if o.row.Owner == m || o.row.Owner == "" && o.row.Pending == m || toM && !w.bug("cap-ignores-handoffs") {
 			n++
 		}
 	}
-	// writes in flight: this worker's takes, the assignments it sent
+	// writes in flight: this worker's takes, the assignments and handoff
+	// requests it sent
 	for _, rs := range w.writing {
-		if wr := rs.write; wr.kind == wTake && m == w.cfg.Owner && !IsReserved(wr.key) || wr.kind == wAssign && wr.row.Pending == m && wr.row.Owner == "" {
+		if wr := rs.write; wr.kind == wTake && m == w.cfg.Owner && !IsReserved(wr.key) || wr.kind == wAssign && (wr.row.Pending == m && wr.row.Owner == "" || wr.row.HandoffTo == m && !w.bug("cap-ignores-handoffs")) {
 			n++
 		}
 	}

@@ -466,3 +466,89 @@ func TestThroughputLoadsIndependentOfOrder(t *testing.T) {
 		}
 	}
 }
+
+// The assigner counts an assignment it has in flight for its receiver
+// only while its latest read of the row shows the version the write
+// expects: an assignment sent from a scan whose reply came late, which a
+// fresher scan shows bound to fail (its holder renewed since), counts for
+// the holder. Counted for the receiver, it made the next round move a
+// lease the wrong way, and back (swarm seed 5925 with -renewal session, B1).
+func TestDoomedAssignmentCountsForTheHolder(t *testing.T) {
+	c := start3(t)
+	asg := c.worker(c.assignerOf()).w
+	var key, holder, to string
+	for _, id := range []string{"A", "B", "C"} {
+		if held := c.held(id); id != c.assignerOf() && len(held) > 0 && key == "" {
+			key, holder = held[0], id
+		}
+	}
+	for _, id := range []string{"A", "B", "C"} {
+		if id != holder && to == "" {
+			to = id
+		}
+	}
+	rs := asg.rows.get(key)
+	if rs == nil || !rs.observed || rs.obs.row.Owner != holder {
+		t.Fatalf("the assigner's view of %s: %+v, want held by %s", key, rs, holder)
+	}
+	before := asg.loads()
+	row := rs.obs.row.Clone()
+	row.Owner, row.Pending = "", to
+	// an assignment sent from an older read: it expects the version before
+	// the one the assigner has seen since
+	rs.write = &write{kind: wAssign, key: key, rs: rs, expect: Expect{Owner: holder, Counter: rs.obs.row.Counter - 1}, row: row}
+	after := asg.loads()
+	rs.write = nil
+	if after[holder] != before[holder] || after[to] != before[to] {
+		t.Errorf("loads with a doomed assignment of %s (held by %s) to %s in flight: %v; want them unchanged: %v", key, holder, to, after, before)
+	}
+	// one that may land counts for its receiver
+	rs.write = &write{kind: wAssign, key: key, rs: rs, expect: ExpectOf(rs.obs.row), row: row}
+	live := asg.loads()
+	rs.write = nil
+	if live[holder] != before[holder]-1 || live[to] != before[to]+1 {
+		t.Errorf("loads with an assignment of %s to %s in flight that may land: %v; want one lease moved from %s: %v", key, to, live, holder, before)
+	}
+}
+
+// With MaxLeasesForWorker, the assigner counts against a member's cap the
+// leases on their way to it: one of its own it hands over to the member,
+// and a handoff asked of another holder. Uncounted, the member was given
+// more than it may take and declined the one over its cap until its own
+// handoffs were done (swarm seed 3795 with -renewal session, T2).
+func TestCapCountsHandoffsOnTheirWay(t *testing.T) {
+	c := assigned(t, 6, Config{MaxLeasesForWorker: 4})
+	for i := 0; i < 6; i++ {
+		c.stream.put(shardKey(i), 3)
+	}
+	c.start("A")
+	c.start("B")
+	c.runUntil(time.Minute, "3-3", func() bool { return len(c.held("A")) == 3 && len(c.held("B")) == 3 })
+	c.run(5 * time.Second)
+	asgID := c.assignerOf()
+	other := "A"
+	if asgID == "A" {
+		other = "B"
+	}
+	w := c.worker(asgID).w
+	if w.full(other) {
+		t.Fatalf("%s holds 3 of its cap of 4 and is full in the assigner's view", other)
+	}
+	// the assigner hands one of its own leases over to the other member
+	h := w.holdingOf(c.held(asgID)[0])
+	h.handing, h.handoffTo = true, other
+	full := w.full(other)
+	h.handing, h.handoffTo = false, ""
+	if !full {
+		t.Errorf("%s holds 3 and one of the assigner's leases is on its way to it: want it full (cap 4)", other)
+	}
+	// a handoff asked of another holder: a row that names it in handoffTo
+	rs := w.rows.get(c.held(asgID)[1])
+	saved := rs.obs.row
+	rs.obs.row.Owner, rs.obs.row.HandoffTo = "Z", other
+	full = w.full(other)
+	rs.obs.row = saved
+	if !full {
+		t.Errorf("%s holds 3 and a handoff to it is asked of another holder: want it full (cap 4)", other)
+	}
+}

@@ -134,3 +134,28 @@ func TestHandoffDeadlineReleasesOnTime(t *testing.T) {
 		t.Fatalf("release sent at %v, want at the handoff's deadline %v:\n%s", sent, by, u.dump())
 	}
 }
+
+// A holder whose last write of a lease was throttled, and which waits out
+// that write's backoff, still releases the lease at the handoff's
+// deadline: the processor has let go and the receiver waits (swarm seed
+// 9588 with -renewal session, T2: the release went half a second late).
+func TestHandoffDeadlineReleasesThroughABackoff(t *testing.T) {
+	u := newUnit(t, Config{})
+	u.holdRecords = true // the processor never finishes its batch
+	key := u.holding(shardKey(0), startSeq(), 3)
+	u.runTo(500 * time.Millisecond)
+	h := u.w.holdingOf(key)
+	u.w.handOver(h, "other")
+	by := h.handOverBy
+	h.retryWriteAt = by + 3*time.Second // a throttled write's backoff (nextBackoff)
+	u.runTo(by + 50*time.Millisecond)
+	for _, e := range u.trace {
+		if e.Kind == TraceCallSent && e.Key == key && e.Reason == "release" {
+			if e.Mono > by {
+				t.Fatalf("release sent at %v, want at the handoff's deadline %v", e.Mono, by)
+			}
+			return
+		}
+	}
+	t.Fatalf("no release by %v, the handoff's deadline %v:\n%s", u.now, by, u.dump())
+}

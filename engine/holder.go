@@ -233,6 +233,14 @@ func (w *Worker) tickHolding(h *holding) {
 		// refused).
 		w.refuseCheckpoints(h, "the lease is being handed over")
 		h.c.phase, h.release = cFinished, wRelease
+		if !w.bug("handoff-release-waits-backoff") {
+			// The release goes now, not after the backoff of a throttled
+			// checkpoint: the processor has let go, and the receiver
+			// waits (swarm seed 9588 with -renewal session, T2: a row
+			// whose writes were throttled was released half a second past
+			// the handoff's deadline).
+			h.retryWriteAt = min(h.retryWriteAt, now)
+		}
 	}
 	if h.control && w.shutdown && h.release == 0 && w.onlyControlLeft() {
 		h.release = wRelease // the assigner row goes last but for the session

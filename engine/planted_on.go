@@ -75,7 +75,15 @@ var plantedBugs = map[string]string{
 	"assigner-ghost-ignored":                "a take of the assigner row that a re-read found not applied, which may still land, binds nothing: if it lands, the worker that takes the row over reassigns at once the leases its writer wrote, while the worker, which never knew it held the row, acts on them",
 	"stale-session-view-taken":              "a worker that takes leases itself with eventually consistent scans takes a session-bound lease it cannot link to its session row, unfenced: a stale view of a session row a restart took over makes a live holder's lease look expired",
 	"session-still-ignores-renewals":        "the assigner leaves out of its receivers a member whose session row stands still or was ended even when the member's own lease rows renew or it says hello (per lease, beside a session row an earlier process of its owner id left): the member is left out of the balance for good",
-	"orphans-unread":                        "rows bound to a worker's session that it does not hold (a take that landed after it gave it up, a lease lost while its row still names the session) are never read again: nobody acts on them while the session lives",
+	// soak findings of session renewal's latency (T2, B1), each a world
+	// of sim/regress_latency_test.go
+	"resolve-waits-backoff":         "a resolving read that failed during an outage of the table waits out its backoff after the table answers again: the row it concerns (an assignment waiting for its receiver) stays unresolved for seconds more",
+	"session-check-waits-lease":     "a worker in session renewal whose start-up check found rows of workers without a writer nonce scans again only a lease duration later, not at the assigner's pace: after the assigner took a dead KCL worker's rows over, the leases given to the new worker wait for that scan",
+	"cap-ignores-handoffs":          "the assigner does not count, against a member's MaxLeasesForWorker, the leases on their way to it by a handoff (its own, or asked of their holder): the member is given more than it may take, and the leases over its cap wait for its other leases to go",
+	"startup-scan-retry-slow":       "a worker whose first scan in assigned mode failed scans again only a renew interval later: the leases assigned to it meanwhile wait",
+	"handoff-release-waits-backoff": "a holder whose handoff reached its deadline sends the release only after the backoff of its last throttled write: the receiver waits, and nobody processes the shard",
+	"doomed-assign-counted":         "the assigner counts an assignment in flight for its receiver even when a later scan shows the row moved past the version it expects (so it fails): a balance move in the next round goes the wrong way, and is undone",
+	"orphans-unread":                "rows bound to a worker's session that it does not hold (a take that landed after it gave it up, a lease lost while its row still names the session) are never read again: nobody acts on them while the session lives",
 	// Bugs that only a named test sees (TestTestsCatchPlantedBugs runs
 	// that test with the bug planted and requires it to fail).
 	"config-margin-unchecked":        "configuration: a safety margin too small for the drift bound is accepted",

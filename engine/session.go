@@ -487,7 +487,17 @@ func (w *Worker) sessionChecked(rows []*rowState) bool {
 	}
 	w.asg.resumed = false
 	if w.asg.as == nil {
-		w.nextScan = max(w.now.Mono, s.noncelessAt+w.cfg.LeaseDuration)
+		// Scan again at the assigner's pace meanwhile: the check passes
+		// at the first scan that shows no such row (the assigner took a
+		// dead KCL worker's leases over), not only a lease duration on
+		// (swarm seed 9359 with -renewal session: a worker that joined a
+		// table adopted from KCL was given a lease it could not take for
+		// a lease duration, T2).
+		next := s.noncelessAt + w.cfg.LeaseDuration
+		if !w.bug("session-check-waits-lease") {
+			next = min(next, w.now.Mono+w.jitter(w.cfg.AssignerScanInterval))
+		}
+		w.nextScan = max(w.now.Mono, next)
 	}
 	// (the assigner scans on at its pace meanwhile, assigning nothing:
 	// its sightings of the fleet's rows stay fresh, so a lease of a

@@ -289,6 +289,34 @@ func TestSessionStartsBesideADeadKCLWorker(t *testing.T) {
 	}
 }
 
+// A worker in session renewal that joins while a dead KCL worker's row is
+// still in the table scans again at the assigner's pace, not only a lease
+// duration after its first scan: once the assigner has taken that row
+// over, the worker's check passes at its next scan and it takes the
+// leases given to it (swarm seed 9359 with -renewal session, T2: a lease
+// moved to it waited a lease duration).
+func TestSessionCheckPassesOnceKCLRowsAreTakenOver(t *testing.T) {
+	c := sessions(t, 2)
+	kcl := Lease{Key: shardKey(0), Owner: "kcl-worker", Counter: 7, Checkpoint: Checkpoint{Sequence: TrimHorizon}}
+	if err := c.store.CreateLease(context.Background(), kcl); err != nil {
+		t.Fatal(err)
+	}
+	c.start("A")
+	d := c.cfg.withDefaults()
+	c.run(d.LeaseDuration - 2*time.Second) // A waits to see the KCL row stand still
+	if c.row(kcl.Key).Owner != "kcl-worker" {
+		t.Fatalf("the KCL row was taken over after %v, before A could see it stand still a lease duration", c.now)
+	}
+	b := c.start("B")
+	joined := c.now
+	c.runUntil(time.Minute, "the KCL row taken over", func() bool { return c.row(kcl.Key).Owner != "kcl-worker" })
+	over := c.now
+	c.runUntil(d.LeaseDuration, "B's check passes", func() bool { return b.w.sess.checked })
+	if limit := joined + d.AssignerScanInterval*6/5 + time.Second; c.now > limit {
+		t.Errorf("B joined at %v, the KCL row was taken over by %v; B's check passed at %v: want by %v (scans at the assigner's pace)", joined, over, c.now, limit)
+	}
+}
+
 // While a worker in session renewal waits to see a table's rows without
 // a writer nonce stand still (sessionChecked), the assigner scans on,
 // strongly consistently and at its pace, assigning nothing: its

@@ -135,10 +135,22 @@ func (w *Worker) startScan() {
 
 func (w *Worker) onScan(r *Result) {
 	if r.Err != nil {
-		// Try again soon; leases held are unaffected.
-		w.nextScan = w.now.Mono + w.jitter(w.cfg.RenewInterval)
+		// Try again soon; leases held are unaffected. A scan the worker
+		// needs before it may take or resume anything (in assigned mode
+		// its first, or the check of who else renews in session renewal)
+		// is tried again after a short backoff, not a renew interval on:
+		// assignments wait for it (swarm seed 6373 with -renewal session,
+		// T2: a new worker's first scan failed, and a lease handed to it
+		// waited six seconds).
+		next := w.jitter(w.cfg.RenewInterval)
+		if w.asg.on && (!w.asg.resumed || w.cfg.Renewal == RenewalSession && !w.sess.checked) && !w.bug("startup-scan-retry-slow") {
+			w.scanBackoff = w.nextBackoff(w.scanBackoff)
+			next = min(next, w.scanBackoff)
+		}
+		w.nextScan = w.now.Mono + next
 		return
 	}
+	w.scanBackoff = 0
 	w.onTable(w.observeListing(r.Listing))
 }
 

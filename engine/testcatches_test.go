@@ -37,6 +37,13 @@ var testCatches = []struct{ test, bug string }{
 	{"TestAssignerGhostBindsTheLeases", "assigner-ghost-ignored"},
 	{"TestPerLeaseMemberBesideAnOldSessionRowGetsLeases", "session-still-ignores-renewals"},
 	{"TestSessionOrphanTakenBack", "orphans-unread"},
+	{"TestHandoffDeadlineReleasesThroughABackoff", "handoff-release-waits-backoff"},
+	{"TestStartupScanRetriedSoon", "startup-scan-retry-slow"},
+	{"TestResolveSentOnceTheTableAnswers", "resolve-waits-backoff"},
+	{"TestDoomedAssignmentCountsForTheHolder", "doomed-assign-counted"},
+	{"TestCapCountsHandoffsOnTheirWay", "cap-ignores-handoffs"},
+	{"TestSessionCheckPassesOnceKCLRowsAreTakenOver", "session-check-waits-lease"},
+	{"TestSupersededAssignerTakeDropsTheLeases", "superseded-assigner-take-keeps-leases"},
 }
 
 // TestTestsCatchPlantedBugs runs each test of testCatches in a child run

@@ -240,3 +240,54 @@ func TestAssignerGhostBindsTheLeases(t *testing.T) {
 		}
 	}
 }
+
+// A worker whose take of the assigner row applied but came back with a
+// condition failure (an SDK retry), and whose re-read then finds the row
+// taken over since, drops every lease it holds: if its take applied, the
+// worker that took the row over reassigns at once the leases written
+// under its writer, the previous assigner's (swarm seed 929 with
+// -renewal session, S1).
+func TestSupersededAssignerTakeDropsTheLeases(t *testing.T) {
+	c := startXAB(t)
+	cfg := c.cfg.withDefaults()
+	var take Call
+	readable := false
+	c.intercept = func(tw *tWorker, call Call) (Result, bool) {
+		switch {
+		case tw.id == "A" && call.Key == AssignerKey:
+			return Result{Err: ErrThrottled}, true // A does not take it
+		case tw.id == "B" && call.Key == AssignerKey && call.Op == OpUpdateLease && take.Key == "":
+			// it applies, and the SDK's retry of it gets a condition failure
+			take = call
+			if err := c.store.UpdateLease(context.Background(), call.Expect, call.Lease); err != nil {
+				t.Errorf("B's take: %v", err)
+			}
+			return Result{Err: ErrConditionFailed}, true
+		case tw.id == "B" && call.Key == AssignerKey && call.Op == OpUpdateLease:
+			return Result{Err: ErrThrottled}, true
+		case tw.id == "B" && call.Key == AssignerKey && call.Op == OpGetLease && take.Key != "" && !readable:
+			return Result{Err: errTimeout}, true // its re-reads fail for now
+		}
+		return Result{}, false
+	}
+	c.worker("X").down = true
+	c.runUntil(3*cfg.LeaseDuration, "B's take of the assigner row sent", func() bool { return take.Key != "" })
+	held := c.held("B")
+	if len(held) == 0 {
+		t.Fatal("B holds no lease")
+	}
+	// another worker takes the row over before B's re-read gets through
+	over := take.Lease.Clone()
+	over.Owner, over.Writer, over.Counter = "Z", "z-nonce", take.Lease.Counter+1
+	if err := c.store.UpdateLease(context.Background(), ExpectOf(take.Lease), over); err != nil {
+		t.Fatal(err)
+	}
+	readable = true
+	c.run(2 * cfg.PendingPollInterval)
+	b := c.worker("B").w
+	for _, k := range held {
+		if b.Acting(k) {
+			t.Errorf("B still acts on %s after its re-read found its take of the assigner row superseded: Z may reassign it at once", k)
+		}
+	}
+}

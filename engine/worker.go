@@ -67,6 +67,9 @@ type Worker struct {
 	// retrying counts takes, creates and deletes whose resolving read
 	// failed and waits to be sent again.
 	retrying int
+	// storeFailing: the latest answered store call failed without
+	// reaching the table (a timeout, a throttle, a 5xx): see storeReached.
+	storeFailing bool
 	// writing are the rows with a write in flight that are not held
 	// (takes, creates, deletes, assignments, hellos: rowState.write), in
 	// no order.
@@ -89,6 +92,7 @@ type Worker struct {
 	scanInFlight bool
 	scanSentAt   time.Duration
 	nextScan     time.Duration
+	scanBackoff  time.Duration // the start-up scan's retry backoff (onScan)
 	sync         syncState
 	fo           fanOutRegistry // FanOut: the consumers registered
 }
@@ -310,6 +314,9 @@ func (w *Worker) onResult(r *Result) {
 	}
 	delete(w.pending, r.ID)
 	w.affect(pc.rs, pc.key)
+	if pc.op.IsStore() {
+		w.noteStoreReply(r.Err)
+	}
 	switch pc.purpose {
 	case forScan:
 		w.scanInFlight = false

@@ -295,6 +295,39 @@ func (w *Worker) emitResolved(wr *write, how string) {
 	}
 }
 
+// noteStoreReply notes whether a store call's reply shows the table
+// reachable. The first one that does after a failed call sends at once
+// every resolving read that waits out a backoff: a write of unknown outcome
+// made during an outage would otherwise stay unresolved for up to the
+// longest backoff after the table is back, and its row with it (an
+// assignment that waits for its receiver: swarm seed 7649 with session
+// renewal, T2).
+func (w *Worker) noteStoreReply(err error) {
+	if err != nil && !errors.Is(err, ErrConditionFailed) && !errors.Is(err, ErrNotFound) {
+		w.storeFailing = true
+		return
+	}
+	if !w.storeFailing {
+		return
+	}
+	w.storeFailing = false
+	if w.bug("resolve-waits-backoff") {
+		return
+	}
+	now := w.now.Mono
+	for _, rs := range w.writing {
+		if wr := rs.write; wr.resolving && wr.id == 0 && wr.retryAt > now {
+			wr.retryAt = now
+		}
+	}
+	for _, h := range w.held {
+		if wr := h.write; wr != nil && wr.resolving && wr.id == 0 && wr.retryAt > now {
+			wr.retryAt = now
+			w.dueq.set(h, now)
+		}
+	}
+}
+
 // retryResolve re-sends a resolving read whose earlier attempt failed.
 func (w *Worker) retryResolve(wr *write) {
 	if wr.resolving && wr.id == 0 && w.now.Mono >= wr.retryAt {

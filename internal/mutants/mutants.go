@@ -243,6 +243,12 @@ var Classes = map[string]string{
 	"engine:orphans-unread":                        "session renewal",
 	"engine:session-poll-resets-sighting":          "session renewal",
 	"engine:superseded-assigner-take-keeps-leases": "test: unknown outcomes",
+	"engine:resolve-waits-backoff":                 "7 latency: planned move",
+	"engine:session-check-waits-lease":             "7 latency: planned move",
+	"engine:cap-ignores-handoffs":                  "7 latency: planned move",
+	"engine:startup-scan-retry-slow":               "7 latency: planned move",
+	"engine:handoff-release-waits-backoff":         "7 latency: planned move",
+	"engine:doomed-assign-counted":                 "8 balance churn",
 	// caught by a named test, not by a run (TestTestsCatchPlantedBugs)
 	"engine:config-margin-unchecked":        "test: configuration",
 	"engine:malformed-reported-every-scan":  "test: malformed rows",

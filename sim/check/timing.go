@@ -999,6 +999,18 @@ func (c *timingChecker) failover(a, b *Tenure, tk *tkey, gap time.Duration, B *t
 		sentBy = tk.lostAt
 	}
 	late := c.lateApply(tk, a.Proc, sentBy, from, to) - from
+	// A later process of the old owner's id whose take of the row applied
+	// but that never acted on it (its outcome unknown to it: an SDK retry,
+	// then a cut) changed the row too: every taker times the lease from
+	// that version (swarm seed 11818: a restart's take landed 5 s after
+	// the crash of the process it replaced).
+	for _, x := range tk.writes {
+		if x.proc != a.Proc && x.proc != b.Proc && x.t > from+late && x.t <= to {
+			if X := c.proc(x.proc); X != nil && X.owner == c.proc(a.Proc).owner && X.start > a.Start {
+				late = x.t - from
+			}
+		}
+	}
 	// A lease bound to its holder's session runs its lease duration from
 	// the session row's last change instead, when later; and the assigner
 	// ends the session (one more write) before it assigns the lease.

@@ -816,3 +816,34 @@ func TestT1HandoffReceiverStopped(t *testing.T) {
 		add(35, trace.Acting, 2, "k", cp("10"))
 	expect(t, CheckTiming(sortedT(b.recs), o), T1, 0)
 }
+
+// TestT1RestartsUnknownTake: a later process of the crashed assigner's
+// owner id whose take of the row applied but which never acted on it (its
+// outcome unknown to it, then a cut) changed the row, and the new
+// assigner times the lease from that version, not as its predecessor's
+// (swarm seed 11818): the failover is timed from that write. Without it,
+// or with the write made by the crashed process itself, the lease is held
+// to "at once" after the takeover.
+func TestT1RestartsUnknownTake(t *testing.T) {
+	o := Options{End: 2 * time.Minute, Timing: shippedTiming()}
+	mk := func(ghost bool) []trace.Record {
+		b := fleet().
+			add(1, trace.Acting, 2, "k", cp("10")).
+			add(5, trace.KindApply, 2, "k", applied(trace.WriteRenew)).
+			add(8, trace.KindApply, 2, engine.AssignerKey, applied(trace.WriteRenew)).
+			add(9, trace.KindProcStop, 2, "", reason("crash"))
+		if ghost {
+			as := func(r *trace.Record) { r.Owner, r.Worker = "w2", 2 }
+			b.add(20, trace.KindProcStart, 3, "", as).
+				add(20.5, trace.KindApply, 3, "k", func(r *trace.Record) { as(r); applied(trace.WriteTake)(r) }).
+				add(21, trace.KindProcStop, 3, "", func(r *trace.Record) { as(r); r.Reason = "crash" })
+		}
+		return sortedT(b.add(22, trace.LeaseAcquired, 0, engine.AssignerKey, reason("assigner")).
+			add(31.95, trace.KindApply, 0, "k", applied(trace.WriteAssign)).
+			add(32, trace.Assigned, 0, "k", reason("to w1: expired")).
+			add(32.4, trace.LeaseAcquired, 1, "k", reason("assigned")).
+			add(32.5, trace.Acting, 1, "k", cp("10")).recs)
+	}
+	expect(t, CheckTiming(mk(false), o), T1, 1)
+	expect(t, CheckTiming(mk(true), o), T1, 0)
+}
