@@ -9,9 +9,14 @@ import (
 	"time"
 )
 
-// assigned returns a cluster of workers in assigned mode.
+// assigned returns a cluster of workers in assigned mode, renewing per
+// lease unless cfg says otherwise (the tests of the assigner's rules;
+// RenewalAuto has its own).
 func assigned(t *testing.T, shards int, cfg Config) *cluster {
 	cfg.Assignment = AssignmentAssigner
+	if cfg.Renewal == "" {
+		cfg.Renewal = RenewalPerLease
+	}
 	return newCluster(t, shards, cfg)
 }
 

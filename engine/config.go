@@ -85,22 +85,30 @@ type Config struct {
 	// kinds of worker may run against one table at once (a rolling deploy
 	// from one to the other): every write is conditional either way.
 	Assignment string
-	// Renewal is how a worker keeps its leases valid: RenewalPerLease (the
-	// default) renews every held lease's own row every RenewInterval, as
-	// KCL does, and is what a table shared with KCL workers must use;
+	// Renewal is how a worker keeps its leases valid. RenewalPerLease
+	// renews every held lease's own row every RenewInterval, as KCL does,
+	// and is what a table shared with KCL workers must use;
 	// RenewalSession renews one session row per worker
 	// (SessionKey(Owner)) every RenewInterval instead, binds every lease
 	// it takes to that session (Lease.Session), and writes a lease's row
 	// only when its ownership, checkpoint or handoff changes. The
 	// assigner then times session rows, so one observation fails over
-	// every lease of a dead worker. RenewalSession needs AssignmentAssigner;
-	// see docs/design/sessions.md.
+	// every lease of a dead worker. RenewalSession needs AssignmentAssigner
+	// and refuses to start beside a live KCL worker (ErrSessionRefused);
+	// see docs/design/sessions.md. RenewalAuto, the default with
+	// AssignmentAssigner, renews by session unless the worker's start-up
+	// scan shows a lease row held by a writer without a writer nonce (a
+	// KCL worker, live or left behind, or a shardlease older than session
+	// renewal: a table shared with or adopted from KCL), and then per
+	// lease for the life of the process (TraceRenewalFallback says so).
+	// With AssignmentScan the default, and RenewalAuto, is per lease.
 	Renewal string
 	// AssignerScanInterval is the time between the assigner's scans of
 	// the table (AssignmentAssigner). Default: LeaseDuration/3, and
-	// LeaseDuration/2 in RenewalSession, where the assigner times leases
+	// LeaseDuration/2 in session renewal, where the assigner times leases
 	// by the session rows it reads every PendingPollInterval between its
-	// scans.
+	// scans (RenewalAuto: LeaseDuration/2 until the worker renews per
+	// lease, then LeaseDuration/3).
 	AssignerScanInterval time.Duration
 	// PendingPollInterval is the time between a worker's reads of what
 	// waits for it (AssignmentAssigner). Default: LeaseDuration/8.
@@ -167,6 +175,10 @@ type Config struct {
 	// planted is a known bug planted by a test (internal/planted); it can
 	// be set only in builds with the shardlease_mutations tag.
 	planted string
+	// scanIntervalDefaulted: AssignerScanInterval was left to its default
+	// (a worker that leaves RenewalAuto for per-lease renewal takes the
+	// per-lease one)
+	scanIntervalDefaulted bool
 }
 
 // The ways leases reach workers (Config.Assignment) and what an assigner
@@ -176,6 +188,7 @@ const (
 	AssignmentScan     = "scan"
 	RenewalPerLease    = "lease"
 	RenewalSession     = "session"
+	RenewalAuto        = "auto"
 	BalanceLeases      = "leases"
 	BalanceThroughput  = "throughput"
 )
@@ -212,12 +225,16 @@ func (c Config) withDefaults() Config {
 	if c.Assignment == "" {
 		c.Assignment = AssignmentAssigner
 	}
-	if c.Renewal == "" {
-		c.Renewal = RenewalPerLease
+	if c.Renewal == "" || c.Renewal == RenewalAuto {
+		c.Renewal = RenewalAuto
+		if c.Assignment != AssignmentAssigner {
+			c.Renewal = RenewalPerLease
+		}
 	}
 	if c.AssignerScanInterval == 0 {
 		c.AssignerScanInterval = c.LeaseDuration / 3
-		if c.Renewal == RenewalSession {
+		c.scanIntervalDefaulted = true
+		if c.Renewal == RenewalSession || c.Renewal == RenewalAuto {
 			// liveness comes from the session polls (session_poll.go):
 			// the scans only refresh the lease rows
 			c.AssignerScanInterval = c.LeaseDuration / 2
@@ -312,13 +329,13 @@ func (c Config) Validate() (Config, error) {
 		bad("Assignment %q is not %q or %q", c.Assignment, AssignmentAssigner, AssignmentScan)
 	}
 	switch c.Renewal {
-	case RenewalPerLease:
+	case RenewalPerLease, RenewalAuto:
 	case RenewalSession:
 		if c.Assignment != AssignmentAssigner {
 			bad("Renewal %q needs Assignment %q: a scan-mode taker would have to time every session row itself, and steals from a session-bound holder are not safe", RenewalSession, AssignmentAssigner)
 		}
 	default:
-		bad("Renewal %q is not %q or %q", c.Renewal, RenewalPerLease, RenewalSession)
+		bad("Renewal %q is not %q, %q or %q", c.Renewal, RenewalAuto, RenewalPerLease, RenewalSession)
 	}
 	switch c.BalanceBy {
 	case BalanceLeases, BalanceThroughput:

@@ -35,6 +35,8 @@ func (c *Consumer) observe(e TraceEvent) {
 		c.log.Info("assigner: lease moved", "lease", e.Key, "shard", e.Shard.String(), "what", e.Reason, "previous_owner", e.Previous)
 	case TraceModeFallback:
 		c.log.Warn("taking leases without an assigner", "reason", e.Reason)
+	case TraceRenewalFallback:
+		c.log.Warn("renewing every lease's row: the table is shared with or was adopted from KCL", "lease", e.Key, "reason", e.Reason)
 	case TraceMalformedRow:
 		// The core reports each malformed key once per worker; the row is
 		// skipped (never taken, changed or deleted) until someone fixes or

@@ -69,6 +69,7 @@ type sessionState struct {
 	// (sessionReady): it reads what waits for it again once it can
 	repoll      bool
 	checked     bool
+	auto        bool // Config.Renewal was RenewalAuto, and the check is not done
 	nonceless   map[string]int64
 	noncelessAt time.Duration
 	// orphans: the keys of rows that may be bound to this worker's
@@ -145,7 +146,7 @@ func (w *Worker) advanceSession() {
 func (w *Worker) onSessionRead(r *Result) {
 	s := &w.sess
 	s.reading = false
-	if w.shutdown || s.held != nil || w.writeOf(s.key) != nil {
+	if w.shutdown || s.held != nil || w.writeOf(s.key) != nil || !w.sessionMode() {
 		return
 	}
 	switch {
@@ -464,6 +465,10 @@ func (w *Worker) sessionChecked(rows []*rowState) bool {
 		if !rs.observed || !o.ok || o.row.Owner == "" || o.row.Writer != "" || o.row.Checkpoint.IsShardEnd() || w.foreign(o) {
 			continue
 		}
+		if s.auto && !w.bug("auto-keeps-session") {
+			w.renewPerLease(o)
+			return true
+		}
 		if c, ok := s.nonceless[o.row.Key]; ok && c != o.row.Counter {
 			w.fail(fmt.Errorf("%w: owner %s renews %s per lease without a writer nonce (a KCL worker, or a shardlease older than session renewal): "+
 				"it would take session-bound leases for expired; keep Renewal %q until no such worker uses the table", ErrSessionRefused, o.row.Owner, o.row.Key, RenewalPerLease))
@@ -477,7 +482,7 @@ func (w *Worker) sessionChecked(rows []*rowState) bool {
 	switch {
 	case found == nil || s.nonceless != nil && w.now.Mono-s.noncelessAt >= w.cfg.LeaseDuration:
 		// none, or none of those seen a lease duration ago moved
-		s.checked, s.nonceless = true, nil
+		s.checked, s.nonceless, s.auto = true, nil, false
 		if s.repoll {
 			w.repollNow() // an assignment it could not take waits
 		}
@@ -505,6 +510,29 @@ func (w *Worker) sessionChecked(rows []*rowState) bool {
 	// last renewal, not after the first scan once the wait is over: swarm
 	// seed 1604 with -renewal session)
 	return false
+}
+
+// renewPerLease turns a worker of RenewalAuto to per-lease renewal for the
+// rest of its life, at its start-up check, before it takes any lease: o is
+// a lease row held by a writer without a nonce (a KCL worker, live or left
+// behind), which would take a session-bound lease for expired while its
+// holder acts. The worker releases the session row it took at start.
+func (w *Worker) renewPerLease(o *observation) {
+	s := &w.sess
+	s.auto, s.checked, s.nonceless = false, true, nil
+	w.cfg.Renewal = RenewalPerLease
+	if w.cfg.scanIntervalDefaulted {
+		w.cfg.AssignerScanInterval = w.cfg.LeaseDuration / 3
+	}
+	w.emit(TraceEvent{Kind: TraceRenewalFallback, Key: o.row.Key, Reason: "owner " + o.row.Owner + " holds " + o.row.Key +
+		" without a writer nonce (a KCL worker, or a shardlease older than session renewal): renewing per lease"})
+	if h := s.held; h != nil && !h.gone && h.release == 0 {
+		h.release = wRelease
+		w.dueq.set(h, w.now.Mono)
+	}
+	if s.repoll {
+		w.repollNow()
+	}
 }
 
 // repollNow reads what waits for this worker again now, once it may take

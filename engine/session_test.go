@@ -27,13 +27,20 @@ func TestRenewalConfigRules(t *testing.T) {
 	}
 	cfg = base
 	cfg.Renewal = "sometimes"
-	if _, err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), `Renewal "sometimes" is not "lease" or "session"`) {
+	if _, err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), `Renewal "sometimes" is not "auto", "lease" or "session"`) {
 		t.Errorf("an unknown renewal: %v, want it named", err)
 	}
 	cfg = base
 	got, err := cfg.Validate()
-	if err != nil || got.Renewal != RenewalPerLease {
-		t.Errorf("the default renewal: %q, %v; want %q", got.Renewal, err, RenewalPerLease)
+	if err != nil || got.Renewal != RenewalAuto || got.AssignerScanInterval != got.LeaseDuration/2 {
+		t.Errorf("the default renewal: %q (scans every %v), %v; want %q, scans every LeaseDuration/2", got.Renewal, got.AssignerScanInterval, err, RenewalAuto)
+	}
+	for _, r := range []string{"", RenewalAuto} {
+		cfg = base
+		cfg.Renewal, cfg.Assignment = r, AssignmentScan
+		if got, err := cfg.Validate(); err != nil || got.Renewal != RenewalPerLease {
+			t.Errorf("renewal %q with scans: %q, %v; want %q", r, got.Renewal, err, RenewalPerLease)
+		}
 	}
 }
 
@@ -398,5 +405,79 @@ func TestTakeInFlightLostWithItsSession(t *testing.T) {
 	}
 	if row := c.row(taking); row.Owner == "B" && row.Session != c.worker("B").w.writer {
 		t.Errorf("%s: B's, bound to %q, not to its session %q", taking, row.Session, c.worker("B").w.writer)
+	}
+}
+
+// RenewalAuto, the default in assigned mode, renews by session on a table
+// that no writer without a nonce uses (a table shardlease started).
+func TestAutoRenewsBySessionOnANewTable(t *testing.T) {
+	c := newCluster(t, 4, Config{Assignment: AssignmentAssigner})
+	for i := 0; i < 4; i++ {
+		c.stream.put(shardKey(i), 3)
+	}
+	a := c.start("A")
+	c.start("B")
+	c.runUntil(time.Minute, "A and B hold 2 each", func() bool { return len(c.held("A")) == 2 && len(c.held("B")) == 2 })
+	if got := a.w.Config().Renewal; got != RenewalSession {
+		t.Errorf("A renews %q, want %q", got, RenewalSession)
+	}
+	for _, id := range []string{"A", "B"} {
+		if s := c.row(SessionKey(id)); s.Owner != id {
+			t.Errorf("%s's session row is held by %q", id, s.Owner)
+		}
+		for _, k := range c.held(id) {
+			if l := c.row(k); l.Session == "" {
+				t.Errorf("%s holds %s unbound to its session: %v", id, k, l)
+			}
+		}
+	}
+}
+
+// RenewalAuto beside a lease row held by a writer without a nonce (a KCL
+// worker: a table shared with or adopted from KCL) renews per lease, at
+// once and for good, says so, releases the session row it took at start,
+// and scans at the per-lease pace; it does not refuse to start, as
+// RenewalSession does beside a live KCL worker.
+func TestAutoRenewsPerLeaseBesideKCL(t *testing.T) {
+	c := newCluster(t, 3, Config{Assignment: AssignmentAssigner})
+	kcl := Lease{Key: shardKey(0), Owner: "kcl-worker", Counter: 7, Checkpoint: Checkpoint{Sequence: TrimHorizon}}
+	if err := c.store.CreateLease(context.Background(), kcl); err != nil {
+		t.Fatal(err)
+	}
+	a := c.start("A")
+	var renewAt time.Duration
+	c.runUntil(time.Minute, "A holds the two other leases", func() bool {
+		if c.now-renewAt >= 3*time.Second { // the KCL worker renews its lease
+			renewAt = c.now
+			if old := c.row(kcl.Key); old.Owner == "kcl-worker" {
+				row := old.Clone()
+				row.Counter++
+				if err := c.store.UpdateLease(context.Background(), ExpectOf(old), row); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		return len(c.held("A")) == 2 || a.w.stopped
+	})
+	if a.w.stopped {
+		t.Fatalf("A stopped: %v", a.w.err)
+	}
+	cfg := a.w.Config()
+	if cfg.Renewal != RenewalPerLease || cfg.AssignerScanInterval != cfg.LeaseDuration/3 {
+		t.Errorf("A renews %q and scans every %v, want %q every LeaseDuration/3", cfg.Renewal, cfg.AssignerScanInterval, RenewalPerLease)
+	}
+	for _, k := range c.held("A") {
+		if l := c.row(k); l.Session != "" {
+			t.Errorf("A holds %s bound to a session beside a KCL worker: %v", k, l)
+		}
+	}
+	if s := c.row(SessionKey("A")); s.Owner != "" {
+		t.Errorf("A's session row is still held by %q", s.Owner)
+	}
+	if len(c.traceOf(TraceRenewalFallback, "A", kcl.Key)) != 1 {
+		t.Errorf("A did not say once that it renews per lease because of %s", kcl.Key)
+	}
+	if l := c.row(kcl.Key); l.Owner != "kcl-worker" {
+		t.Errorf("the live KCL worker's lease was taken: %v", l)
 	}
 }

@@ -44,6 +44,7 @@ var testCatches = []struct{ test, bug string }{
 	{"TestCapCountsHandoffsOnTheirWay", "cap-ignores-handoffs"},
 	{"TestSessionCheckPassesOnceKCLRowsAreTakenOver", "session-check-waits-lease"},
 	{"TestSupersededAssignerTakeDropsTheLeases", "superseded-assigner-take-keeps-leases"},
+	{"TestAutoRenewsPerLeaseBesideKCL", "auto-keeps-session"},
 }
 
 // TestTestsCatchPlantedBugs runs each test of testCatches in a child run

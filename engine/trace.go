@@ -112,6 +112,10 @@ const (
 	// step, for the purpose Reason (see wallclock.go). Lease decisions
 	// never depend on it.
 	TraceWallRead
+	// TraceRenewalFallback: a worker of RenewalAuto renews per lease, not
+	// by session, for the rest of its life: its start-up scan showed Key
+	// held by a writer without a nonce (Reason).
+	TraceRenewalFallback
 )
 
 var traceNames = [...]string{"", "lease-created", "lease-acquired", "acting", "lease-renewed",
@@ -119,7 +123,7 @@ var traceNames = [...]string{"", "lease-created", "lease-acquired", "acting", "l
 	"checkpoint-requested", "checkpoint-written", "checkpoint-rejected", "shard-ended",
 	"child-started", "malformed-row", "resolved", "write-sent", "started", "failed", "foreign-row",
 	"shard-unverified", "sync-abandoned", "aggregate-dropped", "aggregate-undecoded", "batch-failed", "batch-skipped",
-	"assigned", "handing-over", "mode-fallback", "wall-read"}
+	"assigned", "handing-over", "mode-fallback", "wall-read", "renewal-fallback"}
 
 func (k TraceKind) String() string {
 	if int(k) < len(traceNames) && k != 0 {

@@ -148,7 +148,13 @@ func NewWorker(cfg Config) (*Worker, error) {
 		writer:     writerOf(c.Seed),
 		asg:        assignState{on: c.Assignment == AssignmentAssigner},
 	}
-	if c.Renewal == RenewalSession {
+	if c.Renewal == RenewalAuto {
+		// session renewal until the start-up scan shows a writer without
+		// a nonce (sessionChecked)
+		w.sess.auto = true
+		w.cfg.Renewal = RenewalSession
+	}
+	if w.cfg.Renewal == RenewalSession {
 		w.sess.key = SessionKey(c.Owner)
 	}
 	for i := range c.Streams {

@@ -31,7 +31,7 @@ type WorldShape struct {
 // ShapeOf returns the shape of a run's world.
 func ShapeOf(res *Result) WorldShape {
 	w := res.World
-	full, err := w.engineConfig("probe", 1).Validate()
+	full, err := w.probeConfig().Validate()
 	sh := WorldShape{Workers: w.Workers, Chaos: w.Chaos, LeaseDuration: full.LeaseDuration, Faults: slices.Clone(w.Faults), Combo: w.Combo.Name,
 		Moments: slices.Clone(res.Moments)}
 	if err == nil {

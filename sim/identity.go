@@ -34,7 +34,8 @@ func (s *simulator) configure(sl *slot, cfg *engine.Config) {
 	case cfg.Assignment == "":
 		cfg.Assignment = s.w.slotMode(sl.idx)
 	}
-	if cfg.Assignment == engine.AssignmentAssigner && cfg.Renewal == "" {
+	if cfg.Assignment != engine.AssignmentScan && cfg.Renewal == "" {
+		// (an empty Assignment is the engine's default, the assigner)
 		cfg.Renewal = s.w.slotRenewal(sl.idx)
 	}
 	if sl.consumes != "" {

@@ -49,8 +49,8 @@ type Options struct {
 	Assignment string
 	// Renewal is how the assigner-mode workers renew their leases:
 	// engine.RenewalPerLease, engine.RenewalSession, RenewalMixed (each
-	// worker slot draws), or empty: per lease, or drawn by a swarm (see
-	// renewal.go).
+	// worker slot draws), engine.RenewalAuto (the engine's default), or
+	// empty: per lease, or drawn by a swarm (see renewal.go).
 	Renewal string
 	// SubscriptionLifetime pins how long a fan-out subscription lasts (0:
 	// drawn, 15 s to 5 minutes).

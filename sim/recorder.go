@@ -55,7 +55,7 @@ func checkOptions(w World) check.Options {
 // (check.Timing): its engine's timing, the pending index's lag, the drift
 // its clocks have, and the ways its workers take leases.
 func (w World) timing() *check.Timing {
-	full, err := w.engineConfig("probe", 1).Validate()
+	full, err := w.probeConfig().Validate()
 	if err != nil {
 		return nil
 	}

@@ -146,6 +146,8 @@ func (w World) has(class string) bool {
 
 // engineConfig returns the engine configuration for one process.
 func (w World) engineConfig(owner string, seed uint64) engine.Config {
+	// (Renewal is left to the slot, configure: probes of the world's
+	// timing take probeConfig)
 	e := w.Engine
 	c := engine.Config{
 		Owner:                  owner,
@@ -171,6 +173,15 @@ func (w World) engineConfig(owner string, seed uint64) engine.Config {
 	}
 	w.Config.apply(&c)
 	c.WatchPending = w.Etcd.On
+	return c
+}
+
+// probeConfig is the engine configuration of the world's timing: a
+// worker renewing per lease (the timing of a session-renewal fleet is
+// adjusted from it: World.timing).
+func (w World) probeConfig() engine.Config {
+	c := w.engineConfig("probe", 1)
+	c.Renewal = engine.RenewalPerLease
 	return c
 }
 

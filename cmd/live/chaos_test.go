@@ -8,8 +8,9 @@ package main
 //	SHARDLEASE_CHAOS=long   four cycles per initial position (make chaos)
 //
 // Each sub-test is one configuration: LATEST, TRIM_HORIZON, LATEST with
-// enhanced fan-out, TRIM_HORIZON with the table in etcd, and TRIM_HORIZON
-// with session renewal (-renewal session).
+// enhanced fan-out and TRIM_HORIZON with the table in etcd, all of the
+// default renewal (auto: by session on these new tables), and TRIM_HORIZON
+// renewing per lease (-renewal lease).
 //
 // Faults: SIGKILL and restart (same and new owner ids), SIGSTOP past the
 // lease and SIGCONT, latency and a cut on one worker's link to the table
@@ -92,13 +93,13 @@ func TestLiveChaos(t *testing.T) {
 		name, pos string
 		fanOut    bool
 		etcd      bool   // the lease table on a 3-member etcd cluster
-		renewal   string // the workers' -renewal ("": the default, per lease)
+		renewal   string // the workers' -renewal ("": the default, auto: by session on these new tables)
 	}{
 		{engine.Latest, engine.Latest, false, false, ""},
 		{engine.TrimHorizon, engine.TrimHorizon, false, false, ""},
 		{"FAN_OUT_" + engine.Latest, engine.Latest, true, false, ""},
 		{"ETCD_" + engine.TrimHorizon, engine.TrimHorizon, false, true, ""},
-		{"SESSION_" + engine.TrimHorizon, engine.TrimHorizon, false, false, engine.RenewalSession},
+		{"LEASE_" + engine.TrimHorizon, engine.TrimHorizon, false, false, engine.RenewalPerLease},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

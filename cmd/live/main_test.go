@@ -62,11 +62,11 @@ func TestRunRejectsSessionRenewalWithoutTheAssigner(t *testing.T) {
 		t.Errorf("-renewal session -assignment scan: exit %d, want %d with %q:\n%s", code, exitUsage, want, out)
 	}
 	code, out = runMain(t, "run", "-stream", "s", "-table", "t", "-metrics-addr", "", "-renewal", "sessions")
-	if want := `-renewal "sessions" is not "lease" or "session"`; code != exitUsage || !strings.Contains(out, want) {
+	if want := `-renewal "sessions" is not "auto", "lease" or "session"`; code != exitUsage || !strings.Contains(out, want) {
 		t.Errorf("-renewal sessions: exit %d, want %d with %q:\n%s", code, exitUsage, want, out)
 	}
 	code, out = runMain(t, "run", "-h")
-	if want := "-renewal MODE  [LIVE_RENEWAL]"; code != exitOK || !strings.Contains(out, want) || !strings.Contains(out, "(default lease)") {
+	if want := "-renewal MODE  [LIVE_RENEWAL]"; code != exitOK || !strings.Contains(out, want) || !strings.Contains(out, "(default auto)") {
 		t.Errorf("live run -h: exit %d, want %q and its default:\n%s", code, want, out)
 	}
 }

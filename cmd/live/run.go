@@ -88,7 +88,7 @@ func (f *workerFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.idle, "idle-time-between-reads", 0, "pause after an empty GetRecords (default 1s)")
 	fs.BoolVar(&f.consistent, "consistent-take-scans", false, "make the take scans strongly consistent")
 	fs.StringVar(&f.assignment, "assignment", engine.AssignmentAssigner, "how leases reach workers: assigner (one elected assigner hands them out; workers read only what waits for them) or scan (every worker scans the table and takes leases)")
-	fs.StringVar(&f.renewal, "renewal", engine.RenewalPerLease, "how leases are kept alive: lease (each lease's row renewed every renew interval) or session (one session row per worker renewed, every lease bound to it; needs -assignment assigner; not for a table shared with KCL workers)")
+	fs.StringVar(&f.renewal, "renewal", engine.RenewalAuto, "how leases are kept alive: auto (by session, unless the table is shared with or was adopted from KCL: then per lease), lease (each lease's row renewed every renew interval) or session (one session row per worker renewed, every lease bound to it; needs -assignment assigner; refuses to start beside a live KCL worker)")
 	fs.DurationVar(&f.asgScan, "assigner-scan-interval", 0, "time between the assigner's table scans (default: lease duration / 3)")
 	fs.DurationVar(&f.pendingPoll, "pending-poll-interval", 0, "time between a worker's reads of the rows that wait for it (default: lease duration / 8)")
 	fs.StringVar(&f.balanceBy, "balance-by", engine.BalanceLeases, "what the assigner balances: leases (counts) or throughput (KB/s each holder reports)")

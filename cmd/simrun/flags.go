@@ -113,7 +113,7 @@ func parseArgs(args []string, stderr io.Writer) (*config, error) {
 		faults     = fs.String("faults", "", "fault classes: swarm (each seed draws its mix), none, all, or a comma-separated list (see -list); default: the scenario's")
 		mutation   = fs.String("mutation", "", "plant a bug (see -list) to show the checkers catch it")
 		assignment = fs.String("assignment", "", "how leases reach the workers: assigner, scan, mixed (each worker slot draws), or empty: the assigner (the swarm draws)")
-		renewal    = fs.String("renewal", "", "how assigner-mode workers renew: lease (each lease's row), session (one session row per worker), mixed (each worker slot draws), or empty: per lease (the swarm draws)")
+		renewal    = fs.String("renewal", "", "how assigner-mode workers renew: lease (each lease's row), session (one session row per worker), mixed (each worker slot draws), auto (the engine's default: by session unless a worker's start-up scan shows a KCL worker's row), or empty: per lease (the swarm draws)")
 		consumer   = fs.String("consumer", "", "how the workers read: polling, fan-out (enhanced fan-out), or empty: the swarm draws fan-out for 3 worlds in 10; default: the scenario's")
 		store      = fs.String("store", "", "the lease table: dynamodb, etcd (an etcd store, with pushed assignments), or empty: the swarm draws etcd for a quarter of its worlds")
 		lifetime   = fs.Duration("subscription-lifetime", 0, "fan-out: how long a subscription lasts (0: the scenario's, or drawn from 15s to 5m)")

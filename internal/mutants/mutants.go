@@ -245,9 +245,10 @@ var Classes = map[string]string{
 	"engine:superseded-assigner-take-keeps-leases": "test: unknown outcomes",
 	"engine:resolve-waits-backoff":                 "7 latency: planned move",
 	"engine:session-check-waits-lease":             "7 latency: planned move",
-	"engine:cap-ignores-handoffs":                  "7 latency: planned move",
+	"engine:cap-ignores-handoffs":                  "test: latency",
 	"engine:startup-scan-retry-slow":               "7 latency: planned move",
 	"engine:handoff-release-waits-backoff":         "7 latency: planned move",
+	"engine:auto-keeps-session":                    "test: session renewal",
 	"engine:doomed-assign-counted":                 "8 balance churn",
 	// caught by a named test, not by a run (TestTestsCatchPlantedBugs)
 	"engine:config-margin-unchecked":        "test: configuration",

@@ -370,6 +370,12 @@ func (w World) engineConfig(owner string, seed uint64) engine.Config {
 	c.Owner = owner
 	c.Streams = []engine.StreamConfig{{Name: streamName, InitialPosition: engine.TrimHorizon}}
 	c.Seed = seed
+	if c.Renewal == "" {
+		// the driver's worlds renew per lease (the engine's default,
+		// RenewalAuto, renews by session: the simulator's own worlds draw
+		// it)
+		c.Renewal = engine.RenewalPerLease
+	}
 	return c
 }
 

@@ -139,6 +139,7 @@ const (
 	Assigned            = Kind(engine.TraceAssigned)
 	HandingOver         = Kind(engine.TraceHandingOver)
 	WallRead            = Kind(engine.TraceWallRead)
+	RenewalFallback     = Kind(engine.TraceRenewalFallback)
 )
 
 // Outcomes of calls (Record.Outcome).

@@ -261,19 +261,60 @@ func faultFigures(recs []trace.Record, procs map[int32]*history.Proc, rep *Repor
 // minus the safety margin), until it took the lease again. A pause or cut
 // that outlasts the lease must leave every one of those leases expired
 // in the process's own view, and it must not act on them.
+//
+// In session renewal a lease is valid by its holder's session instead:
+// from the send of the session row's last applied renewal (the lease's own
+// writes do not extend it), for every lease the process took while it held
+// its session row (a worker of the default renewal that found a KCL row at
+// start released it before it took any lease, and renews per lease). A
+// write is timed by the core's decision (its write-sent), not by the
+// driver's send of it, which may come later behind slow calls: it is
+// fenced by the lease's version either way.
 func zombies(recs []trace.Record, procs map[int32]*history.Proc, proc int32, keys []string, from time.Duration, p *Pause) {
 	lease, margin, _ := leaseTimings(procs, proc)
+	sessKey, released := "", time.Duration(-1)
+	for i := range recs {
+		r := &recs[i]
+		if r.Proc == proc && r.Kind == trace.KindApply && engine.IsSessionRow(r.Key) && r.Key == engine.SessionKey(r.Owner) {
+			sessKey = r.Key
+			if r.Reason == trace.WriteRelease && released < 0 {
+				released = r.T
+			}
+		}
+	}
 	for _, key := range keys {
-		var sent time.Duration = -1
+		var sent, sessSent time.Duration = -1, -1
+		decided := map[int64]time.Duration{} // the core's decisions of writes, by the version they write
 		expired := false
+		bound := false // the lease is bound to the process's session
 		for i := range recs {
 			r := &recs[i]
-			if r.Proc != proc || r.Key != key {
+			if r.Proc != proc || (r.Key != key && (r.Key != sessKey || sessKey == "")) {
 				continue
 			}
-			if r.Kind == trace.KindApply && (r.Reason == trace.WriteTake || r.Reason == trace.WriteRenew || r.Reason == trace.WriteCheckpoint) {
-				sent = max(sent, r.Sent)
+			if r.Kind == trace.KindApply && r.Key == sessKey && (r.Reason == trace.WriteTake || r.Reason == trace.WriteRenew) {
+				sessSent = max(sessSent, r.Sent)
+				if bound {
+					sent = sessSent
+				}
 				continue
+			}
+			if r.Key != key {
+				continue
+			}
+			if r.Kind == trace.KindApply && r.Reason == trace.WriteTake {
+				bound = sessKey != "" && (released < 0 || r.T < released)
+			}
+			if r.Kind == trace.KindApply && (r.Reason == trace.WriteTake || r.Reason == trace.WriteRenew || r.Reason == trace.WriteCheckpoint) {
+				if bound {
+					sent = sessSent
+				} else {
+					sent = max(sent, r.Sent)
+				}
+				continue
+			}
+			if r.Kind == trace.CallSent {
+				decided[r.Counter] = r.T
 			}
 			if r.T < from || sent < 0 {
 				continue
@@ -281,7 +322,14 @@ func zombies(recs []trace.Record, procs map[int32]*history.Proc, proc int32, key
 			if r.Kind == trace.LeaseAcquired {
 				break
 			}
-			if r.T >= sent+lease-margin {
+			at := r.T
+			if d, ok := decided[r.Counter]; ok && r.Kind == trace.KindSend {
+				// a write the core decided on while it acted, which the
+				// driver sent late (its calls queued behind slow ones):
+				// fenced by the lease's version, it acts when decided
+				at = d
+			}
+			if at >= sent+lease-margin {
 				expired = true
 				if r.Kind == trace.Delivered || r.IsAct() {
 					p.Zombie++

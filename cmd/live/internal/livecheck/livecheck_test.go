@@ -407,3 +407,75 @@ func TestResplitBeforeStartIsNotOwed(t *testing.T) {
 		})
 	}
 }
+
+// In session renewal a lease's own view of expiry comes from its holder's
+// session renewals, not the lease row's writes: a worker cut off from the
+// table that acts within its session's validity is no zombie, one that
+// acts past it is. A worker that renews per lease is timed by the lease's
+// row, as before.
+func TestZombieBySessionValidity(t *testing.T) {
+	sess := engine.SessionKey("w1")
+	for _, tc := range []struct {
+		name    string
+		session bool
+		at      float64 // the delivery during the cut
+		zombie  bool
+	}{
+		{"session, within its validity", true, 3000, false},
+		{"session, past its validity", true, 4700, true},
+		{"per lease, past the row's validity", false, 3000, true},
+	} {
+		a, h := &hb{}, &hb{}
+		a.add(0, trace.KindProcStart, "w1", 100, "", reason(workerCfg))
+		if tc.session {
+			a.wr(5, "w1", 100, sess, 1, "take", "", 0, "w1", 1, "SHARD_END")
+		}
+		a.wr(10, "w1", 100, "s0", 2, "take", "", 1, "w1", 2, "TRIM_HORIZON")
+		a.add(11, trace.Acting, "w1", 100, "s0", cp("TRIM_HORIZON"))
+		a.add(12, trace.Delivered, "w1", 100, "s0", batch("1", "1", 1))
+		if tc.session {
+			// valid until 1900 + 3 s - 300 ms = 4600 ms
+			a.wr(900, "w1", 100, sess, 3, "renew", "w1", 1, "w1", 2, "SHARD_END")
+			a.wr(1900, "w1", 100, sess, 4, "renew", "w1", 2, "w1", 3, "SHARD_END")
+		}
+		h.add(2000, trace.KindFault, "w1", 100, "", reason(FaultBegin+" cut"))
+		a.add(tc.at, trace.Delivered, "w1", 100, "s0", batch("2", "2", 1))
+		h.add(6000, trace.KindFault, "w1", 100, "", reason(FaultEnd+" cut"))
+		a.add(6001, trace.LeaseLost, "w1", 100, "s0", reason("expired: no renewal applied within the lease duration"))
+		rep := run(t, nil, a, h)
+		if len(rep.Pauses) != 1 {
+			t.Fatalf("%s: cuts: %+v", tc.name, rep.Pauses)
+		}
+		if got := rep.Pauses[0].Zombie; (got > 0) != tc.zombie {
+			t.Errorf("%s: counted %d zombie acts, want zombie=%v", tc.name, got, tc.zombie)
+		}
+	}
+}
+
+// A checkpoint the core decided on while it acted, which the driver sent
+// late (its calls queued behind slow ones), acts when it was decided: it
+// is fenced by the lease's version. One decided past the lease's own view
+// of expiry is a zombie act.
+func TestZombieCountsTheDecisionOfALateSend(t *testing.T) {
+	for _, late := range []bool{false, true} {
+		a, h := &hb{}, &hb{}
+		a.add(0, trace.KindProcStart, "w1", 100, "", reason(workerCfg))
+		a.wr(10, "w1", 100, "s0", 1, "take", "", 1, "w1", 2, "TRIM_HORIZON")
+		a.add(11, trace.Acting, "w1", 100, "s0", cp("TRIM_HORIZON"))
+		h.add(2000, trace.KindFault, "w1", 100, "", reason(FaultBegin+" cut"))
+		decided := 2600.0 // valid until 10 + 3 s - 300 ms = 2710 ms
+		if late {
+			decided = 2750
+		}
+		a.add(decided, trace.CallSent, "w1", 100, "s0", func(r *trace.Record) { r.Counter, r.Reason = 3, trace.WriteCheckpoint })
+		a.wr(2800, "w1", 100, "s0", 2, "checkpoint", "w1", 2, "w1", 3, "5")
+		h.add(6000, trace.KindFault, "w1", 100, "", reason(FaultEnd+" cut"))
+		rep := run(t, nil, a, h)
+		if len(rep.Pauses) != 1 {
+			t.Fatalf("cuts: %+v", rep.Pauses)
+		}
+		if got := rep.Pauses[0].Zombie; (got > 0) != late {
+			t.Errorf("checkpoint decided at %v ms, sent at 2800 ms: counted %d zombie acts, want zombie=%v", decided, got, late)
+		}
+	}
+}
