@@ -217,6 +217,43 @@ func TestSessionOrphanTakenBack(t *testing.T) {
 	}
 }
 
+// An orphan whose take back fails (throttled) stays an orphan: it is read
+// and taken again, not forgotten (swarm seed 3641 with -renewal session:
+// S4/L1, the lease stood bound to a live session that nobody acted for).
+func TestSessionOrphanTakenBackAfterAFailedTake(t *testing.T) {
+	c := startSessions(t)
+	cfg := c.cfg.withDefaults()
+	a := c.worker("A")
+	key := c.held("A")[0]
+	throttled := 0
+	c.intercept = func(tw *tWorker, call Call) (Result, bool) {
+		if tw.id == "A" && call.Op == OpUpdateLease && call.Key == key && call.Lease.Owner == "A" && throttled < 2 {
+			throttled++
+			return Result{Err: ErrThrottled}, true // its takes back are throttled, twice
+		}
+		return Result{}, false
+	}
+	h := a.w.holdingOf(key)
+	a.w.loseLease(h, "dropped by the test")
+	a.w.dueq.set(h, c.now)
+	c.step(a, Input{Kind: InputTick})
+	dropped := c.now
+	c.runUntil(4*cfg.LeaseDuration, key+" held again", func() bool {
+		for _, id := range []string{"X", "A", "B"} {
+			if slices.Contains(c.held(id), key) {
+				return true
+			}
+		}
+		return false
+	})
+	if throttled != 2 {
+		t.Fatalf("A's takes of %s throttled %d times, want 2", key, throttled)
+	}
+	if took := c.now - dropped; took > 8*cfg.PendingPollInterval {
+		t.Errorf("%s held again %v after it was dropped, its first two takes back throttled: want within eight poll intervals (%v)", key, took, 8*cfg.PendingPollInterval)
+	}
+}
+
 // A worker that shuts down releases its leases, then its session row,
 // last (owner cleared, conditioned on its version).
 func TestSessionRowReleasedLast(t *testing.T) {

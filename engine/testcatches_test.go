@@ -45,6 +45,7 @@ var testCatches = []struct{ test, bug string }{
 	{"TestSessionCheckPassesOnceKCLRowsAreTakenOver", "session-check-waits-lease"},
 	{"TestSupersededAssignerTakeDropsTheLeases", "superseded-assigner-take-keeps-leases"},
 	{"TestAutoRenewsPerLeaseBesideKCL", "auto-keeps-session"},
+	{"TestSessionOrphanTakenBackAfterAFailedTake", "orphan-take-once"},
 }
 
 // TestTestsCatchPlantedBugs runs each test of testCatches in a child run

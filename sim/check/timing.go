@@ -307,7 +307,10 @@ type timingChecker struct {
 	fleet   [256]fleetEvent
 	nfleet  int
 	asg     []asgTenure // the assigner row's holdings, oldest first (the latest few)
-	out     []Violation
+	// asgWrites: the latest applied writes of the assigner row (a ring)
+	asgWrites [8]conflict
+	nAsgWrite int
+	out       []Violation
 	// bounded counts the handoffs checked against a bound: failovers (T1),
 	// planned moves (T2), assigner takeovers (T3)
 	bounded [3]int
@@ -577,6 +580,8 @@ func (c *timingChecker) observe(r *trace.Record) {
 			return
 		}
 		if r.Key == engine.AssignerKey {
+			c.asgWrites[c.nAsgWrite%len(c.asgWrites)] = conflict{r.T, r.Proc, r.Sent}
+			c.nAsgWrite++
 			p := c.proc(r.Proc)
 			p.renewed = r.T
 			if r.Reason == trace.WriteRelease {
@@ -1391,6 +1396,18 @@ func (c *timingChecker) takeover(old asgTenure, r *trace.Record) {
 	if from <= 0 || from < old.from {
 		return
 	}
+	// A take of the row by a third process that applied but never became
+	// a holding (the process crashed before the reply) changed the row:
+	// the deputies wait a lease duration from that version (swarm seed
+	// 2767: a new assigner crashed 8 ms after its take landed).
+	for i := 0; i < min(c.nAsgWrite, len(c.asgWrites)); i++ {
+		x := c.asgWrites[i]
+		if x.proc != old.proc && x.proc != r.Proc && x.t > from && x.t < to {
+			from = x.t
+			wait = tm.jit(tm.PendingPollInterval) + tm.wait(tm.LeaseDuration)
+			how = "a poll interval (jittered), the lease duration from the take of a process that never acted on it, and the round trips of the new assigner's reads and take"
+		}
+	}
 	if old.prev >= 0 && c.procOwner(old.prev) != G.owner && from-old.from < tm.jit(2*tm.LeaseDuration)+tm.jit(tm.PendingPollInterval) {
 		// old took the row over from another worker: a worker that was
 		// no deputy of that one reads the row every two lease durations,
@@ -1422,7 +1439,9 @@ func (c *timingChecker) takeover(old asgTenure, r *trace.Record) {
 		// one still starting,
 		// its stream calls throttled, takes nothing over: swarm seed 2131
 		// with -renewal session)
-		if p := c.proc(d); p.alive && p.start < win && p.scanned && p.scannedAt < from && !p.asgDisturbed(win, to) {
+		// (nor one that began a graceful shutdown before the row was
+		// taken over: it takes nothing more; swarm seed 5608)
+		if p := c.proc(d); p.alive && p.start < win && p.scanned && p.scannedAt < from && !p.asgDisturbed(win, to) && (p.down == 0 || p.down >= to) {
 			able++
 			rtt = max(rtt, p.maxRTT(from, to))
 		}

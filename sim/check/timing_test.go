@@ -290,6 +290,33 @@ func TestT3(t *testing.T) {
 	expect(t, CheckTiming(sortedT(b.recs), o), T3, 1)
 	hello(b, 29, 1)
 	expect(t, CheckTiming(sortedT(b.recs), o), T3, 0)
+	// one deputy (w1) up to the job, the other still starting; w1 began a
+	// graceful shutdown before the takeover (swarm seed 5608): it takes
+	// nothing more, so no deputy was up to the job
+	slow := func(shutdown bool) []trace.Record {
+		b := &hb{recs: takeoverOf(poll(fleet(), 1, 1), 42)}
+		if shutdown {
+			b.add(33, trace.KindFault, -1, "", func(r *trace.Record) { r.Worker, r.Reason = 1, "  33.000s shutdown w1 for 20s" })
+		}
+		return sortedT(b.recs)
+	}
+	expect(t, CheckTiming(slow(false), o), T3, 1)
+	expect(t, CheckTiming(slow(true), o), T3, 0)
+	// a third process's take of the row applied at 38 s, and it crashed
+	// before the reply (swarm seed 2767): the deputies wait a lease
+	// duration from that version, so a takeover at 49 s is in time; one
+	// at 50 s is not
+	ghost := func(at float64) []trace.Record {
+		// w3 (a fourth worker of the fleet, a deputy of w2's until it
+		// crashes) takes the row
+		b := &hb{recs: takeover(at)}
+		poll(b.add(0, trace.KindProcStart, 3, "", nil), 1, 3).
+			add(38, trace.KindApply, 3, engine.AssignerKey, applied(trace.WriteTake)).
+			add(38.01, trace.KindProcStop, 3, "", reason("crash"))
+		return sortedT(b.recs)
+	}
+	expect(t, CheckTiming(ghost(49), o), T3, 0)
+	expect(t, CheckTiming(ghost(50), o), T3, 1)
 }
 
 // TestT1ResumeAfterFailedStartUp: a restart under the same owner id
