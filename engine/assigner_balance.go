@@ -101,9 +101,13 @@ func (w *Worker) stalled(m string) bool {
 
 // sessionStill reports whether member m's session row stands still in
 // this assigner's fresh reads (see assigner.sessionStill).
+//
+// The assigner itself is alive whatever its session row shows (a worker
+// of RenewalAuto that renews per lease released the session row it took
+// at start: swarm seed 8778, L1, an assigner that gave itself no lease).
 func (w *Worker) sessionStill(m string) bool {
 	a := w.asg.as
-	return a != nil && a.sessionStill(w, m)
+	return a != nil && (m != w.cfg.Owner || w.bug("assigner-still-itself")) && a.sessionStill(w, m)
 }
 
 // full reports whether member m holds MaxLeasesForWorker leases (the

@@ -85,6 +85,7 @@ var plantedBugs = map[string]string{
 	"doomed-assign-counted":         "the assigner counts an assignment in flight for its receiver even when a later scan shows the row moved past the version it expects (so it fails): a balance move in the next round goes the wrong way, and is undone",
 	"auto-keeps-session":            "a worker of the default renewal (RenewalAuto) whose start-up scan shows a KCL worker's lease row keeps to session renewal: it waits for the row to stand still, or refuses to start beside a live KCL worker, instead of renewing per lease",
 	"orphan-take-once":              "a worker that takes back a row bound to its session that it does not hold forgets it once the take is sent: a take that fails (a throttle) leaves the lease bound to a live session that nobody acts for",
+	"assigner-still-itself":         "the assigner applies to itself the rule that gives no lease to a member whose session row stands still or was released: an assigner of the default renewal that renews per lease (it released the session row it took at start) gives itself no lease",
 	"orphans-unread":                "rows bound to a worker's session that it does not hold (a take that landed after it gave it up, a lease lost while its row still names the session) are never read again: nobody acts on them while the session lives",
 	// Bugs that only a named test sees (TestTestsCatchPlantedBugs runs
 	// that test with the bug planted and requires it to fail).

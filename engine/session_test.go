@@ -518,3 +518,27 @@ func TestAutoRenewsPerLeaseBesideKCL(t *testing.T) {
 		t.Errorf("the live KCL worker's lease was taken: %v", l)
 	}
 }
+
+// A fleet of the default renewal beside a dead KCL worker's row renews per
+// lease; its assigner, whose session row was released at its start-up
+// check, still takes its share of the leases (swarm seed 8778: L1, the
+// assigner left itself out of the balance as a member whose session row
+// stood released).
+func TestAutoPerLeaseAssignerTakesItsShare(t *testing.T) {
+	c := newCluster(t, 4, Config{Assignment: AssignmentAssigner})
+	for i := 0; i < 4; i++ {
+		kcl := Lease{Key: shardKey(i), Owner: "kcl-worker", Counter: 7, Checkpoint: Checkpoint{Sequence: TrimHorizon}}
+		if err := c.store.CreateLease(context.Background(), kcl); err != nil {
+			t.Fatal(err)
+		}
+		c.stream.put(shardKey(i), 3)
+	}
+	c.start("A")
+	c.start("B")
+	c.runUntil(3*time.Minute, "2-2", func() bool { return len(c.held("A")) == 2 && len(c.held("B")) == 2 })
+	for _, id := range []string{"A", "B"} {
+		if r := c.worker(id).w.Config().Renewal; r != RenewalPerLease {
+			t.Errorf("%s renews %q beside the KCL row, want %q", id, r, RenewalPerLease)
+		}
+	}
+}

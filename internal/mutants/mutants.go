@@ -241,6 +241,7 @@ var Classes = map[string]string{
 	"engine:session-end-skipped":                   "session renewal",
 	"engine:session-loss-keeps-leases":             "session renewal",
 	"engine:orphan-take-once":                      "session renewal",
+	"engine:assigner-still-itself":                 "test: session renewal",
 	"engine:orphans-unread":                        "session renewal",
 	"engine:session-poll-resets-sighting":          "session renewal",
 	"engine:superseded-assigner-take-keeps-leases": "test: unknown outcomes",
