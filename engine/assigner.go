@@ -163,6 +163,13 @@ type move struct {
 	epoch int
 }
 
+// previousProcess reports whether row was last written by the process
+// whose expired assigner row this worker took over (previous and
+// previousWriter): such a row shows nothing of that process's life.
+func (a *assigner) previousProcess(row *Lease) bool {
+	return a.previousWriter != "" && row.Owner == a.previous && row.Writer == a.previousWriter
+}
+
 func newAssigner(now time.Duration, members []string) *assigner {
 	a := &assigner{since: now, live: map[string]time.Duration{}, hellos: map[string]time.Duration{}, leaving: map[string]time.Duration{},
 		helloWriters: map[string]string{}, writers: map[string]string{}, moved: map[string]move{},
@@ -621,8 +628,11 @@ func (w *Worker) assignFrom(rows []*rowState) {
 		}
 		// (the rows of the previous assigner's process show nothing of
 		// it: its row expired, it renews nothing, and this worker may
-		// first see their last versions well after they were written)
-		if o.row.Owner != "" && now-o.seenAt < d && !(o.row.Owner == a.previous && o.row.Writer == a.previousWriter && a.previousWriter != "") {
+		// first see their last versions well after they were written;
+		// nor do rows written without a writer nonce, a KCL worker's: it
+		// takes no assignment and never deputizes for the assigner row)
+		kcl := o.row.Writer == "" && !w.bug("kcl-owners-members")
+		if o.row.Owner != "" && now-o.seenAt < d && !a.previousProcess(&o.row) && !kcl {
 			a.live[o.row.Owner] = max(a.live[o.row.Owner], o.seenAt)
 		}
 		if o.row.Owner != "" && len(a.untaken)+len(a.mine) > 0 {
@@ -682,7 +692,7 @@ func (w *Worker) assignFrom(rows []*rowState) {
 		w.assignTo(o, to, why[i])
 		loads[to] += w.weight(o.row)
 	}
-	if now-a.since >= d || a.created && w.cfg.BalanceBy != BalanceThroughput {
+	if (now-a.since >= d || a.created && w.cfg.BalanceBy != BalanceThroughput) && !w.staleMember(rows, members) {
 		// (by throughput, not before the holders have reported theirs)
 		w.balance(rows, loads, members)
 	}

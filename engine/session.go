@@ -575,10 +575,16 @@ func (w *Worker) namingSession(o *observation) *rowState {
 
 // noteSessionLive records, for the assigner, the session rows of its
 // scan: a member whose session row's version changed within a lease
-// duration is alive.
+// duration is alive. The session of the previous assigner's process
+// shows nothing of it (its assigner row expired: it renews nothing, and
+// this worker may first see its last renewal well after it was written);
+// a later process of the same owner id starts a session of its own.
 func (a *assigner) noteSessionLive(w *Worker, rs *rowState) {
 	a.noteSessionSight(w, rs)
 	o := &rs.obs
+	if a.previousProcess(&o.row) && !w.bug("previous-session-revives") {
+		return
+	}
 	if o.row.Owner != "" && w.now.Mono-o.seenAt < w.cfg.LeaseDuration && IsSessionRow(rs.key) {
 		a.live[o.row.Owner] = max(a.live[o.row.Owner], o.seenAt)
 	}

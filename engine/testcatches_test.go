@@ -46,6 +46,9 @@ var testCatches = []struct{ test, bug string }{
 	{"TestSupersededAssignerTakeDropsTheLeases", "superseded-assigner-take-keeps-leases"},
 	{"TestAutoRenewsPerLeaseBesideKCL", "auto-keeps-session"},
 	{"TestSessionOrphanTakenBackAfterAFailedTake", "orphan-take-once"},
+	{"TestNewAssignerCountsItsPredecessorOut", "previous-session-revives"},
+	{"TestLostAssignerTakeTimesTheWinner", "lost-assigner-take-reads-late"},
+	{"TestKCLWorkerIsNoMember", "kcl-owners-members"},
 }
 
 // TestTestsCatchPlantedBugs runs each test of testCatches in a child run

@@ -396,6 +396,16 @@ func (w *Worker) writeSuperseded(wr *write) {
 	switch wr.kind {
 	case wTake, wCreate, wDelete, wAssign, wHello:
 		w.clearWrite(rs)
+		if wr.kind == wTake && wr.key == AssignerKey && !w.bug("lost-assigner-take-reads-late") {
+			// Another worker took the assigner row first: read it again
+			// soon, as a deputy does, so that a new assigner that dies
+			// at once is taken over a lease duration after the version
+			// this worker first saw (onMonitor: a version that stood
+			// still since an earlier read is looked at again when it
+			// would expire), not at the next read of a worker that is
+			// not its deputy, two lease durations on.
+			w.asg.nextMonitor = min(w.asg.nextMonitor, w.now.Mono+w.jitter(w.cfg.PendingPollInterval))
+		}
 	default:
 		if rs != nil && rs.held != nil {
 			h := rs.held

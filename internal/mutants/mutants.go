@@ -252,6 +252,10 @@ var Classes = map[string]string{
 	"engine:handoff-release-waits-backoff":         "7 latency: planned move",
 	"engine:auto-keeps-session":                    "test: session renewal",
 	"engine:doomed-assign-counted":                 "8 balance churn",
+	"engine:previous-session-revives":              "assignment",
+	"engine:lost-assigner-take-reads-late":         "7 latency: failover",
+	"engine:kcl-owners-members":                    "assignment",
+	"engine:balance-beside-stale-member":           "8 balance churn",
 	// caught by a named test, not by a run (TestTestsCatchPlantedBugs)
 	"engine:config-margin-unchecked":        "test: configuration",
 	"engine:malformed-reported-every-scan":  "test: malformed rows",

@@ -140,10 +140,11 @@ type keyState struct {
 
 	// S4
 	shardEndStored, expired bool
-	// S5
+	// S5, and T1 (a child's failover waits for its parents)
 	parents    [2]*keyState // nil: none
 	hasParents bool
 	ended      bool
+	endedAt    time.Duration // when ended was first set
 	flagged    bool
 	// Measure: when the shard was created (while open)
 	created    time.Duration

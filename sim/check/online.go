@@ -288,8 +288,8 @@ func (c *Online) Observe(r *trace.Record) {
 		if c.s4 != nil && r.Checkpoint.Sequence == engine.ShardEnd {
 			ks.shardEndStored = true
 		}
-		if c.s5 != nil && r.Checkpoint.Sequence == engine.ShardEnd {
-			ks.ended = true
+		if (c.s5 != nil || c.tc != nil) && r.Checkpoint.Sequence == engine.ShardEnd {
+			ks.end(r.T)
 		}
 	case trace.KindCheckpointAck:
 		if c.s3 != nil {
@@ -299,15 +299,17 @@ func (c *Online) Observe(r *trace.Record) {
 		if c.s4 != nil {
 			ks.expired = true
 		}
-		if c.s5 != nil {
-			ks.ended = true
+		if c.s5 != nil || c.tc != nil {
+			ks.end(r.T)
 		}
 	case trace.KindTrim:
 		if strings.HasPrefix(r.Reason, trace.SkippedPrefix) {
 			// a shard no reader will ever read (see trace.SkippedPrefix):
 			// as one that left the stream for S4, as ended for S5
 			ks.expired = c.s4 != nil || ks.expired
-			ks.ended = c.s5 != nil || ks.ended
+			if c.s5 != nil || c.tc != nil {
+				ks.end(r.T)
+			}
 		}
 		if c.puts != nil && r.First != "" {
 			c.puts.trim(r, ks, ParseSeq(r.First), wholeRecord(r.Last))
@@ -331,7 +333,7 @@ func (c *Online) Observe(r *trace.Record) {
 			c.s6.done(r, ks)
 		}
 	case trace.KindShardCreated:
-		if c.s5 != nil && (r.Parent != "" || r.Parent2 != "") {
+		if (c.s5 != nil || c.tc != nil) && (r.Parent != "" || r.Parent2 != "") {
 			ks.parents, ks.hasParents = [2]*keyState{c.parent(r.Parent), c.parent(r.Parent2)}, true
 		}
 		if c.l1 != nil {

@@ -1,6 +1,8 @@
 package check
 
 import (
+	"time"
+
 	"github.com/shardlease/shardlease/sim/trace"
 )
 
@@ -31,6 +33,34 @@ func (c *s5Checker) delivered(r *trace.Record, ks *keyState) {
 		}
 		return
 	}
+}
+
+// end marks the shard of ks finished at t (checkpointed at SHARD_END,
+// gone from the stream, or never to be read): its children may start.
+func (ks *keyState) end(t time.Duration) {
+	if !ks.ended {
+		ks.ended, ks.endedAt = true, t
+	}
+}
+
+// parentsEnd returns when the last parent of ks finished (0 if it has
+// none), and false if one has not finished (or, when it is a shard the
+// trace never showed, cannot be told to have).
+func (ks *keyState) parentsEnd() (time.Duration, bool) {
+	var at time.Duration
+	if !ks.hasParents {
+		return 0, true
+	}
+	for _, p := range ks.parents {
+		if p == nil {
+			continue
+		}
+		if !p.ended {
+			return 0, false
+		}
+		at = max(at, p.endedAt)
+	}
+	return at, true
 }
 
 // orderState is S6's view of one process reading one shard.

@@ -141,6 +141,9 @@ type tproc struct {
 	nasg    int
 	rtt     [rttBuckets]rttBucket
 	renewed time.Duration // its last applied write of the assigner row
+	// asgSent, sessSent: the send of its last write of the assigner row,
+	// of its session row, that was answered ok (see lapsed)
+	asgSent, sessSent time.Duration
 	// releasedRow: when its release of the assigner row applied
 	releasedRow time.Duration
 	cuts        watchCuts // cuts of its watch streams
@@ -260,6 +263,9 @@ type tkey struct {
 	// the latest loss of the key (lostProc -1: none)
 	lostProc int32
 	lostAt   time.Duration
+	// requested: when the latest handoff request (an assigner's write
+	// that keeps the owner) applied on the key (0: none)
+	requested time.Duration
 }
 
 // assignRec is an assignment of a key: it applied at t, written by
@@ -369,6 +375,19 @@ func (c *timingChecker) othersStruck(from, to time.Duration, except ...int32) bo
 	return struck || unknown
 }
 
+// othersShuttingDown reports whether a process other than except was in
+// a graceful shutdown at some time in [from, to]: until it exits, the
+// rows it still holds make it count among the workers whose fair share a
+// worker taking leases itself keeps to.
+func (c *timingChecker) othersShuttingDown(from, to time.Duration, except ...int32) bool {
+	for id, p := range c.procs {
+		if p != nil && p.down > 0 && p.down <= to && (p.alive || p.stop >= from) && !slices.Contains(except, int32(id)) {
+			return true
+		}
+	}
+	return false
+}
+
 // fleetIn calls f with every event of the fleet ring that overlaps
 // [from, to], and reports whether the ring cannot tell everything of that
 // window: it is too short (it no longer holds the events of its start) or
@@ -442,13 +461,48 @@ func pathOp(op engine.Op) bool {
 // looks undisturbed otherwise (swarm seed 899 with -renewal session: the
 // assigner's renewals answered 4.1 s late in a world of an 8.1 s lease,
 // a 2.47 s margin and 2.02 s renewals, the assigner lapsing for 20 s).
-func (c *timingChecker) lapsed(r *trace.Record) bool {
+//
+// The validity the renewal extends runs from the send of the process's
+// previous write of the row, a renew interval (jittered) before this one's
+// send, or earlier: a take of the assigner row answered late is renewed
+// only once its reply comes, and a renewal answered within the bound may
+// still come past the margin of the take (soak seed 11358 of 1b4e506: a
+// take and its first renewal each answered 2.2 s late in a world of a
+// 5.2 s lease; the new assigner dropped the scan that came in between).
+func (c *timingChecker) lapsed(r *trace.Record, p *tproc) bool {
 	tm := c.tm
 	if tm == nil || tm.SafetyMargin <= 0 || r.Op != engine.OpUpdateLease || r.Reason != trace.WriteRenew ||
 		(r.Key != engine.AssignerKey && !engine.IsSessionRow(r.Key)) {
 		return false
 	}
-	return r.T-r.Sent > tm.LeaseDuration-tm.SafetyMargin-tm.RenewInterval*11/10
+	prev := r.Sent - tm.RenewInterval*11/10
+	if last := p.rowSent(r.Key); last > 0 && last < prev {
+		prev = last
+	}
+	return r.T-prev > tm.LeaseDuration-tm.SafetyMargin
+}
+
+// rowSent returns the send of p's last write of key (the assigner row or
+// a session row) that was answered ok, 0 if none.
+func (p *tproc) rowSent(key string) time.Duration {
+	if key == engine.AssignerKey {
+		return p.asgSent
+	}
+	return p.sessSent
+}
+
+// noteRowWrite records the reply r of p's write of the assigner row or a
+// session row.
+func (p *tproc) noteRowWrite(r *trace.Record) {
+	if r.Op != engine.OpUpdateLease && r.Op != engine.OpCreateLease || r.Outcome != trace.OutcomeOK {
+		return
+	}
+	switch {
+	case r.Key == engine.AssignerKey:
+		p.asgSent = r.Sent
+	case r.Key == engine.SessionKey(p.owner):
+		p.sessSent = r.Sent
+	}
 }
 
 // failedOutcome reports whether a call's outcome delayed its caller (the
@@ -504,7 +558,8 @@ func (c *timingChecker) observe(r *trace.Record) {
 			p.scanned, p.scannedAt = true, r.Sent // it reads the assigner row: its start-up is over
 		}
 		p.noteRTT(r.T, r.T-r.Sent)
-		failed := r.Fault != "" || failedOutcome(r.Outcome) || c.lapsed(r)
+		failed := r.Fault != "" || failedOutcome(r.Outcome) || c.lapsed(r, p)
+		p.noteRowWrite(r)
 		switch {
 		case !failed:
 		case r.Key == "" || engine.IsReserved(r.Key):
@@ -603,6 +658,8 @@ func (c *timingChecker) observe(r *trace.Record) {
 				// owner): timed at its apply, since its assignee may take
 				// the row before the assigner hears back
 				tk.assigns = appendRecent(tk.assigns, assignRec{t: r.T, by: r.Proc}, r.T)
+			} else if r.Reason == trace.WriteAssign {
+				tk.requested = r.T
 			}
 		}
 	case trace.LeaseAcquired:
@@ -891,7 +948,7 @@ func (c *timingChecker) handoff(a, b *Tenure, ks *keyState) {
 	case planned:
 		c.plannedMove(a, b, tk, gap, B)
 	case !c.tm.Capped:
-		c.failover(a, b, tk, gap, B)
+		c.failover(a, b, tk, ks, gap, B)
 	}
 }
 
@@ -980,7 +1037,7 @@ func (tk *tkey) firstAssignment(from, to time.Duration) assignRec {
 	return assignRec{}
 }
 
-func (c *timingChecker) failover(a, b *Tenure, tk *tkey, gap time.Duration, B *tproc) {
+func (c *timingChecker) failover(a, b *Tenure, tk *tkey, ks *keyState, gap time.Duration, B *tproc) {
 	tm := c.tm
 	from, to := a.Idle(), b.Start
 	if a.HandedTo != "" && a.HandedTo != b.Owner && c.ownerStopped(a.HandedTo, a.Start, to) {
@@ -1035,6 +1092,7 @@ func (c *timingChecker) failover(a, b *Tenure, tk *tkey, gap time.Duration, B *t
 	var firstAt, secondAt, untakenBound time.Duration
 	var firstTo string
 	direct := false
+	var asgProc *tproc // the assigner that gave the lease to its new owner (nil: none)
 	switch tk.acqReason {
 	case "assigned":
 		asg, n := tk.assignment(from, tk.acqT)
@@ -1092,6 +1150,7 @@ func (c *timingChecker) failover(a, b *Tenure, tk *tkey, gap time.Duration, B *t
 			return // a restart registers its consumer first (as "resumed")
 		}
 		G := c.proc(asg.by)
+		asgProc = G
 		// after the assigner's decision: its assignment's round trip, the
 		// index's lag, the new owner's poll, read and take (or, taken
 		// directly, the assigner's take)
@@ -1170,13 +1229,15 @@ func (c *timingChecker) failover(a, b *Tenure, tk *tkey, gap time.Duration, B *t
 		if !c.pathClean(tk, from, to, a.Proc, B) {
 			return
 		}
-		if c.othersStruck(from, to, a.Proc, b.Proc) {
+		if c.othersStruck(from, to, a.Proc, b.Proc) || c.othersShuttingDown(from, to, a.Proc, b.Proc) {
 			// A worker that takes leases itself takes expired ones only
 			// up to its fair share, ceil(leases / workers), and every
 			// worker whose rows still stand counts: one paused or cut off
 			// the table, below its share, keeps the share out of the
 			// others' reach until its own rows expire (swarm seed 69: the
-			// new owner at its share for 3.5 s after the lease expired)
+			// new owner at its share for 3.5 s after the lease expired); so
+			// does one in a graceful shutdown until it exits (soak seed 17654
+			// of 1b4e506: a worker that released its last lease late)
 			return
 		}
 		rb := B.maxRTT(from, to)
@@ -1215,9 +1276,12 @@ func (c *timingChecker) failover(a, b *Tenure, tk *tkey, gap time.Duration, B *t
 			// before its scan
 			bound += 3 * rb
 			how += ", and of its read and take of its session row"
+		}
+		if len(B.session) > 0 || tk.requested >= a.Start && tk.requested <= B.start {
 			// a row that waits for it (a handoff request the assigner
 			// wrote on it) is resumed from its first poll instead of its
-			// scan (engine: resumeOwn)
+			// scan (engine: resumeOwn), in either renewal (swarm seed
+			// 9119: a request written while the old process was down)
 			bound += tm.IndexLag + tm.jit(tm.PendingPollInterval) + 3*rb
 			how += ", and the index lag, a poll interval and the round trips of its poll, read and take (a row with a handoff request waits for its poll)"
 		}
@@ -1252,6 +1316,31 @@ func (c *timingChecker) failover(a, b *Tenure, tk *tkey, gap time.Duration, B *t
 		if G := c.proc(b.Proc); G.renewed > tk.acqT && G.renewed <= to {
 			bound = max(bound, G.renewed-from+G.maxRTT(from, to))
 			how += " (or, as the assigner took it while its own row's renewal was late, the time until that renewal applied)"
+		}
+	}
+	if a.HandedTo != "" && a.HandedTo != b.Owner && tk.acqReason == "assigned" && untakenBound == 0 && asgProc != nil {
+		// the old owner handed the lease to a receiver that never took it
+		// (its release names the receiver; no assignment of the assigner
+		// did): the assigner gives it away once it has stood untaken for
+		// a few of the receiver's polls (swarm seed 18676)
+		bound += tm.untakenWait(0) + 3*asgProc.maxRTT(from, to)
+		how += ", and the wait for a handoff its receiver did not take (three poll intervals) with the round trips of the assigner's read and assignment"
+	}
+	if pe, ok := ks.parentsEnd(); ok && pe > from {
+		// A child shard is acted on only once its parents finished (S5):
+		// a new owner that holds it rereads the parents every renew
+		// interval, and the assigner (or a taker) hands it out only once
+		// a scan shows them at SHARD_END; the failover waits for the last
+		// parent to finish (swarm seed 18910: a restart resumed a child
+		// whose parent's holder was paused 9 s)
+		rtt := B.maxRTT(from, to)
+		if asgProc != nil {
+			rtt = max(rtt, asgProc.maxRTT(from, to))
+		}
+		learn := max(tm.jit(tm.RenewInterval), tm.jit(tm.TakeInterval), tm.jit(tm.AssignerScanInterval)+tm.IndexLag+tm.jit(tm.PendingPollInterval))
+		if pb := pe - from + learn + 8*rtt; pb > bound {
+			bound = pb
+			how += " (or, as a parent shard finished after, the time until it did, the longest of the renew interval, the take interval and the assigner's scan with the index lag and a poll (jittered), and the round trips of the reads of the parents, the assignment and the take)"
 		}
 	}
 	bound += timingSlack

@@ -810,6 +810,18 @@ func TestT1LapsedRenewal(t *testing.T) {
 	expect(t, CheckTiming(late(2, "j", 2.8), o), T1, 1)
 	expect(t, CheckTiming(late(0, engine.SessionKey("w0"), 2.8), o), T1, 1) // the old owner's: it crashed anyway
 	expect(t, CheckTiming(late(2, engine.AssignerKey, 2.8), Options{End: time.Minute, Timing: shippedTiming()}), T1, 1)
+	// a renewal answered 2.6 s after its send, but 6.1 s after the send of
+	// the take it renews (itself answered late, the renewal sent at its
+	// reply: soak seed 11358): past the margin of the take
+	take := func(sent float64) []trace.Record {
+		b := &hb{recs: late(2, engine.AssignerKey, 2.6)}
+		b.add(12.4, trace.KindReply, 2, engine.AssignerKey, func(r *trace.Record) {
+			r.Op, r.Reason, r.Outcome, r.Sent = engine.OpUpdateLease, trace.WriteTake, trace.OutcomeOK, time.Duration(sent*float64(time.Second))
+		})
+		return sortedT(b.recs)
+	}
+	expect(t, CheckTiming(take(8.9), o), T1, 0)
+	expect(t, CheckTiming(take(11.5), o), T1, 1) // 3.5 s: within the margin
 }
 
 // TestT1HandoffReceiverStopped: a lease handed over to a worker whose
@@ -873,4 +885,105 @@ func TestT1RestartsUnknownTake(t *testing.T) {
 	}
 	expect(t, CheckTiming(mk(false), o), T1, 1)
 	expect(t, CheckTiming(mk(true), o), T1, 0)
+}
+
+// TestT1WaitsForParents: the new owner of a child shard acts only once
+// its parents finished (S5), so a failover is timed from the last
+// parent's end when that comes later, with the longest wait for someone
+// to see it (a take interval, 10 s here) on top (swarm seed 18910: a
+// restart resumed a child whose parent's holder was paused 9 s). A parent
+// that finished early, or never, gives the failover no more time.
+func TestT1WaitsForParents(t *testing.T) {
+	o := Options{End: time.Minute, Timing: shippedTiming()}
+	mk := func(parentEnd float64) []trace.Record {
+		b := crashFailover(30).
+			add(0, trace.KindShardCreated, -1, "k", func(r *trace.Record) { r.Parent = "p" })
+		if parentEnd > 0 {
+			b.add(parentEnd, trace.KindApply, 2, "p", func(r *trace.Record) {
+				applied(trace.WriteCheckpoint)(r)
+				r.Checkpoint = engine.Checkpoint{Sequence: engine.ShardEnd}
+			})
+		}
+		return sortedT(b.recs)
+	}
+	// 25 s from the last renewal at 5 s: within 17 s after the parent's
+	// end at 22 s and a take interval (11 s jittered), not within 15.09 s
+	expect(t, CheckTiming(mk(22), o), T1, 0)
+	expect(t, CheckTiming(mk(10), o), T1, 1)
+	expect(t, CheckTiming(mk(0), o), T1, 1)
+}
+
+// TestT1HandoffNotTaken: a lease its old owner handed to a receiver that
+// never took it (alive, but its polls did not see the release) is given
+// away by the assigner once it stood untaken for a few of the receiver's
+// polls: the failover may take that wait (3.75 s) and its round trips
+// longer (swarm seed 18676), and no more.
+func TestT1HandoffNotTaken(t *testing.T) {
+	o := Options{End: time.Minute, Timing: shippedTiming()}
+	mk := func(at float64) []trace.Record {
+		return sortedT(fleet().
+			add(1, trace.Acting, 0, "k", cp("10")).
+			add(10, trace.CallSent, 0, "k", reason("release")).
+			add(10.1, trace.LeaseReleased, 0, "k", reason("handed over to w1")).
+			add(at-0.1, trace.LeaseAcquired, 2, "k", reason("assigned")).
+			add(at, trace.Acting, 2, "k", cp("10")).recs)
+	}
+	// from the release sent at 10 s: 13.72 s (the assigner takes the
+	// lease itself), and 3.75 s for the receiver
+	expect(t, CheckTiming(mk(26), o), T1, 0)
+	expect(t, CheckTiming(mk(28.6), o), T1, 1)
+}
+
+// TestT1ResumeOfARequestedRow: a restart under the same owner id resumes
+// at its start-up scan the rows it holds, but one that carries a handoff
+// request waits for its first poll (engine: resumeOwn), in either
+// renewal: T1 allows the index's lag and a poll interval (1.375 s
+// jittered) for it when a request applied on the row while the old
+// process held it or was down (swarm seed 9119), and not otherwise.
+func TestT1ResumeOfARequestedRow(t *testing.T) {
+	o := Options{End: time.Minute, Timing: shippedTiming()}
+	as := func(r *trace.Record) { r.Owner, r.Worker = "w0", 0 }
+	mk := func(request bool) []trace.Record {
+		b := fleet().
+			add(1, trace.Acting, 0, "k", cp("10")).
+			add(5, trace.KindApply, 0, "k", applied(trace.WriteRenew)).
+			add(6, trace.KindProcStop, 0, "", reason("crash"))
+		if request {
+			b.add(7, trace.KindApply, 2, "k", func(r *trace.Record) { applied(trace.WriteAssign)(r); r.RowOwner = "w0" })
+		}
+		return sortedT(b.add(8, trace.KindProcStart, 3, "", as).
+			add(8.9, trace.LeaseAcquired, 3, "k", func(r *trace.Record) { as(r); r.Reason = "resumed" }).
+			add(9, trace.Acting, 3, "k", func(r *trace.Record) { as(r); r.Checkpoint = engine.Checkpoint{Sequence: "10"} }).recs)
+	}
+	// 4 s from the last renewal: 3 s to the restart, then 1 s
+	expect(t, CheckTiming(mk(true), o), T1, 0)
+	expect(t, CheckTiming(mk(false), o), T1, 1)
+}
+
+// TestT1ScanShareBesideAShutdown: a worker taking leases itself keeps to
+// its fair share, and a worker in a graceful shutdown counts until it
+// exits, its last rows still standing: a failover in scan mode may wait
+// for that exit (soak seeds 17654 and 15857 of 1b4e506). Without a
+// shutdown in the window, the bound (two take intervals, 22 s jittered,
+// and the lease duration from the last renewal) holds.
+func TestT1ScanShareBesideAShutdown(t *testing.T) {
+	scan := &Timing{LeaseDuration: 10 * time.Second, RenewInterval: 3 * time.Second, TakeInterval: 10 * time.Second, Scan: true, BalanceByCount: true}
+	o := Options{End: time.Minute, Timing: scan}
+	mk := func(shutdown bool) []trace.Record {
+		b := &hb{}
+		for p := int32(0); p < 3; p++ {
+			b.add(0, trace.KindProcStart, p, "", nil)
+		}
+		b.add(1, trace.Acting, 0, "k", cp("10")).
+			add(5, trace.KindApply, 0, "k", applied(trace.WriteRenew)).
+			add(6, trace.KindProcStop, 0, "", reason("crash"))
+		if shutdown {
+			b.add(8, trace.KindFault, -1, "", func(r *trace.Record) { r.Worker, r.Reason = 2, "   8.000s shutdown w2 for 20s" }).
+				add(36, trace.KindProcStop, 2, "", reason("exit"))
+		}
+		return sortedT(b.add(37.9, trace.LeaseAcquired, 1, "k", reason("expired")).
+			add(38, trace.Acting, 1, "k", cp("10")).recs)
+	}
+	expect(t, CheckTiming(mk(true), o), T1, 0)
+	expect(t, CheckTiming(mk(false), o), T1, 1)
 }
