@@ -214,6 +214,7 @@ func CheckTiming(recs []trace.Record, o Options) []Violation {
 	if c.tc == nil {
 		return nil
 	}
+	c.tc.flush()
 	return c.tc.out
 }
 

@@ -421,6 +421,7 @@ func (c *Online) Finish(final []engine.Lease, finalKnown bool) (Report, Figures)
 		rep.Violations = append(rep.Violations, c.w1.out...)
 	}
 	if c.tc != nil {
+		c.tc.flush()
 		rep.Violations = append(rep.Violations, c.tc.out...)
 	}
 	if c.b1 != nil {

@@ -987,3 +987,23 @@ func TestT1ScanShareBesideAShutdown(t *testing.T) {
 	expect(t, CheckTiming(mk(true), o), T1, 0)
 	expect(t, CheckTiming(mk(false), o), T1, 1)
 }
+
+// TestT1UntakenReadFailedLater: the assigner's read of an assignment its
+// receiver did not take, sent between the two assignments, that times out
+// only after the new owner acted disturbed the path: the wait it caused
+// is no violation (soak seed 8396 of 1b4e506). A read that succeeded, or
+// one sent before the first assignment, leaves the violation standing.
+func TestT1UntakenReadFailedLater(t *testing.T) {
+	o := Options{End: time.Minute, Timing: shippedTiming()}
+	mk := func(sent float64, outcome string) []trace.Record {
+		b := crashFailover(20) // assigned again at 19 s, 4 s after the first
+		assign(b, 15, "k", "w9")
+		b.add(22, trace.KindReply, 2, "k", func(r *trace.Record) {
+			r.Op, r.Outcome, r.Sent = engine.OpGetLease, outcome, time.Duration(sent*float64(time.Second))
+		})
+		return sortedT(b.recs)
+	}
+	expect(t, CheckTiming(mk(17, trace.OutcomeTimeout), o), T1, 0)
+	expect(t, CheckTiming(mk(17, trace.OutcomeOK), o), T1, 1)
+	expect(t, CheckTiming(mk(14, trace.OutcomeTimeout), o), T1, 1)
+}
