@@ -1007,3 +1007,28 @@ func TestT1UntakenReadFailedLater(t *testing.T) {
 	expect(t, CheckTiming(mk(17, trace.OutcomeOK), o), T1, 1)
 	expect(t, CheckTiming(mk(14, trace.OutcomeTimeout), o), T1, 1)
 }
+
+// TestT1AssigneeUnnamed: an assigner that crashes with its assignment's
+// reply in flight never names the assignee; when a later assigner then
+// takes the lease for itself, the assignment went to another member that
+// never took it, and the wait for that member is not the failover's to
+// bound (soak seed 5920 of 1b4e506). A plain receiver that takes it, not
+// the assigner, is still held to the bound.
+func TestT1AssigneeUnnamed(t *testing.T) {
+	o := Options{End: time.Minute, Timing: shippedTiming()}
+	mk := func(takerAssigner bool) []trace.Record {
+		b := fleet().
+			add(1, trace.Acting, 0, "k", cp("10")).
+			add(5, trace.KindApply, 0, "k", applied(trace.WriteRenew)).
+			add(6, trace.KindProcStop, 0, "", reason("crash")).
+			add(15.9, trace.KindApply, 2, "k", applied(trace.WriteAssign)).
+			add(16, trace.KindProcStop, 2, "", reason("crash"))
+		if takerAssigner {
+			b.add(27, trace.LeaseAcquired, 1, engine.AssignerKey, reason("assigner"))
+		}
+		return sortedT(b.add(33.9, trace.LeaseAcquired, 1, "k", reason("assigned")).
+			add(34, trace.Acting, 1, "k", cp("10")).recs)
+	}
+	expect(t, CheckTiming(mk(true), o), T1, 0)
+	expect(t, CheckTiming(mk(false), o), T1, 1)
+}
