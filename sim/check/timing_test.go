@@ -1032,3 +1032,27 @@ func TestT1AssigneeUnnamed(t *testing.T) {
 	expect(t, CheckTiming(mk(true), o), T1, 0)
 	expect(t, CheckTiming(mk(false), o), T1, 1)
 }
+
+// TestT1LateReleaseToAStoppedReceiver: a holder whose release was
+// throttled past its margin stopped acting first; the release that then
+// applied still handed the lease to its receiver, which stopped before it
+// took it: the lease waited for that receiver, as in
+// TestT1HandoffReceiverStopped (soak seed 12202 of d8f57de). A receiver
+// that lives is no excuse.
+func TestT1LateReleaseToAStoppedReceiver(t *testing.T) {
+	o := Options{End: time.Minute, Timing: shippedTiming()}
+	mk := func(stop bool) []trace.Record {
+		b := fleet().
+			add(1, trace.Acting, 0, "k", cp("10")).
+			add(9, trace.CallSent, 0, "k", reason("release")).
+			add(9.5, trace.StoppedActing, 0, "k", reason("safety margin before own-view expiry")).
+			add(10.1, trace.LeaseReleased, 0, "k", reason("handed over to w1"))
+		if stop {
+			b.add(10.5, trace.KindProcStop, 1, "", reason("exit"))
+		}
+		return sortedT(b.add(34.9, trace.LeaseAcquired, 2, "k", reason("assigned")).
+			add(35, trace.Acting, 2, "k", cp("10")).recs)
+	}
+	expect(t, CheckTiming(mk(true), o), T1, 0)
+	expect(t, CheckTiming(mk(false), o), T1, 1)
+}
