@@ -202,13 +202,6 @@ func (ts *tenures) close(ks *keyState, r *trace.Record) {
 	ts.now = r.T
 	s := ks.slot(r.Proc)
 	if s == nil || s.ten == nil {
-		// A release that applies after its process stopped acting (its
-		// margin passed while the release was throttled) still hands the
-		// lease to its receiver: the tenure it ended earlier says so (soak
-		// seed 12202 of d8f57de: released to a worker that then left).
-		if kt := ks.kt; r.Kind == trace.LeaseReleased && kt != nil && kt.last != nil && kt.last.Proc == r.Proc && !kt.last.Open && kt.last.HandedTo == "" {
-			kt.last.HandedTo = HandedTo(r.Reason)
-		}
 		return
 	}
 	t := s.ten

@@ -266,6 +266,11 @@ type tkey struct {
 	// requested: when the latest handoff request (an assigner's write
 	// that keeps the owner) applied on the key (0: none)
 	requested time.Duration
+	// handedProc released the lease to handedTo at handedAt: the latest
+	// release of the key that named a receiver
+	handedProc int32
+	handedTo   string
+	handedAt   time.Duration
 }
 
 // assignRec is an assignment of a key: it applied at t, written by
@@ -486,7 +491,7 @@ func (c *timingChecker) fleetChanges(from, to time.Duration, except int32) int {
 
 func (c *timingChecker) key(ks *keyState) *tkey {
 	if ks.tk == nil {
-		ks.tk = &tkey{acqProc: -1, handing: -1, actingProc: -1, lostProc: -1}
+		ks.tk = &tkey{acqProc: -1, handing: -1, actingProc: -1, lostProc: -1, handedProc: -1}
 	}
 	return ks.tk
 }
@@ -732,6 +737,9 @@ func (c *timingChecker) observe(r *trace.Record) {
 		}
 		if r.Kind == trace.LeaseLost {
 			tk.lostProc, tk.lostAt = r.Proc, r.T
+		}
+		if to := HandedTo(r.Reason); r.Kind == trace.LeaseReleased && to != "" {
+			tk.handedProc, tk.handedTo, tk.handedAt = r.Proc, to, r.T
 		}
 	case trace.Acting:
 		if r.Key != "" && !engine.IsReserved(r.Key) {
@@ -1097,7 +1105,16 @@ func (tk *tkey) firstAssignment(from, to time.Duration) assignRec {
 func (c *timingChecker) failover(a, b *Tenure, tk *tkey, ks *keyState, gap time.Duration, B *tproc) {
 	tm := c.tm
 	from, to := a.Idle(), b.Start
-	if a.HandedTo != "" && a.HandedTo != b.Owner && c.ownerStopped(a.HandedTo, a.Start, to) {
+	// the receiver a's release named: on its tenure, or, for a release
+	// that applied after a stopped acting (its margin passed while the
+	// release was throttled), on the release itself, which still handed
+	// the lease to that receiver (soak seed 12202 of d8f57de: released to
+	// a worker that then left)
+	handedTo := a.HandedTo
+	if handedTo == "" && tk.handedTo != "" && tk.handedProc == a.Proc && tk.handedAt >= a.EndT && tk.handedAt <= to {
+		handedTo = tk.handedTo
+	}
+	if handedTo != "" && handedTo != b.Owner && c.ownerStopped(handedTo, a.Start, to) {
 		// handed over to a receiver whose process stopped (before or
 		// after the release) before it took the lease: the lease waits
 		// for that receiver until the assigner counts it out of its
@@ -1385,7 +1402,7 @@ func (c *timingChecker) failover(a, b *Tenure, tk *tkey, ks *keyState, gap time.
 			how += " (or, as the assigner took it while its own row's renewal was late, the time until that renewal applied)"
 		}
 	}
-	if a.HandedTo != "" && a.HandedTo != b.Owner && tk.acqReason == "assigned" && untakenBound == 0 && asgProc != nil {
+	if handedTo != "" && handedTo != b.Owner && tk.acqReason == "assigned" && untakenBound == 0 && asgProc != nil {
 		// the old owner handed the lease to a receiver that never took it
 		// (its release names the receiver; no assignment of the assigner
 		// did): the assigner gives it away once it has stood untaken for
