@@ -1535,12 +1535,18 @@ func (c *timingChecker) takeover(old asgTenure, r *trace.Record) {
 			how = "a poll interval (jittered), the lease duration from the take of a process that never acted on it, and the round trips of the new assigner's reads and take"
 		}
 	}
-	if old.prev >= 0 && c.procOwner(old.prev) != G.owner && from-old.from < tm.jit(2*tm.LeaseDuration)+tm.jit(tm.PendingPollInterval) {
+	if old.prev >= 0 && c.procOwner(old.prev) != G.owner && from-old.from < 3*tm.RenewInterval+tm.jit(tm.AssignerScanInterval)+tm.jit(2*tm.LeaseDuration)+tm.jit(tm.PendingPollInterval) {
 		// old took the row over from another worker: a worker that was
 		// no deputy of that one reads the row every two lease durations,
 		// and learns that it is a deputy of old only at that read (swarm
 		// seed 240 with session renewal: the deputy's read came 4.6 s
-		// after the row's last write)
+		// after the row's last write). The list it learns that from is
+		// old's own only once old has counted out the members it
+		// inherited that are gone (two renew intervals and a scan) and
+		// renewed the row with it (soak seed 22359 of 548bb91: a dead
+		// member inherited from the previous assigner stood before the
+		// deputy in the list for 7 s, and the deputy's next read came
+		// 11.5 s after the one that showed it)
 		return
 	}
 	// The deputies: the two live owners after the old assigner's in the

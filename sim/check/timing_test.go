@@ -1056,3 +1056,31 @@ func TestT1LateReleaseToAStoppedReceiver(t *testing.T) {
 	expect(t, CheckTiming(mk(true), o), T1, 0)
 	expect(t, CheckTiming(mk(false), o), T1, 1)
 }
+
+// TestT3AfterATakeover: an assigner that took the row over from another
+// worker writes its own member list only once it has counted out the
+// members it inherited that are gone, and a worker that list makes a
+// deputy learns it at its next read, up to two lease durations on: a
+// takeover of such an assigner's row within that time (three renew
+// intervals, a scan, two lease durations and a poll, jittered: 36 s here)
+// is not held to the deputies' bound (soak seed 22359 of 548bb91). Later,
+// it is.
+func TestT3AfterATakeover(t *testing.T) {
+	o := Options{End: 2 * time.Minute, Timing: shippedTiming()}
+	mk := func(last float64) []trace.Record {
+		b := &hb{}
+		for p := int32(0); p < 4; p++ {
+			b.add(0, trace.KindProcStart, p, "", nil)
+			b.add(1, trace.KindSend, p, "", func(r *trace.Record) { r.Op = engine.OpListPending })
+		}
+		b.add(1.5, trace.LeaseAcquired, 3, engine.AssignerKey, reason("assigner")).
+			add(2, trace.KindProcStop, 3, "", reason("crash")).
+			add(3, trace.LeaseAcquired, 2, engine.AssignerKey, reason("assigner")).
+			add(last, trace.KindApply, 2, engine.AssignerKey, applied(trace.WriteRenew)).
+			add(last+1, trace.KindProcStop, 2, "", reason("crash")).
+			add(last+13, trace.LeaseAcquired, 0, engine.AssignerKey, reason("assigner"))
+		return sortedT(b.recs)
+	}
+	expect(t, CheckTiming(mk(30), o), T3, 0) // 27 s after the takeover
+	expect(t, CheckTiming(mk(45), o), T3, 1) // 42 s after
+}
