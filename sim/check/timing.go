@@ -843,6 +843,20 @@ func (c *timingChecker) asgHeld(proc int32, from, to time.Duration) (asgTenure, 
 	return asgTenure{}, false
 }
 
+// inheritedGone reports whether a process other than the previous
+// holder of the assigner row stopped in the settling time before old took
+// the row over: the member list old inherited may still name it, and old
+// counts it out only once it has stood still long enough (the previous
+// holder itself, old counts out at once).
+func (c *timingChecker) inheritedGone(old asgTenure) bool {
+	for id, p := range c.procs {
+		if p != nil && int32(id) != old.prev && int32(id) != old.proc && !p.alive && p.stop <= old.from && p.stop >= old.from-c.tm.settle() {
+			return true
+		}
+	}
+	return false
+}
+
 // isAssignerAt reports whether proc held the assigner row at t.
 func (c *timingChecker) isAssignerAt(proc int32, t time.Duration) bool {
 	_, ok := c.asgHeld(proc, t, t)
@@ -1535,7 +1549,8 @@ func (c *timingChecker) takeover(old asgTenure, r *trace.Record) {
 			how = "a poll interval (jittered), the lease duration from the take of a process that never acted on it, and the round trips of the new assigner's reads and take"
 		}
 	}
-	if old.prev >= 0 && c.procOwner(old.prev) != G.owner && from-old.from < 3*tm.RenewInterval+tm.jit(tm.AssignerScanInterval)+tm.jit(2*tm.LeaseDuration)+tm.jit(tm.PendingPollInterval) {
+	if old.prev >= 0 && c.procOwner(old.prev) != G.owner && (from-old.from < tm.jit(2*tm.LeaseDuration)+tm.jit(tm.PendingPollInterval) ||
+		from-old.from < 3*tm.RenewInterval+tm.jit(tm.AssignerScanInterval)+tm.jit(2*tm.LeaseDuration)+tm.jit(tm.PendingPollInterval) && c.inheritedGone(old)) {
 		// old took the row over from another worker: a worker that was
 		// no deputy of that one reads the row every two lease durations,
 		// and learns that it is a deputy of old only at that read (swarm
@@ -1543,10 +1558,11 @@ func (c *timingChecker) takeover(old asgTenure, r *trace.Record) {
 		// after the row's last write). The list it learns that from is
 		// old's own only once old has counted out the members it
 		// inherited that are gone (two renew intervals and a scan) and
-		// renewed the row with it (soak seed 22359 of 548bb91: a dead
-		// member inherited from the previous assigner stood before the
-		// deputy in the list for 7 s, and the deputy's next read came
-		// 11.5 s after the one that showed it)
+		// renewed the row with it, when a member other than the previous
+		// holder stopped shortly before the takeover (soak seed 22359 of
+		// 548bb91: a dead member inherited from the previous assigner
+		// stood before the deputy in the list for 7 s, and the deputy's
+		// next read came 11.5 s after the one that showed it)
 		return
 	}
 	// The deputies: the two live owners after the old assigner's in the
