@@ -482,18 +482,9 @@ func TestAutoRenewsPerLeaseBesideKCL(t *testing.T) {
 		t.Fatal(err)
 	}
 	a := c.start("A")
-	var renewAt time.Duration
+	renew := c.kclRenews(kcl.Key)
 	c.runUntil(time.Minute, "A holds the two other leases", func() bool {
-		if c.now-renewAt >= 3*time.Second { // the KCL worker renews its lease
-			renewAt = c.now
-			if old := c.row(kcl.Key); old.Owner == "kcl-worker" {
-				row := old.Clone()
-				row.Counter++
-				if err := c.store.UpdateLease(context.Background(), ExpectOf(old), row); err != nil {
-					t.Fatal(err)
-				}
-			}
-		}
+		renew()
 		return len(c.held("A")) == 2 || a.w.stopped
 	})
 	if a.w.stopped {
@@ -539,6 +530,26 @@ func TestAutoPerLeaseAssignerTakesItsShare(t *testing.T) {
 	for _, id := range []string{"A", "B"} {
 		if r := c.worker(id).w.Config().Renewal; r != RenewalPerLease {
 			t.Errorf("%s renews %q beside the KCL row, want %q", id, r, RenewalPerLease)
+		}
+	}
+}
+
+// kclRenews returns a step that renews the lease key every 3 s of virtual
+// time while kcl-worker holds it, as a live KCL worker would (a write
+// without a writer nonce).
+func (c *cluster) kclRenews(key string) func() {
+	var at time.Duration
+	return func() {
+		if c.now-at < 3*time.Second {
+			return
+		}
+		at = c.now
+		if old := c.row(key); old.Owner == "kcl-worker" {
+			row := old.Clone()
+			row.Counter++
+			if err := c.store.UpdateLease(context.Background(), ExpectOf(old), row); err != nil {
+				c.t.Fatal(err)
+			}
 		}
 	}
 }

@@ -45,13 +45,19 @@ func assign(b *hb, t float64, key, owner string) *hb {
 		add(t, trace.Assigned, 2, key, reason("to "+owner+": expired"))
 }
 
-// crashFailover: w0 acts on k, renews it at 5 s and crashes at 6 s; the
-// assigner w2 assigns it to w1 at at-1, which takes and acts at at.
-func crashFailover(at float64) *hb {
-	b := fleet().
+// crashedOwner: the fleet, in which w0 acts on k from 1 s, renews it at
+// 5 s and crashes at 6 s.
+func crashedOwner() *hb {
+	return fleet().
 		add(1, trace.Acting, 0, "k", cp("10")).
 		add(5, trace.KindApply, 0, "k", applied(trace.WriteRenew)).
 		add(6, trace.KindProcStop, 0, "", reason("crash"))
+}
+
+// crashFailover: w0 acts on k, renews it at 5 s and crashes at 6 s; the
+// assigner w2 assigns it to w1 at at-1, which takes and acts at at.
+func crashFailover(at float64) *hb {
+	b := crashedOwner()
 	return assign(b, at-1, "k", "w1").
 		add(at-0.1, trace.LeaseAcquired, 1, "k", reason("assigned")).
 		add(at, trace.Acting, 1, "k", cp("10"))
@@ -329,10 +335,7 @@ func TestT1ResumeAfterFailedStartUp(t *testing.T) {
 	o := Options{End: time.Minute, Timing: shippedTiming()}
 	as := func(r *trace.Record) { r.Owner, r.Worker = "w0", 0 }
 	mk := func(timeouts bool) []trace.Record {
-		b := fleet().
-			add(1, trace.Acting, 0, "k", cp("10")).
-			add(5, trace.KindApply, 0, "k", applied(trace.WriteRenew)).
-			add(6, trace.KindProcStop, 0, "", reason("crash")).
+		b := crashedOwner().
 			add(8, trace.KindProcStart, 3, "", as)
 		if timeouts {
 			for s := 9.0; s < 20; s += 1.5 {
@@ -468,10 +471,7 @@ func TestT1AssigneeRestarted(t *testing.T) {
 	// w1's process stops at stop, it restarts (process 3) at 30 s and acts
 	// at `at`
 	mk := func(stop, at float64, clog bool) *hb {
-		b := fleet().
-			add(1, trace.Acting, 0, "k", cp("10")).
-			add(5, trace.KindApply, 0, "k", applied(trace.WriteRenew)).
-			add(6, trace.KindProcStop, 0, "", reason("crash"))
+		b := crashedOwner()
 		if clog {
 			b.add(15, trace.KindFault, -1, "", func(r *trace.Record) {
 				r.Worker, r.Reason = -1, "  15.000s clog workers=[1] target=table for 20s by 2s"
@@ -641,10 +641,7 @@ func TestWatchCut(t *testing.T) {
 func TestT1NewAssignerLostItsFirstHolding(t *testing.T) {
 	o := Options{End: time.Minute, Timing: shippedTiming()}
 	mk := func(lost bool) []trace.Record {
-		b := fleet().
-			add(1, trace.Acting, 0, "k", cp("10")).
-			add(5, trace.KindApply, 0, "k", applied(trace.WriteRenew)).
-			add(6, trace.KindProcStop, 0, "", reason("crash")).
+		b := crashedOwner().
 			add(7, trace.KindProcStop, 2, "", reason("crash")).
 			add(12, trace.LeaseAcquired, 1, engine.AssignerKey, reason("assigner"))
 		if lost {
@@ -944,10 +941,7 @@ func TestT1ResumeOfARequestedRow(t *testing.T) {
 	o := Options{End: time.Minute, Timing: shippedTiming()}
 	as := func(r *trace.Record) { r.Owner, r.Worker = "w0", 0 }
 	mk := func(request bool) []trace.Record {
-		b := fleet().
-			add(1, trace.Acting, 0, "k", cp("10")).
-			add(5, trace.KindApply, 0, "k", applied(trace.WriteRenew)).
-			add(6, trace.KindProcStop, 0, "", reason("crash"))
+		b := crashedOwner()
 		if request {
 			b.add(7, trace.KindApply, 2, "k", func(r *trace.Record) { applied(trace.WriteAssign)(r); r.RowOwner = "w0" })
 		}
@@ -1017,10 +1011,7 @@ func TestT1UntakenReadFailedLater(t *testing.T) {
 func TestT1AssigneeUnnamed(t *testing.T) {
 	o := Options{End: time.Minute, Timing: shippedTiming()}
 	mk := func(takerAssigner bool) []trace.Record {
-		b := fleet().
-			add(1, trace.Acting, 0, "k", cp("10")).
-			add(5, trace.KindApply, 0, "k", applied(trace.WriteRenew)).
-			add(6, trace.KindProcStop, 0, "", reason("crash")).
+		b := crashedOwner().
 			add(15.9, trace.KindApply, 2, "k", applied(trace.WriteAssign)).
 			add(16, trace.KindProcStop, 2, "", reason("crash"))
 		if takerAssigner {
