@@ -294,6 +294,7 @@ type conflict struct {
 	t    time.Duration
 	proc int32
 	sent time.Duration // of a write that applied (tkey.writes): when it was sent
+	take bool          // (tkey.writes) a take
 }
 
 // asgTenure is one holding of the assigner row.
@@ -645,7 +646,7 @@ func (c *timingChecker) observe(r *trace.Record) {
 			return
 		}
 		if r.Key == engine.AssignerKey {
-			c.asgWrites[c.nAsgWrite%len(c.asgWrites)] = conflict{r.T, r.Proc, r.Sent}
+			c.asgWrites[c.nAsgWrite%len(c.asgWrites)] = conflict{t: r.T, proc: r.Proc, sent: r.Sent}
 			c.nAsgWrite++
 			p := c.proc(r.Proc)
 			p.renewed = r.T
@@ -656,12 +657,12 @@ func (c *timingChecker) observe(r *trace.Record) {
 		}
 		if engine.IsSessionRow(r.Key) && r.Reason != trace.WriteAssign {
 			p := c.proc(r.Proc)
-			p.session = appendRecent(p.session, conflict{r.T, r.Proc, r.Sent}, r.T)
+			p.session = appendRecent(p.session, conflict{t: r.T, proc: r.Proc, sent: r.Sent, take: r.Reason == trace.WriteTake}, r.T)
 			return
 		}
 		if r.Key != "" && !engine.IsReserved(r.Key) {
 			tk := c.key(c.keys.get(r.Key))
-			tk.writes = appendRecent(tk.writes, conflict{r.T, r.Proc, r.Sent}, r.T)
+			tk.writes = appendRecent(tk.writes, conflict{t: r.T, proc: r.Proc, sent: r.Sent, take: r.Reason == trace.WriteTake}, r.T)
 			tk.markApplied(r)
 			if r.Reason == trace.WriteAssign && r.RowOwner == "" {
 				// an assignment (not a handoff request, which keeps the
@@ -1038,6 +1039,19 @@ func (tk *tkey) assignment(from, to time.Duration) (assignRec, int) {
 	return last, n
 }
 
+// sessionTaken returns when p's latest take of its own session row in
+// (from, to] applied.
+func (p *tproc) sessionTaken(from, to time.Duration) (time.Duration, bool) {
+	var at time.Duration
+	ok := false
+	for _, x := range p.session {
+		if x.take && x.t > from && x.t <= to {
+			at, ok = max(at, x.t), true
+		}
+	}
+	return at, ok
+}
+
 // ownerStopped reports whether a process of owner stopped in [from, to].
 func (c *timingChecker) ownerStopped(owner string, from, to time.Duration) bool {
 	for _, p := range c.procs {
@@ -1108,7 +1122,15 @@ func (c *timingChecker) failover(a, b *Tenure, tk *tkey, ks *keyState, gap time.
 	// then a cut) changed the row too: every taker times the lease from
 	// that version (swarm seed 11818: a restart's take landed 5 s after
 	// the crash of the process it replaced).
+	// So did the old process itself with a take it sent after its tenure
+	// ended (of its own expired row, as it came back from a pause) that
+	// it never acted on, a second pause coming first (soak seed 35807 of
+	// d8f57de, scan mode); a renewal sent then is no excuse (see sentBy).
 	for _, x := range tk.writes {
+		if x.proc == a.Proc && x.take && x.sent > sentBy && x.t > from+late && x.t <= to {
+			late = x.t - from
+			continue
+		}
 		if x.proc != a.Proc && x.proc != b.Proc && x.t > from+late && x.t <= to {
 			if X := c.proc(x.proc); X != nil && X.owner == c.proc(a.Proc).owner && X.start > a.Start {
 				late = x.t - from
@@ -1273,6 +1295,13 @@ func (c *timingChecker) failover(a, b *Tenure, tk *tkey, ks *keyState, gap time.
 		bound = (max(began.from, from+late) - from) + wait + rest
 		// the lease's last version may have come after the takeover
 		bound = max(bound, late+tm.jit(tm.AssignerScanInterval)+tm.wait(tm.LeaseDuration)+rest)
+		if wait > 0 && c.procOwner(a.Proc) == G.owner {
+			// the new assigner's own lease, lost in its own view, as
+			// above: reassigned at its next scan, not at its expiry (soak
+			// seed 31231 of d8f57de)
+			bound += tm.jit(tm.AssignerScanInterval)
+			how += ", and one more scan interval (the assigner's own lease is reassigned at its next scan)"
+		}
 		if untaken > 0 {
 			bound += untaken
 			how += ", and the wait for an assignment its receiver did not take (three poll intervals) with the round trips of the assigner's read and second assignment"
@@ -1361,6 +1390,17 @@ func (c *timingChecker) failover(a, b *Tenure, tk *tkey, ks *keyState, gap time.
 		how += " (or, as the assignee's process stopped before it could take the lease, the time until its restart and the round trips of its start-up checks, session row, poll, read and take)"
 	}
 	if direct {
+		// an assigner in session renewal takes no lease while it holds no
+		// session row: one whose session was lost takes it again (its end
+		// of the lost one, a read and a take), and takes leases from its
+		// next scan after that (soak seed 31099 of d8f57de: the new
+		// assigner's own session had expired under throttling)
+		if at, ok := B.sessionTaken(from, to); ok {
+			if sb := at - from + tm.jit(tm.AssignerScanInterval) + 3*B.maxRTT(from, to); sb > bound {
+				bound = sb
+				how += " (or, as the assigner took its own session row again first, the time until it did, its scan interval (jittered) and the round trips of its scan and take)"
+			}
+		}
 		// the assigner's own leases are bound to its assigner row: one
 		// it took while that row's renewal was late (past its margin)
 		// waits for the row's next renewal to act (session-strike seed
@@ -1374,9 +1414,13 @@ func (c *timingChecker) failover(a, b *Tenure, tk *tkey, ks *keyState, gap time.
 		// the old owner handed the lease to a receiver that never took it
 		// (its release names the receiver; no assignment of the assigner
 		// did): the assigner gives it away once it has stood untaken for
-		// a few of the receiver's polls (swarm seed 18676)
-		bound += tm.untakenWait(0) + 3*asgProc.maxRTT(from, to)
-		how += ", and the wait for a handoff its receiver did not take (three poll intervals) with the round trips of the assigner's read and assignment"
+		// a lease duration in its view, the wait of a planned move's
+		// release (docs/lease-rules.md), not the few polls of its own
+		// assignments (swarm seed 18676; soak seed 34212 of d8f57de: a
+		// new assigner, a receiver cut off whose session renewal applied
+		// late)
+		bound += tm.wait(tm.LeaseDuration) + 3*asgProc.maxRTT(from, to)
+		how += ", and the wait for a handoff its receiver did not take (a lease duration) with the round trips of the assigner's read and assignment"
 	}
 	if pe, ok := ks.parentsEnd(); ok && pe > from {
 		// A child shard is acted on only once its parents finished (S5):

@@ -926,9 +926,11 @@ func TestT1HandoffNotTaken(t *testing.T) {
 			add(at, trace.Acting, 2, "k", cp("10")).recs)
 	}
 	// from the release sent at 10 s: 13.72 s (the assigner takes the
-	// lease itself), and 3.75 s for the receiver
+	// lease itself), and a lease duration (10 s) for the
+	// receiver: a released lease waits for its receiver that long
 	expect(t, CheckTiming(mk(26), o), T1, 0)
-	expect(t, CheckTiming(mk(28.6), o), T1, 1)
+	expect(t, CheckTiming(mk(33.5), o), T1, 0)
+	expect(t, CheckTiming(mk(34), o), T1, 1)
 }
 
 // TestT1ResumeOfARequestedRow: a restart under the same owner id resumes
@@ -1081,4 +1083,76 @@ func TestT3AfterATakeover(t *testing.T) {
 	expect(t, CheckTiming(mk(30, true), o), T3, 0)  // 27 s after the takeover
 	expect(t, CheckTiming(mk(30, false), o), T3, 1) // nobody inherited is gone
 	expect(t, CheckTiming(mk(45, true), o), T3, 1)  // 42 s after
+}
+
+// TestT1RetakeNeverActedOn: a holder that lost its lease (paused past its
+// own view of expiry) and whose take of the expired row applied, but which
+// never acted on it (paused again once the take was sent), changed the
+// row: every taker times the lease from that version (soak seed 35807 of
+// d8f57de, scan mode: a second pause right after the take). Without the
+// take, the same failover breaks T1.
+func TestT1RetakeNeverActedOn(t *testing.T) {
+	scan := &Timing{LeaseDuration: 10 * time.Second, RenewInterval: 3 * time.Second, TakeInterval: 10 * time.Second, Scan: true, BalanceByCount: true}
+	o := Options{End: 2 * time.Minute, Timing: scan}
+	mk := func(retake bool) []trace.Record {
+		b := &hb{}
+		for p := int32(0); p < 3; p++ {
+			b.add(0, trace.KindProcStart, p, "", nil)
+		}
+		b.add(1, trace.Acting, 0, "k", cp("10")).
+			add(5, trace.KindApply, 0, "k", applied(trace.WriteRenew)).
+			add(14, trace.StoppedActing, 0, "k", reason("safety margin before own-view expiry")).
+			add(15, trace.LeaseLost, 0, "k", reason("expired: no renewal applied within the lease duration"))
+		if retake {
+			b.add(15.2, trace.KindApply, 0, "k", func(r *trace.Record) { applied(trace.WriteTake)(r); r.Sent = 15100 * time.Millisecond })
+		}
+		return sortedT(b.add(44.9, trace.LeaseAcquired, 1, "k", reason("expired")).
+			add(45, trace.Acting, 1, "k", cp("10")).recs)
+	}
+	expect(t, CheckTiming(mk(true), o), T1, 0)
+	expect(t, CheckTiming(mk(false), o), T1, 1)
+}
+
+// TestT1AssignerRetakesItsSession: an assigner in session renewal whose
+// own session was lost takes its session row again before it takes any
+// lease, and takes leases from its next scan after that: a lease it
+// takes itself is held to the time until that take, a scan interval and
+// the round trips (soak seed 31099 of d8f57de). An assigner that held its
+// session row throughout is held to the bound of its scan.
+func TestT1AssignerRetakesItsSession(t *testing.T) {
+	o := Options{End: time.Minute, Timing: shippedTiming()}
+	mk := func(retake bool) []trace.Record {
+		b := crashedOwner()
+		if retake {
+			b.add(20, trace.KindApply, 2, engine.SessionPrefix+"w2", applied(trace.WriteTake))
+		}
+		return sortedT(b.add(23.4, trace.LeaseAcquired, 2, "k", reason("assigned")).
+			add(23.5, trace.Acting, 2, "k", cp("10")).recs)
+	}
+	expect(t, CheckTiming(mk(true), o), T1, 0)
+	expect(t, CheckTiming(mk(false), o), T1, 1)
+}
+
+// TestT1NewAssignerReassignsItsOwnLease: a worker that lost a lease in
+// its own view (its renewals failed) and then took the assigner row over
+// reassigns that lease at its next scan once the lease duration has run,
+// not at its expiry, as an assigner that held its row throughout does:
+// one more scan interval (soak seed 31231 of d8f57de). The same failover
+// of a lease another worker held is held to the bound without it.
+func TestT1NewAssignerReassignsItsOwnLease(t *testing.T) {
+	o := Options{End: time.Minute, Timing: shippedTiming()}
+	mk := func(holder int32) []trace.Record {
+		b := fleet().
+			add(1, trace.Acting, holder, "k", cp("10")).
+			add(5, trace.KindApply, holder, "k", applied(trace.WriteRenew)).
+			add(6, trace.StoppedActing, holder, "k", reason("safety margin before own-view expiry")).
+			add(9, trace.KindProcStop, 2, "", reason("crash")).
+			add(22, trace.LeaseAcquired, 0, engine.AssignerKey, reason("assigner"))
+		return sortedT(b.add(34.85, trace.KindApply, 0, "k", applied(trace.WriteAssign)).
+			add(34.9, trace.Assigned, 0, "k", reason("to w3: expired")).
+			add(34.95, trace.LeaseAcquired, 3, "k", reason("assigned")).
+			add(35, trace.Acting, 3, "k", cp("10")).recs)
+	}
+	expect(t, CheckTiming(mk(0), o), T1, 0)
+	expect(t, CheckTiming(mk(1), o), T1, 1)
 }
