@@ -313,6 +313,12 @@ func (w *Worker) confirm(key string) {
 	}
 	rs := w.rows.get(key)
 	if rs != nil && (rs.confirming || rs.write != nil) {
+		if w.asg.watch.up && !w.bug("owed-poll-skips-busy-rows") {
+			// it may not show what the index did, and with the watch up
+			// nothing shows the row again: read once the call has ended
+			// (as the assigner does, see onAssignerPoll)
+			w.asg.watch.note([]PendingChange{{Key: key}}, w.now.Mono)
+		}
 		return
 	}
 	if h := rs.heldOrNil(); h != nil && (h.handing || h.write != nil) {

@@ -119,3 +119,48 @@ func TestKCLWorkerIsNoMember(t *testing.T) {
 		t.Errorf("A and B hold %d leases, want the 3 the KCL worker does not", n)
 	}
 }
+
+// A restarted assigner (a new process under its owner id, which resumes
+// its own assigner row) counts no owner a member for a row it sees for
+// the first time: a row that names a worker that is gone (here one
+// written just before the restart, as a dead process's rows stand until
+// they expire) shows nothing of its life, and that owner is never listed,
+// as a member nor as a deputy (soak seed 163 of d8f57de with -renewal
+// session, T3: the restarted assigner listed three dead owner ids first
+// after itself, and the live deputies it had inherited read the row at a
+// non-deputy's pace).
+func TestRestartedAssignerListsNoDeadOwner(t *testing.T) {
+	c := assigned(t, 4, Config{})
+	for _, id := range []string{"A", "B", "C"} {
+		c.start(id)
+	}
+	c.runUntil(2*time.Minute, "every lease held", func() bool { return len(c.held("A"))+len(c.held("B"))+len(c.held("C")) == 4 })
+	c.run(5 * time.Second)
+	asg := c.assignerOf()
+	if asg == "" {
+		t.Fatal("no assigner")
+	}
+	// a lease of a worker that died: its row names it, unchanged since
+	key := c.held(asg)[0]
+	row := c.row(key)
+	dead := row.Clone()
+	dead.Owner, dead.Writer, dead.Counter = "gone", "gone-nonce", row.Counter+1
+	if err := c.store.UpdateLease(context.Background(), ExpectOf(row), dead); err != nil {
+		t.Fatal(err)
+	}
+	c.worker(asg).down = true // crashed; restarted at once under its id
+	c.start(asg)
+	restart := c.now
+	d := c.cfg.withDefaults().LeaseDuration
+	c.runUntil(d, "the restart resumes the assigner row", func() bool { return c.assignerOf() == asg })
+	resumed := c.row(AssignerKey).Counter
+	for end := c.now + 2*d; c.now < end; {
+		c.run(c.cfg.withDefaults().RenewInterval / 3)
+		if row := c.row(AssignerKey); row.Counter > resumed && slices.Contains(row.Children, "gone") {
+			t.Fatalf("%v after the restart, the assigner row lists the owner of a row it saw once: %v", c.now-restart, row.Children)
+		}
+	}
+	if e, ok := c.assignedTo("gone", 0); ok {
+		t.Errorf("the restarted assigner gave the dead owner a lease: %v", e)
+	}
+}

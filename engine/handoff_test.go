@@ -159,3 +159,42 @@ func TestHandoffDeadlineReleasesThroughABackoff(t *testing.T) {
 	}
 	t.Fatalf("no release by %v, the handoff's deadline %v:\n%s", u.now, by, u.dump())
 }
+
+// A holder whose processor let a handoff go in time, with a final
+// checkpoint, but whose writes of the row wait out the backoff of a failed
+// write, sends that checkpoint and the release after it at the handoff's
+// deadline, not once the backoff is over (soak seed 91 of d8f57de with
+// -renewal session, T2: a 4.5 s backoff held the release past the
+// deadline).
+func TestHandoffFinalCheckpointGoesAtTheDeadline(t *testing.T) {
+	u := newUnit(t, Config{})
+	u.holdNotices = map[NoticeKind]bool{NoticeShutdownRequested: true}
+	key := u.holding(shardKey(0), startSeq(), 3)
+	u.runTo(500 * time.Millisecond)
+	h := u.w.holdingOf(key)
+	u.w.handOver(h, "other")
+	by := h.handOverBy
+	h.retryWriteAt = by + 3*time.Second // a failed write's backoff (nextBackoff)
+	u.runTo(600 * time.Millisecond)
+	sr := u.noticesOf(NoticeShutdownRequested, key)
+	if len(sr) != 1 {
+		t.Fatalf("shutdown-requested %v, want one for the handoff", sr)
+	}
+	mid := u.stream.recs[key][1].Sequence
+	if n, ok := u.checkpoint(key, SequenceCheckpoint(mid)); ok {
+		t.Fatalf("the final checkpoint was answered at once (%v): the backoff did not hold it", n)
+	}
+	u.step(Input{Kind: InputDone, Key: key, Batch: sr[0].n.Batch}) // the processor lets go in time
+	u.runTo(by + 50*time.Millisecond)
+	sentAt := map[string]time.Duration{}
+	for _, e := range u.trace {
+		if _, seen := sentAt[e.Reason]; e.Kind == TraceCallSent && e.Key == key && !seen {
+			sentAt[e.Reason] = e.Mono
+		}
+	}
+	for _, what := range []string{"checkpoint", "release"} {
+		if at, ok := sentAt[what]; !ok || at > by {
+			t.Errorf("%s sent at %v (sent: %v), want by the handoff's deadline %v:\n%s", what, at, ok, by, u.dump())
+		}
+	}
+}

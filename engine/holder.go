@@ -242,6 +242,14 @@ func (w *Worker) tickHolding(h *holding) {
 			h.retryWriteAt = min(h.retryWriteAt, now)
 		}
 	}
+	if h.handing && now >= h.handOverBy && h.write == nil && h.release == wRelease && len(h.cps) > 0 && h.retryWriteAt > now && !w.bug("final-checkpoint-waits-backoff") {
+		// The processor let go in time, but its final checkpoint waits
+		// out the backoff of a failed write of the row: at the deadline it
+		// goes now, and the release after it (soak seed 91 of d8f57de with
+		// -renewal session, T2: a 4.5 s backoff held the release past the
+		// deadline).
+		h.retryWriteAt = now
+	}
 	if h.control && w.shutdown && h.release == 0 && w.onlyControlLeft() {
 		h.release = wRelease // the assigner row goes last but for the session
 	}
@@ -585,6 +593,8 @@ func (h *holding) wakeTimes(w *Worker, min func(time.Duration)) {
 	min(h.actFrom)
 	if h.handing && (h.release == 0 || h.release == wRelease && len(h.cps) > 0 && !w.isActing(h)) {
 		min(h.handOverBy) // the handoff's deadline: release anyway
+	} else if h.handing && h.release == wRelease && len(h.cps) > 0 && h.retryWriteAt > h.handOverBy && w.now.Mono < h.handOverBy {
+		min(h.handOverBy) // the deadline: the final checkpoint goes, backoff or not
 	}
 	if h.write == nil {
 		if !w.bound(h) {

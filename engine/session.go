@@ -585,7 +585,7 @@ func (a *assigner) noteSessionLive(w *Worker, rs *rowState) {
 	if a.previousProcess(&o.row) && !w.bug("previous-session-revives") {
 		return
 	}
-	if o.row.Owner != "" && w.now.Mono-o.seenAt < w.cfg.LeaseDuration && IsSessionRow(rs.key) {
+	if o.row.Owner != "" && w.showsLife(o) && IsSessionRow(rs.key) {
 		a.live[o.row.Owner] = max(a.live[o.row.Owner], o.seenAt)
 	}
 }

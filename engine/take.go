@@ -32,6 +32,23 @@ type observation struct {
 	prevWriter  string
 	prevCounter int64
 	prevSince   time.Duration
+	// firstSeen is when this worker first saw the row (any version): a
+	// version first seen then shows nothing of its writer's life now, only
+	// that it was written once (see showsLife)
+	firstSeen time.Duration
+}
+
+// showsLife reports whether o shows its owner alive as of o.seenAt: the
+// row's version changed within a lease duration of now in this worker's
+// view. A version first seen at this worker's first sight of the row is
+// no sign of life: a new assigner process (a restart, or a worker that
+// took the row over without having scanned before) first sees every row
+// at its first scan, the rows of owners long dead too (soak seed 163 of
+// d8f57de with -renewal session, T3: a restarted assigner listed three
+// dead owner ids as members, two of them its deputies, and the live
+// deputies it had inherited read the row at a non-deputy's pace).
+func (w *Worker) showsLife(o *observation) bool {
+	return w.now.Mono-o.seenAt < w.cfg.LeaseDuration && (o.seenAt > o.firstSeen || w.bug("first-sight-shows-life"))
 }
 
 func (w *Worker) refOf(key string) ShardRef {
@@ -86,7 +103,7 @@ func (w *Worker) observe(rs *rowState, row Lease) *observation {
 	o := &rs.obs
 	if !rs.observed {
 		rs.observed = true
-		*o = observation{row: row, seenAt: w.now.Mono, ref: rs.ref, ok: rs.ok, identSince: w.now.Mono}
+		*o = observation{row: row, seenAt: w.now.Mono, ref: rs.ref, ok: rs.ok, identSince: w.now.Mono, firstSeen: w.now.Mono}
 		if w.bug("expiry-by-wall-clock") {
 			o.seenWall = w.wallClock("a lease version observed")
 		}

@@ -49,6 +49,10 @@ var testCatches = []struct{ test, bug string }{
 	{"TestNewAssignerCountsItsPredecessorOut", "previous-session-revives"},
 	{"TestLostAssignerTakeTimesTheWinner", "lost-assigner-take-reads-late"},
 	{"TestKCLWorkerIsNoMember", "kcl-owners-members"},
+	{"TestRestartedAssignerListsNoDeadOwner", "first-sight-shows-life"},
+	{"TestHandoffFinalCheckpointGoesAtTheDeadline", "final-checkpoint-waits-backoff"},
+	{"TestPushedRowBusyAtTheOwedReadIsReadAgain", "owed-poll-skips-busy-rows"},
+	{"TestRestartedWorkerGetsWhatItsPredecessorReleased", "released-marks-successor-leaving"},
 }
 
 // TestTestsCatchPlantedBugs runs each test of testCatches in a child run

@@ -376,3 +376,48 @@ func TestPushedTakeNotAppliedIsTriedAgain(t *testing.T) {
 		t.Errorf("X took %s %v after its take failed, want within a poll interval (%v)", failed, took, cfg.PendingPollInterval)
 	}
 }
+
+// A row the index shows while a write of it is in flight is read once
+// that write has ended, with the watch up: nothing else would show it
+// again (soak seed 28644 of d8f57de, L1: the read the assigner's watch
+// owed at its start skipped a worker's new hello while the delete of its
+// last one was in flight; the hello stood for good, every later one
+// failed its create, and the worker was never a member again).
+func TestPushedRowBusyAtTheOwedReadIsReadAgain(t *testing.T) {
+	c := pushed(t, 4)
+	c.start("A")
+	c.start("X")
+	c.runUntil(time.Minute, "A and X hold 2 each", func() bool { return len(c.held("A")) == 2 && len(c.held("X")) == 2 })
+	asg := c.assignerOf()
+	tw := c.worker(asg)
+	hello := HelloPrefix + "B"
+	// the assigner's delete of B's hello applies; its reply is held
+	c.hold = func(h *tWorker, call Call) bool {
+		return h == tw && call.Op == OpDeleteLease && call.Key == hello
+	}
+	c.start("B")
+	c.runUntil(time.Second, "the assigner deletes B's hello", func() bool {
+		return slices.ContainsFunc(c.heldReplies, func(h heldReply) bool { return h.call.Key == hello })
+	})
+	// B says hello again (a new process under its id) while the delete's
+	// reply is on its way, and the assigner's watch is lost just then:
+	// the write is missed, and the read the restarted watch owes shows it
+	row := Lease{Key: hello, Counter: 1, Checkpoint: SentinelCheckpoint(ShardEnd), Pending: AssignerPending, Writer: "b-again"}
+	if err := c.store.CreateLease(context.Background(), row); err != nil {
+		t.Fatal(err)
+	}
+	delete(c.push.watching[tw], AssignerPending)
+	tw.inbox = append(tw.inbox, Input{Kind: InputWatch, Watch: WatchInput{Who: AssignerPending, Lost: ErrWatchLost}})
+	reads := c.countCalls(OpListPending)
+	c.runUntil(time.Second, "the assigner's owed read of the index", func() bool { return reads[asg] > 0 && !tw.w.asg.as.pollInFlight })
+	c.run(100 * time.Millisecond)
+	c.hold = nil
+	released := c.now
+	c.releaseHeld(func(Call) bool { return true })
+	cfg := c.cfg.withDefaults()
+	c.runUntil(cfg.LeaseDuration, "B's new hello read and deleted", func() bool {
+		_, err := c.store.GetLease(context.Background(), hello)
+		return errors.Is(err, ErrNotFound)
+	})
+	t.Logf("the new hello deleted %v after the delete in flight ended", c.now-released)
+}

@@ -255,6 +255,10 @@ var Classes = map[string]string{
 	"engine:previous-session-revives":              "assignment",
 	"engine:lost-assigner-take-reads-late":         "7 latency: failover",
 	"engine:kcl-owners-members":                    "assignment",
+	"engine:first-sight-shows-life":                "assignment",
+	"engine:final-checkpoint-waits-backoff":        "7 latency: planned move",
+	"engine:owed-poll-skips-busy-rows":             "assignment",
+	"engine:released-marks-successor-leaving":      "assignment",
 	"engine:balance-beside-stale-member":           "8 balance churn",
 	// caught by a named test, not by a run (TestTestsCatchPlantedBugs)
 	"engine:config-margin-unchecked":        "test: configuration",
