@@ -607,6 +607,18 @@ func (c *timingChecker) observe(r *trace.Record) {
 			}
 			return
 		}
+		if slot, d, ok := boundaryCut(r.Reason); ok {
+			// boundary seeking's cut of one worker's table link (after
+			// its renewal, as its lease is taken, after its read): a
+			// strike as a partition is (soak seed 44767 of 01b4227, scan
+			// mode: a worker cut as its lease was taken held back the
+			// fair share of the worker taking another's expired lease)
+			if pid, ok := c.slots[slot]; ok {
+				i := interval{r.T, r.T + d}
+				c.fleetStrike(pid, i)
+			}
+			return
+		}
 		if slots, d, ok := linkFault(r.Reason); ok {
 			// A partition or clog of workers' table links: a worker that makes
 			// no call meanwhile (an idle one, told of its assignments by a
@@ -791,6 +803,22 @@ func linkFault(reason string) (slots []int32, d time.Duration, ok bool) {
 		slots = append(slots, int32(n))
 	}
 	return slots, pauseFor(reason), true
+}
+
+// boundaryCut parses the description of boundary seeking's cut of one
+// worker's table link ("cut w3 from the table after its renewal of K, for
+// 2.1s"): the worker's slot and how long it lasts.
+func boundaryCut(reason string) (slot int32, d time.Duration, ok bool) {
+	rest, ok := strings.CutPrefix(strings.TrimSpace(reason), "cut w")
+	if !ok || !strings.Contains(rest, " from the table ") {
+		return 0, 0, false
+	}
+	num, _, _ := strings.Cut(rest, " ")
+	n, err := strconv.Atoi(num)
+	if err != nil {
+		return 0, 0, false
+	}
+	return int32(n), pauseFor(reason), true
 }
 
 // pausedSlot returns N of "pause wN ...", or -1.
