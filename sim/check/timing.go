@@ -1524,7 +1524,11 @@ func (c *timingChecker) plannedMove(a, b *Tenure, tk *tkey, gap time.Duration, B
 			R := c.procAt(b.Owner, from, b.Proc)
 			// One that began a graceful shutdown takes no new lease: its
 			// chance ended then (explorer world t2-seed23).
-			if R == nil || R.lastChance()-from <= bound+timingSlack || !c.pathClean(tk, from, R.lastChance(), -1, A, R) {
+			// Its chance begins once a cut of its watch across the release
+			// is over (soak seed 52235 of 01b4227: the receiver's watch was
+			// cut just before the release, and the process crashed before
+			// the watch resumed).
+			if R == nil || R.lastChance()-max(from, R.cuts.cutEnd(b.Owner, from, R.lastChance())) <= bound+timingSlack || !c.pathClean(tk, from, R.lastChance(), -1, A, R) {
 				if tm.FanOut {
 					return // a restart registers its consumer first
 				}

@@ -610,6 +610,17 @@ func TestT2ReceiverRestarted(t *testing.T) {
 		r.Op, r.Outcome, r.Sent = engine.OpListPending, trace.OutcomeTimeout, 10800*time.Millisecond
 	})
 	expect(t, CheckTiming(sortedByTime(b.recs), o), T2, 0)
+	// ... or a cut of its watch just before the release held the news back
+	// until the process stopped (soak seed 52235 of 01b4227); a cut that
+	// was over long before it stopped is no excuse
+	tw := shippedTiming()
+	tw.WatchResume = 2 * time.Second
+	ow := Options{End: time.Minute, Timing: tw}
+	cut := trace.Record{T: 9900 * time.Millisecond, Kind: trace.KindFault, Worker: -1, Proc: -1,
+		Reason: "the watch of w1 (w1) on w1 is cut: cut before a write that makes k wait for w1"}
+	expect(t, CheckTiming(sortedByTime(append(mk(12, 20.5), cut)), ow), T2, 0)
+	expect(t, CheckTiming(sortedByTime(append(mk(15, 20.5), cut)), ow), T2, 1)
+	expect(t, CheckTiming(mk(12, 20.5), ow), T2, 1)
 }
 
 func TestWatchCut(t *testing.T) {

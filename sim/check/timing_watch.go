@@ -85,6 +85,18 @@ func (w *watchCuts) cut(who string, from, to time.Duration) bool {
 	return w.n > len(w.ring) && oldest > from
 }
 
+// cutEnd returns the latest end of a cut of who's watch that overlaps
+// [from, to] (0: none).
+func (w *watchCuts) cutEnd(who string, from, to time.Duration) time.Duration {
+	end := time.Duration(0)
+	for k := range min(w.n, len(w.ring)) {
+		if x := w.ring[k]; x.who == who && x.i.overlaps(from, to) {
+			end = max(end, x.i.to)
+		}
+	}
+	return end
+}
+
 // watchCut parses the description of a cut of a worker's watch stream
 // ("the watch of w1 (w1) on w1 is cut: a random cut"): the worker's slot
 // and the Pending value its watch is on.
