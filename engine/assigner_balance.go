@@ -128,6 +128,15 @@ func (w *Worker) leastLoaded(loads map[string]float64, not string, members []str
 	if best == "" && not == w.cfg.Owner {
 		return not
 	}
+	if best == "" && not != "" && slices.Contains(members, not) && !w.full(not) && !w.bug("expired-never-back-to-owner") {
+		// no other member may take it (the others at their cap): the
+		// previous owner, a live member again (its lease expired while it
+		// was cut off), takes it back rather than nobody (soak seed 52768
+		// of 01b4227, S4 and L1: the assigner at its cap, the only other
+		// member the one whose lease had expired, and the lease stood
+		// unowned for good)
+		return not
+	}
 	return best
 }
 

@@ -159,3 +159,39 @@ func TestRestartedWorkerGetsWhatItsPredecessorReleased(t *testing.T) {
 	}
 	t.Logf("B stopped at %v; every lease held again %v later", stop, c.now-stop)
 }
+
+// An expired lease goes back to the member whose lease it was when every
+// other member is at its cap: that member, cut off from the table until
+// its lease expired, is alive again (it says hello), and the lease is
+// not left unowned (soak seed 52768 of 01b4227, S4 and L1: the assigner at
+// its cap, the only other member the one whose lease expired).
+func TestExpiredLeaseBackToItsOwnerWhenOthersAreFull(t *testing.T) {
+	c := assigned(t, 3, Config{MaxLeasesForWorker: 2})
+	for i := 0; i < 3; i++ {
+		c.stream.put(shardKey(i), 3)
+	}
+	c.start("A")
+	c.run(time.Second)
+	c.start("B")
+	c.runUntil(2*time.Minute, "three leases held", func() bool { return len(c.held("A"))+len(c.held("B")) == 3 })
+	c.run(5 * time.Second)
+	if c.assignerOf() != "A" || len(c.held("B")) != 1 {
+		t.Skipf("the fleet came out otherwise (assigner %q, B holds %v)", c.assignerOf(), c.held("B"))
+	}
+	key := c.held("B")[0]
+	d := c.cfg.withDefaults().LeaseDuration
+	// B cut off from the table for two lease durations: its lease expires
+	cutUntil := c.now + 2*d
+	c.intercept = func(tw *tWorker, call Call) (Result, bool) {
+		if tw.id == "B" && call.Op.IsStore() && c.now < cutUntil {
+			return Result{Err: errTimeout}, true
+		}
+		return Result{}, false
+	}
+	c.runUntil(3*d, "B lost its lease", func() bool { return len(c.held("B")) == 0 })
+	c.run(cutUntil - c.now)
+	c.runUntil(4*d, "the expired lease held again", func() bool { return len(c.held("A"))+len(c.held("B")) == 3 })
+	if !slices.Contains(c.held("B"), key) {
+		t.Errorf("%s went to A (holding %v), beyond its cap of 2", key, c.held("A"))
+	}
+}
