@@ -62,6 +62,9 @@ type sessionState struct {
 	// owned)
 	keys    map[string]string
 	missing map[string]time.Duration
+	// fencing: session keys whose strongly consistent read (fenceRead) is
+	// in flight
+	fencing map[string]bool
 	// checked: the start-up check of who else renews is done
 	// (sessionChecked); nonceless: the rows held by writers without a
 	// nonce that its first scan showed, by key, with their versions

@@ -553,3 +553,28 @@ func (c *cluster) kclRenews(key string) func() {
 		}
 	}
 }
+
+// A worker that takes leases itself from eventually consistent scans
+// takes a lease bound to a session whose row later processes of its
+// owner took and ended (the row names neither that session nor its end):
+// a strongly consistent read of the session row shows the session
+// superseded, and the lease is taken once it has stood still a lease
+// duration (soak seed 46871 of 01b4227, S4 and L1: such leases stood
+// counted for their dead owner, and the takers kept to a share that left
+// four shards unowned).
+func TestScanTakerFreesLeasesOfASupersededSession(t *testing.T) {
+	// (a worker that takes leases itself renews per lease; the rows are
+	// those session-mode workers of a mixed fleet left behind)
+	c := newCluster(t, 2, Config{Renewal: RenewalPerLease})
+	ctx := context.Background()
+	bound := Lease{Key: shardKey(0), Owner: "Z", Session: "z-first", Writer: "z-first", Counter: 5, Checkpoint: Checkpoint{Sequence: TrimHorizon}}
+	ended := Lease{Key: SessionKey("Z"), Session: "z-second@7", Writer: "ender", Counter: 9, Checkpoint: SentinelCheckpoint(ShardEnd)}
+	for _, row := range []Lease{bound, ended} {
+		if err := c.store.CreateLease(ctx, row); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.start("A")
+	d := c.cfg.withDefaults().LeaseDuration
+	c.runUntil(4*d, "A takes the lease of the superseded session", func() bool { return slices.Contains(c.held("A"), shardKey(0)) })
+}

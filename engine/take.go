@@ -32,6 +32,9 @@ type observation struct {
 	prevWriter  string
 	prevCounter int64
 	prevSince   time.Duration
+	// consistent: this version was shown by a strongly consistent read
+	// (a session row's fence read, see fenceRead)
+	consistent bool
 	// firstSeen is when this worker first saw the row (any version): a
 	// version first seen then shows nothing of its writer's life now, only
 	// that it was written once (see showsLife)
@@ -122,6 +125,7 @@ func (w *Worker) observe(rs *rowState, row Lease) *observation {
 		}
 		o.row = row
 		o.seenAt = w.now.Mono
+		o.consistent = false
 		if w.bug("expiry-by-wall-clock") {
 			o.seenWall = w.wallClock("a lease version observed")
 		}
@@ -335,7 +339,12 @@ func (w *Worker) takeLeases(rows []*rowState) {
 		case row.Session != "":
 			// bound to a live session: its holder renews nothing on it and
 			// would not see a steal; counted, never a candidate (see
-			// session.go)
+			// session.go). One that looks expired but whose session this
+			// eventually consistent view cannot show ended has its
+			// session row read strongly (fenceRead)
+			if now-still >= w.expiryWait() {
+				w.fenceRead(row.Owner)
+			}
 			if counts[row.Owner] == 0 {
 				owners = append(owners, row.Owner)
 			}
@@ -430,7 +439,52 @@ func (w *Worker) fencedTake(o *observation) bool {
 	}
 	so := &rs.obs.row
 	n, _, ok := strings.Cut(so.Session, "@")
-	return ok && n == o.row.Session || so.Owner == "" && so.Writer == o.row.Session
+	if ok && n == o.row.Session || so.Owner == "" && so.Writer == o.row.Session {
+		return true
+	}
+	// A strongly consistent read shows the row as it is now: a session row
+	// that does not name the lease's session as its holder's shows that
+	// session superseded, however many holders came between (soak seed
+	// 46871 of 01b4227, S4 and L1: leases bound to a session whose row two
+	// later processes had taken and ended stood counted for a dead owner,
+	// and the scan takers kept to a share that left four shards unowned)
+	return rs.obs.consistent && !(so.Owner == o.row.Owner && so.Writer == o.row.Session) && !w.bug("superseded-session-unfenced")
+}
+
+// fenceRead reads the session row of owner strongly consistently (once at
+// a time), so that fencedTake may tell from it whether a lease bound to an
+// older session of owner is free.
+func (w *Worker) fenceRead(owner string) {
+	if w.cfg.ConsistentTakeScans || w.bug("superseded-session-unfenced") {
+		return
+	}
+	key := w.sessionKeyOf(owner)
+	s := &w.sess
+	if s.fencing[key] {
+		return
+	}
+	if rs := w.rows.get(key); rs != nil && rs.observed && rs.obs.consistent {
+		return // its latest version was read so: nothing newer to learn
+	}
+	if s.fencing == nil {
+		s.fencing = map[string]bool{}
+	}
+	s.fencing[key] = true
+	w.call(Call{Op: OpGetLease, Key: key}, pendingCall{purpose: forSessionFence, key: key})
+}
+
+// onSessionFence takes the reply of fenceRead: the version it shows is
+// marked as read strongly, and the next scan decides with it.
+func (w *Worker) onSessionFence(key string, r *Result) {
+	delete(w.sess.fencing, key)
+	if r.Err != nil {
+		return
+	}
+	o := w.observeRow(r.Lease)
+	if o.row.Counter == r.Lease.Counter && o.row.Writer == r.Lease.Writer {
+		o.consistent = true
+		w.nextScan = min(w.nextScan, w.now.Mono)
+	}
 }
 
 // take sends a conditional take of c.row, unless a write of the row is in

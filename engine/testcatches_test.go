@@ -49,6 +49,7 @@ var testCatches = []struct{ test, bug string }{
 	{"TestNewAssignerCountsItsPredecessorOut", "previous-session-revives"},
 	{"TestLostAssignerTakeTimesTheWinner", "lost-assigner-take-reads-late"},
 	{"TestKCLWorkerIsNoMember", "kcl-owners-members"},
+	{"TestScanTakerFreesLeasesOfASupersededSession", "superseded-session-unfenced"},
 	{"TestExpiredLeaseBackToItsOwnerWhenOthersAreFull", "expired-never-back-to-owner"},
 	{"TestRestartedAssignerListsNoDeadOwner", "first-sight-shows-life"},
 	{"TestHandoffFinalCheckpointGoesAtTheDeadline", "final-checkpoint-waits-backoff"},

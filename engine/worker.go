@@ -128,6 +128,7 @@ const (
 	forSession
 	forOrphanRead
 	forSessionPoll
+	forSessionFence
 )
 
 // NewWorker returns a worker for cfg, or an error naming every broken
@@ -369,6 +370,8 @@ func (w *Worker) onResult(r *Result) {
 		w.onOrphanRead(pc.key, r)
 	case forSessionPoll:
 		w.onSessionPoll(pc.key, r)
+	case forSessionFence:
+		w.onSessionFence(pc.key, r)
 	default:
 		w.onFanOutResult(pc, r)
 	}

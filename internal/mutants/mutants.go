@@ -255,6 +255,7 @@ var Classes = map[string]string{
 	"engine:previous-session-revives":              "assignment",
 	"engine:lost-assigner-take-reads-late":         "7 latency: failover",
 	"engine:kcl-owners-members":                    "assignment",
+	"engine:superseded-session-unfenced":           "assignment",
 	"engine:expired-never-back-to-owner":           "assignment",
 	"engine:first-sight-shows-life":                "assignment",
 	"engine:final-checkpoint-waits-backoff":        "7 latency: planned move",
