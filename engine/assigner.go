@@ -266,22 +266,25 @@ func (a *assigner) learnWriter(w *Worker, prev, row Lease) {
 }
 
 // released notes the release, for its shutdown, of a lease that row now
-// shows: its writer is leaving. A successor under the same owner id that
-// said hello since is not: the released row stands until it is assigned,
-// and every read of it would otherwise mark the owner leaving again, after
-// the successor's hello, for as long as it stands (soak seed 36816 of
-// d8f57de, S4 and L1: the assigner, at its own cap, could give the
-// released lease to no one but the restarted worker, which it never
-// counted as a member again).
-func (a *assigner) released(w *Worker, row Lease) {
+// shows, first seen at seenAt: its writer is leaving as of then. A hello
+// read since (the process that replaced it under the same owner id) makes
+// the owner a member again: the released row stands until it is assigned,
+// and marking the owner leaving again at every read of it would undo that
+// hello for as long as it stands (soak seed 36816 of d8f57de, S4 and L1:
+// the assigner, at its own cap, could give the released lease to no one
+// but the restarted worker, which it never counted as a member again). A
+// hello of an earlier process of that owner, read before, is no such sign
+// (soak seed 57657 of 01b4227, T2: the leaving worker was given a lease).
+func (a *assigner) released(w *Worker, row Lease, seenAt time.Duration) {
 	m, ok := a.writers[row.Writer]
 	if !ok || row.Owner != "" || row.Pending != AssignerPending {
 		return
 	}
-	if hw, said := a.helloWriters[m]; said && hw != row.Writer && !w.bug("released-marks-successor-leaving") {
+	if w.bug("released-marks-successor-leaving") {
+		a.leaving[m] = w.now.Mono
 		return
 	}
-	a.leaving[m] = w.now.Mono
+	a.leaving[m] = max(a.leaving[m], seenAt)
 }
 
 // advanceAssigner does the assigner's periodic work: scans, shard syncs,
@@ -616,8 +619,12 @@ func (w *Worker) onAssignerConfirm(key string, r *Result) {
 	if rs := w.rows.get(key); rs != nil && rs.observed && rs.obs.ok {
 		a.learnWriter(w, rs.obs.row, row)
 	}
-	a.released(w, row)
 	o := w.observeRow(row) // the freshest version this worker knows: not older than row
+	seen := w.now.Mono
+	if o.row.Counter == row.Counter {
+		seen = o.seenAt
+	}
+	a.released(w, row, seen)
 	if o.ok && !w.foreign(o) && o.row.Owner == "" && o.row.Pending == AssignerPending && !o.row.Checkpoint.IsShardEnd() && !w.gated(o) {
 		w.assignTo(o, w.leastLoaded(w.loads(), "", a.members(w)), "released")
 	}
@@ -661,7 +668,7 @@ func (w *Worker) assignFrom(rows []*rowState) {
 			delete(a.untaken, o.row.Key) // taken: its next assignment waits untakenWait afresh
 			delete(a.mine, o.row.Key)
 		}
-		a.released(w, o.row)
+		a.released(w, o.row, o.seenAt)
 	}
 	members := a.members(w)
 	if !slices.Equal(members, a.lastMembers) {
