@@ -226,6 +226,13 @@ func startPushed(t *testing.T, owner string, store *pushMemStore, stream Stream,
 		Processor: rec.factory,
 		Clock:     clk,
 		Logger:    slog.New(slog.NewTextHandler(logs, nil)),
+		// the longest deadline allowed: the test counts the index reads
+		// exactly, and a call whose deadline the mock clock passes before
+		// the consumer's goroutine sends it fails and is read again (the
+		// clock steps 100 ms at a time, each yielding only briefly: with
+		// the default of a renew interval, 30 steps on a loaded machine
+		// could outrun a call; CI failed so twice)
+		CallTimeout: 10 * time.Second,
 	})
 	if err != nil {
 		t.Fatal(err)
