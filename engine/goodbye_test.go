@@ -133,15 +133,7 @@ func TestNewcomerIsADeputyBeforeItIsListed(t *testing.T) {
 // released row marked the owner leaving again, after its successor's
 // hellos, and the lease stood unowned for good).
 func TestRestartedWorkerGetsWhatItsPredecessorReleased(t *testing.T) {
-	c := assigned(t, 3, Config{MaxLeasesForWorker: 2})
-	for i := 0; i < 3; i++ {
-		c.stream.put(shardKey(i), 3)
-	}
-	c.start("A")
-	c.run(time.Second)
-	c.start("B")
-	c.runUntil(2*time.Minute, "three leases held", func() bool { return len(c.held("A"))+len(c.held("B")) == 3 })
-	c.run(5 * time.Second)
+	c := cappedPair(t)
 	if c.assignerOf() != "A" {
 		t.Skipf("the fleet came out otherwise (assigner %q)", c.assignerOf())
 	}
@@ -166,15 +158,7 @@ func TestRestartedWorkerGetsWhatItsPredecessorReleased(t *testing.T) {
 // not left unowned (soak seed 52768 of 01b4227, S4 and L1: the assigner at
 // its cap, the only other member the one whose lease expired).
 func TestExpiredLeaseBackToItsOwnerWhenOthersAreFull(t *testing.T) {
-	c := assigned(t, 3, Config{MaxLeasesForWorker: 2})
-	for i := 0; i < 3; i++ {
-		c.stream.put(shardKey(i), 3)
-	}
-	c.start("A")
-	c.run(time.Second)
-	c.start("B")
-	c.runUntil(2*time.Minute, "three leases held", func() bool { return len(c.held("A"))+len(c.held("B")) == 3 })
-	c.run(5 * time.Second)
+	c := cappedPair(t)
 	if c.assignerOf() != "A" || len(c.held("B")) != 1 {
 		t.Skipf("the fleet came out otherwise (assigner %q, B holds %v)", c.assignerOf(), c.held("B"))
 	}
@@ -194,4 +178,20 @@ func TestExpiredLeaseBackToItsOwnerWhenOthersAreFull(t *testing.T) {
 	if !slices.Contains(c.held("B"), key) {
 		t.Errorf("%s went to A (holding %v), beyond its cap of 2", key, c.held("A"))
 	}
+}
+
+// cappedPair starts A, then B, on 3 shards with records and a cap of two
+// leases each, and runs until the three leases are held and a little
+// more: A, the assigner as a rule, is at its cap.
+func cappedPair(t *testing.T) *cluster {
+	c := assigned(t, 3, Config{MaxLeasesForWorker: 2})
+	for i := 0; i < 3; i++ {
+		c.stream.put(shardKey(i), 3)
+	}
+	c.start("A")
+	c.run(time.Second)
+	c.start("B")
+	c.runUntil(2*time.Minute, "three leases held", func() bool { return len(c.held("A"))+len(c.held("B")) == 3 })
+	c.run(5 * time.Second)
+	return c
 }
